@@ -1,0 +1,41 @@
+# lockstep: see README.md. `make demo` and `make test` work on a fresh Debian machine.
+GO          ?= go
+BIN         := bin/lockstep
+PIN         ?= 7.2.13
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+export CGO_ENABLED := 0
+
+.PHONY: all build deps test demo bench lint fuzz clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/lockstep
+
+# The whole suite: unit, host-kernel and guest tests, then 30 s of fuzzing of
+# the policy parser.
+test: deps build
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 75m ./...
+	$(MAKE) fuzz FUZZTIME=30s
+
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./enforcer/policy
+
+demo: deps build
+	@scripts/demo.sh
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt: these files need formatting:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+clean:
+	rm -rf bin

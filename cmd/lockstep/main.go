@@ -1,0 +1,41 @@
+// Command lockstep runs Landlock policies on pinned Linux kernels inside
+// throwaway QEMU guests and checks, call by call, that what strace attributes
+// to Landlock is what the kernel's own audit records say.
+//
+// One static binary plays both roles: run as PID 1 it is the guest's init,
+// anywhere else it is the host command line. See docs/cli.md for every verb.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	// PID 1 is the guest: the initramfs carries exactly this binary.
+	if os.Getpid() == 1 && guestMain != nil {
+		guestMain()
+		return
+	}
+	// Hidden re-exec roles (the enforcer's child) take over before flag parsing.
+	if role, ok := hiddenRoles[os.Getenv(roleEnv)]; ok {
+		os.Exit(role())
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], newStdio())
+	stop()
+	os.Exit(code)
+}
+
+// guestMain is set by the guest verb's file; it never returns.
+var guestMain func()
+
+// roleEnv names the environment variable that selects a hidden role when
+// lockstep re-executes itself (for example the enforcer's restricted child).
+const roleEnv = "LOCKSTEP_ROLE"
+
+// hiddenRoles maps a LOCKSTEP_ROLE value to its entry point; each returns the
+// process exit status.
+var hiddenRoles = map[string]func() int{}

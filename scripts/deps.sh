@@ -1,0 +1,46 @@
+#!/bin/bash
+# Installs what lockstep's build, tests and demo need on a Debian machine:
+# Debian packages (only those missing) and the Go modules. Idempotent.
+set -euo pipefail
+
+# command-or-file:package pairs; a package is installed only when its probe is missing.
+need=(
+	qemu-system-x86_64:qemu-system-x86
+	qemu-img:qemu-utils
+	strace:strace
+	make:make
+	gcc:gcc
+	bc:bc
+	flex:flex
+	bison:bison
+	xz:xz-utils
+	zstd:zstd
+	cpio:cpio
+	perl:perl
+	/usr/include/libelf.h:libelf-dev
+	/usr/include/openssl/ssl.h:libssl-dev
+	mkfs.ext4:e2fsprogs
+	ip:iproute2
+	python3:python3
+	pytest-3:python3-pytest
+	dpkg-deb:dpkg
+)
+missing=()
+for pair in "${need[@]}"; do
+	probe=${pair%%:*} pkg=${pair#*:}
+	if [[ $probe == /* ]]; then
+		[[ -e $probe ]] || missing+=("$pkg")
+	else
+		command -v "$probe" >/dev/null 2>&1 || missing+=("$pkg")
+	fi
+done
+if ((${#missing[@]})); then
+	echo "deps: installing ${missing[*]}" >&2
+	if [[ $(id -u) != 0 ]]; then
+		echo "deps: need root to install Debian packages: ${missing[*]}" >&2
+		exit 1
+	fi
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+go mod download
