@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer"
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+)
+
+func init() {
+	hiddenRoles[enforcer.ChildRole] = enforcer.ChildMain
+	register(&verb{
+		Name:  "run",
+		Usage: "run --config <file>… [--base-dir <dir>] [--expect-hash sha256:<hex>] [--log-subprocesses] [-q] -- <cmd>…",
+		Short: "run one command under a policy with this kernel's Landlock",
+		Long: `Combines every Base*.cfg of --base-dir (sorted) and each --config in order,
+checks that this kernel's Landlock ABI can enforce every rule, and runs the
+command in a restricted child: every right the ABI knows is handled, so what
+the policy does not grant is refused (EACCES). [limits] become rlimits, a
+cgroup cap (nproc, mem_mb) and a timeout that kills the process group.
+
+One status line goes to stderr before the command starts:
+  lockstep: OK abi=7 handled=fs,net,scope rules=12 net=tcp-ports hash=sha256:…
+
+Exit status: the command's own (128+n when killed by signal n); 124 the
+timeout passed; 125 refused before anything ran (bad policy, a rule this
+kernel cannot enforce — the rule and the ABI it needs are named — or an
+--expect-hash mismatch); 126 cannot execute; 127 not found; 137 a cap was
+passed. See docs/run.md.`,
+		Example: `# read one file, be refused another
+$ lockstep run --config docs/examples/read-hostname.cfg -- cat /etc/hostname
+# only if the policy is exactly the one reviewed
+$ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1f… -- python3 -m pytest`,
+		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+			var configs multiFlag
+			fs.Var(&configs, "config", "policy `file` (repeatable; applied after the bases, in order)")
+			baseDir := fs.String("base-dir", "", "`dir`ectory whose Base*.cfg files are combined first, in sorted order")
+			expect := fs.String("expect-hash", "", "refuse unless the combined policy hashes to this `sha256:<hex>` (lockstep policy hash)")
+			logSub := fs.Bool("log-subprocesses", false, "audit-log Landlock denials after exec too (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON, ABI 7+)")
+			quiet := fs.Bool("q", false, "leave out the status line")
+			return func(ctx context.Context, io *stdio, args []string) int {
+				v := verbs["run"]
+				if len(args) == 0 {
+					return usageExit(io, v, usagef("no command given after --"))
+				}
+				if len(configs) == 0 && *baseDir == "" {
+					return usageExit(io, v, usagef("no policy: give --config <file> or --base-dir <dir>"))
+				}
+				p, err := policy.Load(*baseDir, configs)
+				if err != nil {
+					var el policy.ErrorList
+					if errors.As(err, &el) {
+						for _, e := range el {
+							fmt.Fprintf(io.err, "lockstep run: %v\n", e)
+						}
+						fmt.Fprintf(io.err, "lockstep run: %d policy problems. Nothing ran.\n", len(el))
+						return exitRefused
+					}
+					return fail(io, "run", exitRefused, fmt.Errorf("%w. Nothing ran", err))
+				}
+				status, err := enforcer.Run(ctx, enforcer.Options{
+					Policy:          p,
+					Command:         args,
+					LogSubprocesses: *logSub,
+					ExpectHash:      *expect,
+					Stdin:           io.in,
+					Stdout:          io.out,
+					Stderr:          io.err,
+					Quiet:           *quiet,
+				})
+				if err != nil {
+					var ue *enforcer.UnenforceableError
+					if errors.As(err, &ue) {
+						for _, pr := range ue.Problems {
+							fmt.Fprintf(io.err, "lockstep run: unenforceable: %s\n", pr)
+						}
+						fmt.Fprintln(io.err, "lockstep run: refused. Nothing ran.")
+						return status
+					}
+					return fail(io, "run", status, err)
+				}
+				return status
+			}
+		},
+	})
+}

@@ -1,0 +1,275 @@
+package enforcer
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// CgroupRoot is where the enforcer looks for cgroup file systems. Tests never
+// change it; it is a variable so that the documentation can name it.
+var CgroupRoot = "/sys/fs/cgroup"
+
+var cgroupSeq atomic.Int64
+
+// caps is a cgroup (v2, or a v1 pids and/or memory pair) that holds the
+// command's processes and caps their number and memory.
+type caps struct {
+	desc    string   // status line value: "v2", "v1", or "none:<reason>"
+	dirs    []string // cgroups the child joins (v1: one per hierarchy)
+	v2      bool
+	pidsEv  string // file with "max N" (pids.events)
+	memEv   string // memory.events (v2, "oom_kill N") or memory.oom_control (v1)
+	nproc   int64
+	memMB   int64
+	created []string
+}
+
+// setupCaps creates a cgroup capping processes at nproc and memory at memMB
+// (0: no cap) for one command. It prefers cgroup v2 at CgroupRoot when that is
+// a writable cgroup2 mount with the controllers available, else the v1 pids
+// and memory hierarchies below CgroupRoot; when neither works it returns caps
+// whose desc says why, and the rlimits alone apply.
+func setupCaps(nproc, memMB int64) *caps {
+	if nproc == 0 && memMB == 0 {
+		return nil
+	}
+	c := &caps{nproc: nproc, memMB: memMB}
+	var st unix.Statfs_t
+	if err := unix.Statfs(CgroupRoot, &st); err != nil {
+		c.desc = "none:" + noSpace(err.Error())
+		return c
+	}
+	name := fmt.Sprintf("lockstep-%d-%d", os.Getpid(), cgroupSeq.Add(1))
+	if st.Type == unix.CGROUP2_SUPER_MAGIC {
+		if err := c.setupV2(name); err != nil {
+			c.remove()
+			c.desc = "none:" + noSpace(err.Error())
+		}
+		return c
+	}
+	if err := c.setupV1(name); err != nil {
+		c.remove()
+		c.desc = "none:" + noSpace(fmt.Sprintf("%s is not cgroup2 and %v", CgroupRoot, err))
+		return c
+	}
+	return c
+}
+
+func noSpace(s string) string { return strings.ReplaceAll(s, " ", "_") }
+
+// ownCgroup returns this process's cgroup path in the hierarchy whose
+// /proc/self/cgroup line has controller list ctl ("" for v2).
+func ownCgroup(ctl string) (string, error) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if ctl == "" && parts[0] == "0" && parts[1] == "" {
+			return parts[2], nil
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if ctl != "" && c == ctl {
+				return parts[2], nil
+			}
+		}
+	}
+	return "", fmt.Errorf("/proc/self/cgroup has no %q hierarchy", ctl)
+}
+
+func (c *caps) setupV2(name string) error {
+	own, err := ownCgroup("")
+	if err != nil {
+		return err
+	}
+	parent := filepath.Join(CgroupRoot, own)
+	dir := filepath.Join(parent, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("cgroup2 not writable: %w", err)
+	}
+	c.created = append(c.created, dir)
+	var want []string
+	if c.nproc > 0 {
+		want = append(want, "pids")
+	}
+	if c.memMB > 0 {
+		want = append(want, "memory")
+	}
+	for _, ctl := range want {
+		if _, err := os.Stat(filepath.Join(dir, ctl+".max")); err == nil {
+			continue
+		}
+		// Try to enable it for our children; refused when our own
+		// cgroup holds processes and is not the root.
+		_ = os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+"+ctl), 0)
+		if _, err := os.Stat(filepath.Join(dir, ctl+".max")); err != nil {
+			return fmt.Errorf("cgroup2 %s controller not enabled in %s", ctl, parent)
+		}
+	}
+	if c.nproc > 0 {
+		if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.FormatInt(c.nproc, 10)), 0); err != nil {
+			return fmt.Errorf("set pids.max: %w", err)
+		}
+		c.pidsEv = filepath.Join(dir, "pids.events")
+	}
+	if c.memMB > 0 {
+		if err := os.WriteFile(filepath.Join(dir, "memory.max"), []byte(strconv.FormatInt(c.memMB<<20, 10)), 0); err != nil {
+			return fmt.Errorf("set memory.max: %w", err)
+		}
+		_ = os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0)
+		c.memEv = filepath.Join(dir, "memory.events")
+	}
+	c.v2 = true
+	c.dirs = []string{dir}
+	c.desc = "v2"
+	return nil
+}
+
+func (c *caps) setupV1(name string) error {
+	type hier struct{ ctl, limitFile, value, events string }
+	var hs []hier
+	if c.nproc > 0 {
+		hs = append(hs, hier{"pids", "pids.max", strconv.FormatInt(c.nproc, 10), "pids.events"})
+	}
+	if c.memMB > 0 {
+		hs = append(hs, hier{"memory", "memory.limit_in_bytes", strconv.FormatInt(c.memMB<<20, 10), "memory.oom_control"})
+	}
+	for _, h := range hs {
+		own, err := ownCgroup(h.ctl)
+		if err != nil {
+			return fmt.Errorf("no v1 %s hierarchy: %w", h.ctl, err)
+		}
+		dir := filepath.Join(CgroupRoot, h.ctl, own, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return fmt.Errorf("no writable v1 %s hierarchy: %w", h.ctl, err)
+		}
+		c.created = append(c.created, dir)
+		if err := os.WriteFile(filepath.Join(dir, h.limitFile), []byte(h.value), 0); err != nil {
+			return fmt.Errorf("set %s: %w", h.limitFile, err)
+		}
+		if h.ctl == "memory" {
+			// Best effort: no swap beyond the cap (absent without swap accounting).
+			_ = os.WriteFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), []byte(h.value), 0)
+			c.memEv = filepath.Join(dir, h.events)
+		} else {
+			c.pidsEv = filepath.Join(dir, h.events)
+		}
+		c.dirs = append(c.dirs, dir)
+	}
+	c.desc = "v1"
+	return nil
+}
+
+// ok reports whether the caps are in force.
+func (c *caps) ok() bool { return c != nil && len(c.dirs) > 0 }
+
+// passed reports which cap was passed, if any: a fork refused by pids.max, or
+// a process killed by the memory cap's OOM killer.
+func (c *caps) passed() string {
+	if !c.ok() {
+		return ""
+	}
+	if c.pidsEv != "" && eventCount(c.pidsEv, "max") > 0 {
+		return fmt.Sprintf("process cap nproc=%d passed (a fork was refused)", c.nproc)
+	}
+	if c.memEv != "" && eventCount(c.memEv, "oom_kill") > 0 {
+		return fmt.Sprintf("memory cap mem_mb=%d passed (the OOM killer ran)", c.memMB)
+	}
+	return ""
+}
+
+func eventCount(file, key string) int64 {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 2 && f[0] == key {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// killAll kills every process in the cgroups and waits until they are empty
+// or the deadline passes.
+func (c *caps) killAll(deadline time.Duration) error {
+	if !c.ok() {
+		return nil
+	}
+	if c.v2 {
+		_ = os.WriteFile(filepath.Join(c.dirs[0], "cgroup.kill"), []byte("1"), 0)
+	}
+	end := time.Now().Add(deadline)
+	for {
+		left := 0
+		for _, d := range c.dirs {
+			for _, pid := range cgroupPids(d) {
+				left++
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if left == 0 {
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("%d processes still in %v after SIGKILL", left, c.dirs)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func cgroupPids(dir string) []int {
+	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}
+
+// remove deletes the cgroups, retrying while exiting processes leave them.
+func (c *caps) remove() error {
+	if c == nil {
+		return nil
+	}
+	var errs []error
+	for _, d := range c.created {
+		var err error
+		for i := 0; i < 200; i++ {
+			if err = os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
+				err = nil
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.created = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,37 @@
+// Package enforcer applies a lockstep policy to one command on the running
+// kernel: a Landlock ruleset that handles every access right the kernel's ABI
+// knows (so whatever the policy does not grant is refused), TCP and UDP port
+// rules, IPC scoping, audit logging flags, rlimits, cgroup caps, a timeout
+// that kills the whole process group, and one status line.
+//
+// # How a command runs
+//
+// Run never restricts its caller. It checks the policy against the kernel
+// (Prepare: a rule the kernel cannot enforce is a refusal, exit 125, naming
+// the rule and the ABI it needs; never a silent no-op), then re-executes the
+// current binary with LOCKSTEP_ROLE=enforcer-child. That child (ChildMain)
+// joins the cgroup, restricts itself with go-landlock and executes the
+// command in its own process group. The parent waits, enforces the timeout,
+// watches the cgroup caps, and kills whatever the command leaves behind.
+//
+//	status, err := enforcer.Run(ctx, enforcer.Options{Policy: p, Command: []string{"cat", "/etc/hostname"}})
+//
+// # Kernel facts
+//
+// ABITable holds, per Landlock ABI version, the filesystem and network rights
+// and the scopes it handles. CheckEnforceable and Compile are pure functions
+// of a policy and a table row, tested for every row without a kernel.
+//
+// # Environment
+//
+//   - LOCKSTEP_ROLE: "enforcer-child" selects ChildMain in a re-executed
+//     binary (set by Run, removed before the command runs).
+//
+// # Limitations
+//
+// RLIMIT_NPROC does not bind uid 0, so a process cap for root needs a cgroup:
+// cgroup v2 at /sys/fs/cgroup when it is writable with the pids and memory
+// controllers available, else the cgroup v1 pids and memory hierarchies under
+// /sys/fs/cgroup; the status line says which (cgroup=v2, v1 or none:<why>).
+// See docs/run.md.
+package enforcer

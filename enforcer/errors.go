@@ -1,0 +1,88 @@
+package enforcer
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Run returns an error that Is one of them, with the exit
+// status DESIGN.md §4 gives it; Status maps any error to that status.
+var (
+	// ErrRefused: nothing ran, because the policy, the command line or
+	// the kernel refused (exit 125). Every error below with status 125 Is it.
+	ErrRefused = errors.New("refused; nothing ran")
+	// ErrUnenforceable: a rule this kernel's Landlock cannot enforce, or a
+	// rule that cannot be applied to the paths here (exit 125).
+	ErrUnenforceable = fmt.Errorf("policy unenforceable on this kernel: %w", ErrRefused)
+	// ErrHashMismatch: --expect-hash named another policy (exit 125).
+	ErrHashMismatch = fmt.Errorf("policy hash mismatch: %w", ErrRefused)
+	// ErrNotFound: the command does not exist (exit 127).
+	ErrNotFound = errors.New("command not found")
+	// ErrCannotExec: the command exists but cannot be executed (exit 126).
+	ErrCannotExec = errors.New("cannot execute")
+	// ErrTimeout: the policy's timeout passed; the process group was
+	// killed (exit 124).
+	ErrTimeout = errors.New("timeout passed")
+	// ErrCapPassed: a cgroup cap (processes, memory) was passed and
+	// everything the command started was killed (exit 137).
+	ErrCapPassed = errors.New("resource cap passed")
+)
+
+// Exit statuses of the enforcer (DESIGN.md §4).
+const (
+	StatusTimeout    = 124
+	StatusRefused    = 125
+	StatusCannotExec = 126
+	StatusNotFound   = 127
+	StatusCapPassed  = 137
+)
+
+// Status returns the exit status for an error Run returned (0 for nil).
+func Status(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrTimeout):
+		return StatusTimeout
+	case errors.Is(err, ErrCapPassed):
+		return StatusCapPassed
+	case errors.Is(err, ErrNotFound):
+		return StatusNotFound
+	case errors.Is(err, ErrCannotExec):
+		return StatusCannotExec
+	default:
+		return StatusRefused
+	}
+}
+
+// UnenforceableError lists every rule that stopped a policy from being
+// applied. Error() is one line; Problems holds each rule's own line.
+type UnenforceableError struct {
+	Problems []string
+}
+
+func (e *UnenforceableError) Error() string {
+	if len(e.Problems) == 1 {
+		return "policy unenforceable: " + e.Problems[0] + "; nothing ran"
+	}
+	return fmt.Sprintf("policy unenforceable (%d rules): %s; nothing ran", len(e.Problems), strings.Join(e.Problems, "; "))
+}
+
+// Is makes an UnenforceableError match ErrUnenforceable and ErrRefused.
+func (e *UnenforceableError) Is(target error) bool {
+	return target == ErrUnenforceable || target == ErrRefused
+}
+
+// statusError is an error with its own message whose class is a sentinel.
+type statusError struct {
+	msg  string
+	kind error
+}
+
+func (e *statusError) Error() string { return e.msg }
+func (e *statusError) Unwrap() error { return e.kind }
+
+func errorf(kind error, format string, a ...any) error {
+	return &statusError{msg: fmt.Sprintf(format, a...), kind: kind}
+}

@@ -1,0 +1,427 @@
+package enforcer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"golang.org/x/sys/unix"
+)
+
+// RoleEnv is the environment variable that makes a re-executed lockstep (or
+// test binary) play the restricted child; ChildRole is its value. The child
+// removes it before it executes the command.
+const (
+	RoleEnv   = "LOCKSTEP_ROLE"
+	ChildRole = "enforcer-child"
+)
+
+// Options is one command to run under a policy. The zero value of each field
+// is documented beside it.
+type Options struct {
+	// Policy is what the command may do; nil grants nothing.
+	Policy *policy.Policy
+	// Command is the argv; Command[0] is looked up in the PATH of Env
+	// when it has no slash. Required.
+	Command []string
+	// LogSubprocesses sets LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON, so the
+	// kernel audits denials after the exec (ABI 7+; refused below).
+	LogSubprocesses bool
+	// Dir is the command's working directory; "" keeps the caller's. It
+	// need not be granted by the policy (the child changes into it before
+	// restricting itself).
+	Dir string
+	// Env is the command's environment; nil means os.Environ().
+	Env []string
+	// Stdin, Stdout, Stderr are the command's streams; nil means
+	// /dev/null for Stdin and the caller's os.Stdout/os.Stderr.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Hash is the policy hash shown on the status line and compared with
+	// ExpectHash; "" means Policy.Hash().
+	Hash string
+	// ExpectHash, when set, must equal Hash, or nothing runs
+	// (ErrHashMismatch, exit 125).
+	ExpectHash string
+	// Self is the executable re-executed as the restricted child (it must
+	// dispatch RoleEnv=ChildRole to ChildMain); "" means os.Executable().
+	Self string
+	// KillGrace is how long the process group has between SIGTERM and
+	// SIGKILL when the timeout passes; 0 means 2 s.
+	KillGrace time.Duration
+	// Quiet leaves out the status line.
+	Quiet bool
+}
+
+// childSpec is what the parent hands the child over fd 3.
+type childSpec struct {
+	Ruleset *Ruleset  `json:"ruleset"`
+	Command []string  `json:"command"`
+	Env     []string  `json:"env"`
+	Dir     string    `json:"dir,omitempty"`
+	Rlimits []rlimitV `json:"rlimits,omitempty"`
+	Cgroups []string  `json:"cgroups,omitempty"`
+	Status  string    `json:"status,omitempty"`
+}
+
+type rlimitV struct {
+	Name     string `json:"name"`
+	Resource int    `json:"resource"`
+	Value    uint64 `json:"value"`
+}
+
+// childReport is what the child writes to fd 4 when it fails before exec.
+type childReport struct {
+	Status int    `json:"status"`
+	Msg    string `json:"msg"`
+}
+
+// Prepared is a policy checked and compiled for this kernel, with its status
+// line: what Run would apply. Prepare is Run without running.
+type Prepared struct {
+	Ruleset *Ruleset
+	Hash    string
+	rlimits []rlimitV
+	timeout time.Duration
+	nproc   int64
+	memMB   int64
+}
+
+// Prepare checks opts against the running kernel and compiles the ruleset,
+// refusing (exit 125) everything Run would refuse before starting anything.
+func Prepare(opts Options) (*Prepared, error) {
+	hash := opts.Hash
+	if hash == "" && opts.Policy != nil {
+		hash = opts.Policy.Hash()
+	}
+	if opts.ExpectHash != "" && opts.ExpectHash != hash {
+		return nil, errorf(ErrHashMismatch, "policy hash mismatch: the policy hashes to %s, --expect-hash wants %s. Nothing ran.", hash, opts.ExpectHash)
+	}
+	abi, err := HostABI()
+	if err != nil {
+		return nil, err
+	}
+	if abi < 1 {
+		return nil, errorf(ErrNoLandlock, "landlock is not available (ABI %d); refusing to run unprotected. Nothing ran.", abi)
+	}
+	row, _ := Row(abi)
+	rs, err := Compile(opts.Policy, row, opts.LogSubprocesses, osStat)
+	if err != nil {
+		return nil, err
+	}
+	rs.ABI = abi
+	p := &Prepared{Ruleset: rs, Hash: hash}
+	if opts.Policy != nil {
+		p.rlimits, p.timeout, p.nproc, p.memMB = limitsOf(opts.Policy.Limits)
+	}
+	return p, nil
+}
+
+// StatusLine renders the line written to stderr before the command starts:
+//
+//	lockstep: OK abi=7 handled=fs,net,scope rules=12 net=tcp-ports hash=sha256:…
+//
+// followed, when they apply, by log=new-exec, missing=<n> (paths the policy
+// names that do not exist here), cgroup=<v2|v1|none:reason> (when nproc or
+// mem_mb asks for a cap), and newer-abi-unhandled (a kernel newer than
+// ABITable).
+func (p *Prepared) StatusLine(cgroup string) string {
+	rs := p.Ruleset
+	var b strings.Builder
+	fmt.Fprintf(&b, "lockstep: OK abi=%d handled=%s rules=%d net=%s hash=%s", rs.ABI, rs.Handled(), rs.Rules(), rs.Net, orNone(p.Hash))
+	if rs.Flags&RestrictLogNewExecOn != 0 {
+		b.WriteString(" log=new-exec")
+	}
+	if len(rs.Missing) > 0 {
+		fmt.Fprintf(&b, " missing=%d", len(rs.Missing))
+	}
+	if cgroup != "" {
+		b.WriteString(" cgroup=" + cgroup)
+	}
+	if _, newer := Row(rs.ABI); newer {
+		b.WriteString(" newer-abi-unhandled")
+	}
+	return b.String()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// limitsOf turns [limits] into rlimits, a timeout and the cgroup caps.
+func limitsOf(l map[policy.LimitKey]policy.Limit) (rl []rlimitV, timeout time.Duration, nproc, memMB int64) {
+	on := func(k policy.LimitKey) (int64, bool) {
+		v, ok := l[k]
+		if !ok || v.Off || v.Value <= 0 {
+			return 0, false
+		}
+		return v.Value, true
+	}
+	if v, ok := on(policy.Timeout); ok {
+		timeout = time.Duration(v) * time.Millisecond
+	}
+	if v, ok := on(policy.CPU); ok {
+		rl = append(rl, rlimitV{"cpu", unix.RLIMIT_CPU, uint64(v)})
+	}
+	if v, ok := on(policy.MemMB); ok {
+		rl = append(rl, rlimitV{"mem_mb", unix.RLIMIT_AS, uint64(v) << 20})
+		memMB = v
+	}
+	if v, ok := on(policy.NProc); ok {
+		rl = append(rl, rlimitV{"nproc", unix.RLIMIT_NPROC, uint64(v)})
+		nproc = v
+	}
+	if v, ok := on(policy.NoFile); ok {
+		rl = append(rl, rlimitV{"nofile", unix.RLIMIT_NOFILE, uint64(v)})
+	}
+	if v, ok := on(policy.FsizeMB); ok {
+		rl = append(rl, rlimitV{"fsize_mb", unix.RLIMIT_FSIZE, uint64(v) << 20})
+	}
+	return rl, timeout, nproc, memMB
+}
+
+func osStat(path string, follow bool) (FileKind, error) {
+	var st unix.Stat_t
+	var err error
+	if follow {
+		err = unix.Stat(path, &st)
+	} else {
+		err = unix.Lstat(path, &st)
+	}
+	switch {
+	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
+		return KindMissing, nil
+	case err != nil:
+		return 0, err
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return KindDir, nil
+	case unix.S_IFLNK:
+		return KindSymlink, nil
+	}
+	return KindFile, nil
+}
+
+// Run runs opts.Command under opts.Policy and returns the exit status a
+// caller should exit with, and an error saying why when that status is the
+// enforcer's own (124 timeout, 125 refused, 126 cannot execute, 127 not
+// found, 137 cap passed). A command's own status comes back with a nil error
+// (killed by a signal: 128+signal).
+//
+// The caller is never restricted: a re-executed child (Options.Self with
+// RoleEnv=ChildRole) joins the cgroup, sets the rlimits, restricts itself
+// and executes the command in a new process group. When the command ends,
+// anything it left in its process group or cgroup is killed.
+func Run(ctx context.Context, opts Options) (int, error) {
+	if len(opts.Command) == 0 || opts.Command[0] == "" {
+		return StatusRefused, errorf(ErrRefused, "no command given")
+	}
+	prep, err := Prepare(opts)
+	if err != nil {
+		return Status(err), err
+	}
+	cg := setupCaps(prep.nproc, prep.memMB)
+	defer cg.remove()
+	cgDesc := ""
+	if cg != nil {
+		cgDesc = cg.desc
+	}
+	env := opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	spec := childSpec{
+		Ruleset: prep.Ruleset,
+		Command: opts.Command,
+		Env:     withoutRole(env),
+		Dir:     opts.Dir,
+		Rlimits: prep.rlimits,
+	}
+	if cg.ok() {
+		spec.Cgroups = cg.dirs
+	}
+	if !opts.Quiet {
+		spec.Status = prep.StatusLine(cgDesc)
+	}
+	return startChild(ctx, opts, prep, cg, &spec)
+}
+
+func withoutRole(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, e := range env {
+		if !strings.HasPrefix(e, RoleEnv+"=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func startChild(ctx context.Context, opts Options, prep *Prepared, cg *caps, spec *childSpec) (int, error) {
+	self := opts.Self
+	if self == "" {
+		var err error
+		if self, err = os.Executable(); err != nil {
+			return StatusRefused, errorf(ErrRefused, "find own executable to re-execute: %v", err)
+		}
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return StatusRefused, errorf(ErrRefused, "pipe: %v", err)
+	}
+	defer specR.Close()
+	defer specW.Close()
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		return StatusRefused, errorf(ErrRefused, "pipe: %v", err)
+	}
+	defer repR.Close()
+	defer repW.Close()
+
+	cmd := &exec.Cmd{
+		Path:        self,
+		Args:        []string{self},
+		Env:         append(withoutRole(os.Environ()), RoleEnv+"="+ChildRole),
+		Stdin:       opts.Stdin,
+		Stdout:      opts.Stdout,
+		Stderr:      opts.Stderr,
+		ExtraFiles:  []*os.File{specR, repW},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		WaitDelay:   time.Second,
+	}
+	if cmd.Stdout == nil {
+		cmd.Stdout = os.Stdout
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		return StatusRefused, errorf(ErrRefused, "start the enforcer child %s: %v", self, err)
+	}
+	specR.Close()
+	repW.Close()
+	pgid := cmd.Process.Pid
+	killGroup := func(sig syscall.Signal) {
+		_ = syscall.Kill(-pgid, sig)
+	}
+
+	enc := json.NewEncoder(specW)
+	encErr := enc.Encode(spec)
+	specW.Close()
+
+	// The report pipe closes on exec (success) or carries the failure.
+	rep, _ := io.ReadAll(repR)
+	if len(rep) > 0 || encErr != nil {
+		_ = cmd.Wait()
+		killGroup(syscall.SIGKILL)
+		var r childReport
+		if err := json.Unmarshal(rep, &r); err != nil || r.Status == 0 {
+			return StatusRefused, errorf(ErrRefused, "the enforcer child failed before exec: %q (spec: %v)", strings.TrimSpace(string(rep)), encErr)
+		}
+		switch r.Status {
+		case StatusNotFound:
+			return r.Status, errorf(ErrNotFound, "%s", r.Msg)
+		case StatusCannotExec:
+			return r.Status, errorf(ErrCannotExec, "%s", r.Msg)
+		}
+		return StatusRefused, errorf(ErrRefused, "%s. Nothing ran.", r.Msg)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var timer <-chan time.Time
+	if prep.timeout > 0 {
+		t := time.NewTimer(prep.timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	var poll <-chan time.Time
+	if cg.ok() {
+		tk := time.NewTicker(10 * time.Millisecond)
+		defer tk.Stop()
+		poll = tk.C
+	}
+	grace := opts.KillGrace
+	if grace == 0 {
+		grace = 2 * time.Second
+	}
+	var why error
+	var waitErr error
+	var hardKill <-chan time.Time
+	ctxDone := ctx.Done()
+loop:
+	for {
+		select {
+		case waitErr = <-done:
+			break loop
+		case <-timer:
+			timer = nil
+			why = errorf(ErrTimeout, "timeout %s passed; process group killed", prep.timeout)
+			killGroup(syscall.SIGTERM)
+			hardKill = time.After(grace)
+		case <-hardKill:
+			killGroup(syscall.SIGKILL)
+			_ = cg.killAll(time.Second)
+		case <-poll:
+			if msg := cg.passed(); msg != "" && why == nil {
+				why = errorf(ErrCapPassed, "%s; every process of the command killed", msg)
+				killGroup(syscall.SIGKILL)
+				_ = cg.killAll(time.Second)
+				poll = nil
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			if why == nil {
+				why = errorf(ErrRefused, "interrupted: %v; process group killed", ctx.Err())
+			}
+			killGroup(syscall.SIGKILL)
+			_ = cg.killAll(time.Second)
+		}
+	}
+	// Nothing the command started outlives it.
+	killGroup(syscall.SIGKILL)
+	leftErr := cg.killAll(2 * time.Second)
+	if why == nil {
+		if msg := cg.passed(); msg != "" {
+			why = errorf(ErrCapPassed, "%s; every process of the command killed", msg)
+		}
+	}
+	if why != nil {
+		if ctx.Err() != nil {
+			return StatusRefused, why
+		}
+		return Status(why), why
+	}
+	if leftErr != nil {
+		return StatusRefused, errorf(ErrRefused, "%v", leftErr)
+	}
+	return exitStatus(cmd.ProcessState, waitErr)
+}
+
+func exitStatus(ps *os.ProcessState, waitErr error) (int, error) {
+	if ps == nil {
+		return StatusRefused, errorf(ErrRefused, "wait for the command: %v", waitErr)
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok {
+		return ps.ExitCode(), nil
+	}
+	switch {
+	case ws.Exited():
+		return ws.ExitStatus(), nil
+	case ws.Signaled():
+		return 128 + int(ws.Signal()), nil
+	}
+	return StatusRefused, errorf(ErrRefused, "unexpected wait status %v", ws)
+}
