@@ -51,6 +51,7 @@ const (
 	RestrictLogNewExecOn     uint32 = 1 << 1 // LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON (V7+)
 	RestrictLogSubdomainsOff uint32 = 1 << 2 // LANDLOCK_RESTRICT_SELF_LOG_SUBDOMAINS_OFF (V7+)
 	RestrictTSync            uint32 = 1 << 3 // LANDLOCK_RESTRICT_SELF_TSYNC (V8+)
+	RestrictNoNewPrivs       uint32 = 1 << 4 // LANDLOCK_RESTRICT_SELF_NO_NEW_PRIVS (V11+; no new right)
 )
 
 // ABIRow is what one Landlock ABI version can restrict. Each row is a
@@ -82,6 +83,8 @@ var ABITable = []ABIRow{
 		RestrictFlags: RestrictLogSameExecOff | RestrictLogNewExecOn | RestrictLogSubdomainsOff | RestrictTSync},
 	{Version: 10, FS: 1<<17 - 1, Net: NetBindTCP | NetConnectTCP | NetBindUDP | NetConnectSendUDP, Scope: ScopeAbstractUnixSocket | ScopeSignal,
 		RestrictFlags: RestrictLogSameExecOff | RestrictLogNewExecOn | RestrictLogSubdomainsOff | RestrictTSync},
+	{Version: 11, FS: 1<<17 - 1, Net: NetBindTCP | NetConnectTCP | NetBindUDP | NetConnectSendUDP, Scope: ScopeAbstractUnixSocket | ScopeSignal,
+		RestrictFlags: RestrictLogSameExecOff | RestrictLogNewExecOn | RestrictLogSubdomainsOff | RestrictTSync | RestrictNoNewPrivs},
 }
 
 // First ABI versions of the features the enforcer relies on.

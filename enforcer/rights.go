@@ -52,7 +52,10 @@ func (u Unenforceable) String() string {
 // enforce, in policy order. It is pure: no kernel is consulted. An empty list
 // means the enforcer can apply p as written.
 //
-//   - TCP [connect]/[bind] rows need ABI 4 (network rules).
+//   - TCP [connect]/[bind] rows need ABI 4 (network rules), except
+//     `[bind] allow 0`: it grants only a kernel-chosen port, which a kernel
+//     without network rules allows anyway (as in Phobos, the shipped Java
+//     base runs on older kernels).
 //   - UDP rows need ABI 10, every one of them: below it UDP is not restricted
 //     at all, so a row would pretend a boundary that does not exist.
 //   - [restructure] rows need ABI 2: below it the kernel refuses every
@@ -85,7 +88,7 @@ func CheckEnforceable(p *policy.Policy, row ABIRow) []Unenforceable {
 		switch {
 		case b.Transport == policy.UDP && row.Net&NetBindUDP == 0:
 			out = append(out, Unenforceable{Rule: rule, NeedABI: ABIUDP, Why: "UDP port rules"})
-		case b.Transport != policy.UDP && row.Net&NetBindTCP == 0:
+		case b.Transport != policy.UDP && b.Port != 0 && row.Net&NetBindTCP == 0:
 			out = append(out, Unenforceable{Rule: rule, NeedABI: ABINetwork, Why: "TCP port rules"})
 		}
 	}

@@ -1,0 +1,496 @@
+package enforcer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestMain makes the test binary play the enforcer's restricted child (as
+// lockstep does through its hidden role), and a small network helper that the
+// tests execute under a policy as a real command.
+func TestMain(m *testing.M) {
+	switch os.Getenv(RoleEnv) {
+	case ChildRole:
+		os.Exit(ChildMain())
+	}
+	if mode := os.Getenv("LOCKSTEP_TEST_NET"); mode != "" {
+		os.Exit(netHelper(mode, os.Getenv("LOCKSTEP_TEST_PORT")))
+	}
+	os.Exit(m.Run())
+}
+
+// netHelper binds or connects a plain TCP socket (raw syscalls: Go's net
+// package would use Multipath TCP, which Landlock does not restrict) and
+// exits 0 on success, 13 on EACCES, 1 otherwise.
+func netHelper(mode, portS string) int {
+	port, _ := strconv.Atoi(portS)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "socket:", err)
+		return 1
+	}
+	sa := &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}
+	switch mode {
+	case "bind":
+		err = unix.Bind(fd, sa)
+	case "connect":
+		err = unix.Connect(fd, sa)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s 127.0.0.1:%d: %v\n", mode, port, err)
+		if errors.Is(err, unix.EACCES) {
+			return 13
+		}
+		return 1
+	}
+	return 0
+}
+
+// baseRules lets a dynamically linked program from /usr start.
+const baseRules = `[read]
+/usr
+/etc/ld.so.cache
+[execute]
+/usr
+`
+
+type result struct {
+	status int
+	err    error
+	stdout string
+	stderr string
+}
+
+func runUnder(t *testing.T, cfg string, env []string, cmd ...string) result {
+	t.Helper()
+	p := mustParse(t, cfg)
+	var out, errb bytes.Buffer
+	status, err := Run(t.Context(), Options{Policy: p, Command: cmd, Env: env, Stdout: &out, Stderr: &errb})
+	return result{status, err, out.String(), errb.String()}
+}
+
+func needHostLandlock(t *testing.T) {
+	t.Helper()
+	abi, err := HostABI()
+	if err != nil {
+		t.Fatalf("this machine's kernel has no Landlock (%v); host-kernel tests need it", err)
+	}
+	if abi < 7 {
+		t.Fatalf("host Landlock ABI %d; these tests are written for ABI 7+ (this machine)", abi)
+	}
+}
+
+// TestFilesystemSections runs, for each filesystem section, a real command
+// that needs exactly that section's grant: with the grant it succeeds, without
+// it the kernel refuses with EACCES ("Permission denied").
+func TestFilesystemSections(t *testing.T) {
+	needHostLandlock(t)
+	for _, tc := range []struct {
+		Name    string
+		Section string
+		// Grant is the path (relative to the case's directory D) the
+		// section names; Cmd is run with $D set.
+		Grant string
+		Setup func(t *testing.T, d string)
+		Cmd   string
+		Check func(t *testing.T, d string, granted bool)
+		// Deny is what stderr shows without the grant.
+		Deny string
+		// Extra is granted in both runs ($D is replaced): the other
+		// rights the command needs besides the section under test.
+		Extra string
+	}{
+		{Name: "read file", Section: "read", Grant: "f", Setup: writeFile("f", "hello"), Cmd: `cat "$D/f"`, Deny: "Permission denied"},
+		{Name: "read dir", Section: "read", Grant: "dir", Setup: mkdirs("dir"), Cmd: `ls "$D/dir"`, Deny: "Permission denied"},
+		{Name: "execute", Section: "execute", Grant: "bin", Setup: copyBin("/usr/bin/true", "bin/mytrue"), Cmd: `"$D/bin/mytrue"`, Deny: "Permission denied",
+			Extra: "[read]\n$D/bin\n"}, // execve opens the file for reading too
+		{Name: "write", Section: "write", Grant: "f", Setup: writeFile("f", ""), Cmd: `echo data >> "$D/f"`, Deny: "Permission denied",
+			Check: fileHas("f", "data\n")},
+		{Name: "create file", Section: "create", Grant: "dir", Setup: mkdirs("dir"), Cmd: `: > "$D/dir/new"`, Deny: "Permission denied",
+			Extra: "[write]\n$D/dir\n", // open(O_CREAT|O_WRONLY) also writes
+			Check: exists("dir/new")},
+		{Name: "create dir", Section: "create", Grant: "dir", Setup: mkdirs("dir"), Cmd: `mkdir "$D/dir/sub"`, Deny: "Permission denied",
+			Check: exists("dir/sub")},
+		{Name: "create-ipc", Section: "create-ipc", Grant: "dir", Setup: mkdirs("dir"), Cmd: `mkfifo "$D/dir/fifo"`, Deny: "Permission denied",
+			Check: exists("dir/fifo")},
+		{Name: "create-symlink", Section: "create-symlink", Grant: "dir", Setup: mkdirs("dir"), Cmd: `ln -s /nowhere "$D/dir/link"`, Deny: "Permission denied",
+			Check: exists("dir/link")},
+		{Name: "delete", Section: "delete", Grant: "dir", Setup: writeFile("dir/f", "x"), Cmd: `rm -f "$D/dir/f"`, Deny: "Permission denied",
+			Check: gone("dir/f")},
+		{Name: "restructure", Section: "restructure", Grant: "dir", Setup: both(writeFile("dir/a/f", "x"), mkdirs("dir/b")), Cmd: `mv "$D/dir/a/f" "$D/dir/b/f"`, Deny: "Permission denied",
+			Check: exists("dir/b/f")},
+		// TCGETS on /dev/null is a device ioctl: allowed it fails with
+		// ENOTTY ("Inappropriate ioctl"), refused with EACCES.
+		{Name: "ioctl", Section: "ioctl", Grant: "/dev/null", Cmd: `stty -F /dev/null; true`, Deny: "Permission denied"},
+	} {
+		t.Run(tc.Name, func(t *testing.T) {
+			for _, granted := range []bool{true, false} {
+				d := t.TempDir()
+				if tc.Setup != nil {
+					tc.Setup(t, d)
+				}
+				grant := tc.Grant
+				if !strings.HasPrefix(grant, "/") {
+					grant = filepath.Join(d, grant)
+				}
+				cfg := baseRules
+				if tc.Section == "ioctl" {
+					cfg += "[read]\n/dev/null\n"
+				}
+				cfg += strings.ReplaceAll(tc.Extra, "$D", d)
+				if granted {
+					cfg += "[" + tc.Section + "]\n" + grant + "\n"
+				}
+				r := runUnder(t, cfg, []string{"D=" + d, "PATH=/usr/bin:/bin", "LC_ALL=C"}, "/bin/sh", "-c", tc.Cmd)
+				denied := strings.Contains(r.stderr, tc.Deny)
+				switch {
+				case r.err != nil:
+					t.Fatalf("granted=%v: Run error %v\nstderr: %s", granted, r.err, r.stderr)
+				case granted && denied:
+					t.Errorf("with [%s] %s: stderr %q shows a refusal, want success", tc.Section, grant, r.stderr)
+				case granted && tc.Section != "ioctl" && r.status != 0:
+					t.Errorf("with [%s] %s: status %d, stderr %q; want 0", tc.Section, grant, r.status, r.stderr)
+				case granted && tc.Section == "ioctl" && !strings.Contains(r.stderr, "Inappropriate ioctl"):
+					t.Errorf("with [ioctl] /dev/null: stderr %q, want ENOTTY (the ioctl reached the device)", r.stderr)
+				case !granted && (!denied || r.status == 0 && tc.Section != "ioctl"):
+					t.Errorf("without [%s]: status %d, stderr %q; want a %q refusal", tc.Section, r.status, r.stderr, tc.Deny)
+				}
+				if tc.Check != nil {
+					tc.Check(t, d, granted)
+				}
+				if !strings.HasPrefix(r.stderr, "lockstep: OK abi=") {
+					t.Errorf("stderr %q does not start with the status line", r.stderr)
+				}
+			}
+		})
+	}
+}
+
+func writeFile(rel, content string) func(*testing.T, string) {
+	return func(t *testing.T, d string) {
+		p := filepath.Join(d, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func mkdirs(rel string) func(*testing.T, string) {
+	return func(t *testing.T, d string) {
+		if err := os.MkdirAll(filepath.Join(d, rel), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func copyBin(src, rel string) func(*testing.T, string) {
+	return func(t *testing.T, d string) {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(d, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func both(fs ...func(*testing.T, string)) func(*testing.T, string) {
+	return func(t *testing.T, d string) {
+		for _, f := range fs {
+			f(t, d)
+		}
+	}
+}
+
+func exists(rel string) func(*testing.T, string, bool) {
+	return func(t *testing.T, d string, granted bool) {
+		_, err := os.Lstat(filepath.Join(d, rel))
+		if got := err == nil; got != granted {
+			t.Errorf("granted=%v: %s exists = %v, want %v", granted, rel, got, granted)
+		}
+	}
+}
+
+func gone(rel string) func(*testing.T, string, bool) {
+	return func(t *testing.T, d string, granted bool) {
+		_, err := os.Lstat(filepath.Join(d, rel))
+		if got := err != nil; got != granted {
+			t.Errorf("granted=%v: %s removed = %v, want %v", granted, rel, got, granted)
+		}
+	}
+}
+
+func fileHas(rel, want string) func(*testing.T, string, bool) {
+	return func(t *testing.T, d string, granted bool) {
+		data, _ := os.ReadFile(filepath.Join(d, rel))
+		if got := string(data) == want; got != granted {
+			t.Errorf("granted=%v: %s = %q; written = %v, want %v", granted, rel, data, got, granted)
+		}
+	}
+}
+
+// TestNetwork binds and connects real TCP sockets on loopback from a real
+// executed binary (this test binary in helper mode), allowed and refused.
+func TestNetwork(t *testing.T) {
+	needHostLandlock(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	listenPort := ln.Addr().(*net.TCPAddr).Port
+	freePort := pickFreePort(t)
+	selfRules := fmt.Sprintf("[read]\n%s\n[execute]\n%s\n", self, self)
+	for _, tc := range []struct {
+		Name, Mode string
+		Port       int
+		Rule       string
+		Want       int
+	}{
+		{"bind allowed", "bind", freePort, fmt.Sprintf("[bind]\nallow %d\n", freePort), 0},
+		{"bind refused", "bind", freePort, "[bind]\nallow 0\n", 13},
+		{"connect allowed", "connect", listenPort, fmt.Sprintf("[connect]\nallow 127.0.0.1:%d\n", listenPort), 0},
+		{"connect refused", "connect", listenPort, fmt.Sprintf("[connect]\nallow 127.0.0.1:%d\n", listenPort+1), 13},
+	} {
+		t.Run(tc.Name, func(t *testing.T) {
+			env := []string{"LOCKSTEP_TEST_NET=" + tc.Mode, "LOCKSTEP_TEST_PORT=" + strconv.Itoa(tc.Port)}
+			r := runUnder(t, selfRules+tc.Rule, env, self)
+			if r.err != nil || r.status != tc.Want {
+				t.Errorf("%s 127.0.0.1:%d under %q = %d, %v; want %d\nstderr: %s", tc.Mode, tc.Port, tc.Rule, r.status, r.err, tc.Want, r.stderr)
+			}
+		})
+	}
+}
+
+func pickFreePort(t *testing.T) int {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestRefusalsRunNothing: a UDP rule below ABI 10 and an --expect-hash
+// mismatch are refused with 125 before anything runs (a marker file proves it).
+func TestRefusalsRunNothing(t *testing.T) {
+	needHostLandlock(t)
+	abi, _ := HostABI()
+	d := t.TempDir()
+	marker := filepath.Join(d, "ran")
+	cfg := baseRules + "[write]\n" + d + "\n[create]\n" + d + "\n"
+	cmd := []string{"/usr/bin/touch", marker}
+	for _, tc := range []struct {
+		Name   string
+		Cfg    string
+		Expect string
+		Want   []string
+		Is     error
+	}{
+		{"udp rule", cfg + "[bind]\nallow 5353 udp\n", "", []string{"[bind] allow 5353 udp", "ABI 10"}, ErrUnenforceable},
+		{"hash mismatch", cfg, "sha256:" + strings.Repeat("0", 64), []string{"hash mismatch", "Nothing ran."}, ErrHashMismatch},
+	} {
+		t.Run(tc.Name, func(t *testing.T) {
+			if tc.Name == "udp rule" && abi >= ABIUDP {
+				t.Skipf("host ABI %d enforces UDP rules; the refusal is covered by TestCheckEnforceable", abi)
+			}
+			p := mustParse(t, tc.Cfg)
+			var errb bytes.Buffer
+			status, err := Run(t.Context(), Options{Policy: p, Command: cmd, ExpectHash: tc.Expect, Stderr: &errb})
+			if status != StatusRefused || !errors.Is(err, tc.Is) || !errors.Is(err, ErrRefused) {
+				t.Errorf("Run = %d, %v; want 125 and %v", status, err, tc.Is)
+			}
+			for _, w := range tc.Want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v does not name %q", err, w)
+				}
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Errorf("marker %s exists: the command ran", marker)
+			}
+		})
+	}
+	// The same policy without the problem does run the command.
+	p := mustParse(t, cfg)
+	status, err := Run(t.Context(), Options{Policy: p, Command: cmd, ExpectHash: p.Hash(), Stderr: io.Discard})
+	if status != 0 || err != nil {
+		t.Fatalf("control run = %d, %v; want 0", status, err)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("control run did not create the marker: %v", err)
+	}
+}
+
+func TestExecFailures(t *testing.T) {
+	needHostLandlock(t)
+	d := t.TempDir()
+	writeFile("script", "#!/bin/sh\n")(t, d)
+	for _, tc := range []struct {
+		Name string
+		Cmd  []string
+		Cfg  string
+		Want int
+	}{
+		{"not found", []string{"no-such-command-xyz"}, baseRules, StatusNotFound},
+		{"not executable", []string{filepath.Join(d, "script")}, baseRules, StatusCannotExec},
+		{"execute not granted", []string{"/usr/bin/true"}, "[read]\n/usr\n", StatusCannotExec},
+	} {
+		t.Run(tc.Name, func(t *testing.T) {
+			r := runUnder(t, tc.Cfg, []string{"PATH=/usr/bin"}, tc.Cmd...)
+			if r.status != tc.Want || Status(r.err) != tc.Want {
+				t.Errorf("Run(%q) = %d, %v; want %d", tc.Cmd, r.status, r.err, tc.Want)
+			}
+		})
+	}
+}
+
+func TestCommandStatusPassesThrough(t *testing.T) {
+	needHostLandlock(t)
+	r := runUnder(t, baseRules, nil, "/bin/sh", "-c", "exit 42")
+	if r.status != 42 || r.err != nil {
+		t.Errorf("sh -c 'exit 42' = %d, %v; want 42, nil", r.status, r.err)
+	}
+	r = runUnder(t, baseRules, nil, "/bin/sh", "-c", "kill -TERM $$")
+	if r.status != 128+15 || r.err != nil {
+		t.Errorf("sh killing itself with TERM = %d, %v; want 143, nil", r.status, r.err)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	needHostLandlock(t)
+	start := time.Now()
+	r := runUnder(t, baseRules+"[limits]\ntimeout=1\n", nil, "/usr/bin/sleep", "30")
+	el := time.Since(start)
+	if r.status != StatusTimeout || !errors.Is(r.err, ErrTimeout) {
+		t.Errorf("sleep 30 under timeout=1 = %d, %v; want 124", r.status, r.err)
+	}
+	if el < 900*time.Millisecond || el > 3*time.Second {
+		t.Errorf("sleep 30 under timeout=1 took %v, want about 1 s", el)
+	}
+	t.Logf("timeout=1 on sleep 30: %d after %v", r.status, el.Round(time.Millisecond))
+}
+
+func TestFsize(t *testing.T) {
+	needHostLandlock(t)
+	d := t.TempDir()
+	big := filepath.Join(d, "big")
+	cfg := baseRules + "[read]\n/dev/zero\n[write]\n" + d + "\n[create]\n" + d + "\n[limits]\nfsize_mb=1\n"
+	r := runUnder(t, cfg, nil, "/usr/bin/dd", "if=/dev/zero", "of="+big, "bs=1M", "count=8")
+	st, err := os.Stat(big)
+	if err != nil {
+		t.Fatalf("dd did not create %s: %v (status %d, stderr %s)", big, err, r.status, r.stderr)
+	}
+	if st.Size() > 1<<20 || r.status == 0 {
+		t.Errorf("dd of 8 MiB under fsize_mb=1: status %d, file %d bytes; want a failure and at most 1 MiB", r.status, st.Size())
+	}
+	t.Logf("fsize_mb=1, dd 8 MiB: status %d (%d = 128+SIGXFSZ), file %d bytes", r.status, 128+int(unix.SIGXFSZ), st.Size())
+}
+
+// TestForkLoopCap: a fork loop under nproc ends with 137, and no process of
+// it survives. uid 0 is not bound by RLIMIT_NPROC, so this needs the cgroup
+// pids cap (v2, or v1 here); it fails, never skips, when neither works.
+func TestForkLoopCap(t *testing.T) {
+	needHostLandlock(t)
+	token := fmt.Sprintf("3600.%d", time.Now().UnixNano()%1_000_000_000)
+	cfg := baseRules + "[limits]\nnproc=16\ntimeout=20\n"
+	start := time.Now()
+	r := runUnder(t, cfg, []string{"PATH=/usr/bin"}, "/bin/sh", "-c", "while :; do sleep "+token+" & done")
+	if r.status != StatusCapPassed || !errors.Is(r.err, ErrCapPassed) {
+		t.Errorf("fork loop under nproc=16 = %d, %v after %v; want 137\nstderr: %.500s", r.status, r.err, time.Since(start), r.stderr)
+	}
+	if !strings.Contains(r.stderr, "cgroup=v") {
+		t.Errorf("status line %q does not report a cgroup cap", firstLine(r.stderr))
+	}
+	if n := countProcs(token); n != 0 {
+		t.Errorf("%d processes of the fork loop survive", n)
+	}
+	t.Logf("fork loop: %d in %v: %v; %s", r.status, time.Since(start).Round(time.Millisecond), r.err, firstLine(r.stderr))
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// countProcs counts live (non-zombie) processes whose command line holds token.
+func countProcs(token string) int {
+	ents, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cl, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cl, []byte(token)) {
+			continue
+		}
+		st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && st[i+2] == 'Z' {
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+func TestLeftoversAreKilled(t *testing.T) {
+	needHostLandlock(t)
+	token := fmt.Sprintf("3601.%d", time.Now().UnixNano()%1_000_000_000)
+	r := runUnder(t, baseRules, nil, "/bin/sh", "-c", "/usr/bin/sleep "+token+" & exit 0")
+	if r.status != 0 || r.err != nil {
+		t.Fatalf("Run = %d, %v", r.status, r.err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := countProcs(token); n != 0 {
+		t.Errorf("%d background processes outlived the command", n)
+	}
+}
+
+func TestLogSubprocessesStatusLine(t *testing.T) {
+	needHostLandlock(t)
+	p := mustParse(t, baseRules)
+	var errb bytes.Buffer
+	status, err := Run(context.Background(), Options{Policy: p, Command: []string{"/usr/bin/true"}, LogSubprocesses: true, Stderr: &errb})
+	if status != 0 || err != nil {
+		t.Fatalf("Run = %d, %v", status, err)
+	}
+	line := firstLine(errb.String())
+	for _, w := range []string{"lockstep: OK abi=", "handled=fs,net,scope", "rules=2", "net=tcp-ports", "log=new-exec", "hash=" + p.Hash()} {
+		if !strings.Contains(line, w) {
+			t.Errorf("status line %q lacks %q", line, w)
+		}
+	}
+}
