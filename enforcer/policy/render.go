@@ -41,12 +41,15 @@ func writeComment(b *strings.Builder, c string) {
 		return
 	}
 	for _, l := range strings.Split(c, "\n") {
-		l = trim(escapeComment(l))
-		if l == "" {
-			b.WriteString("#\n")
-		} else {
-			b.WriteString("# " + l + "\n")
-		}
+		writeCommentLine(b, l)
+	}
+}
+
+func writeCommentLine(b *strings.Builder, l string) {
+	if l = trim(escapeComment(l)); l == "" {
+		b.WriteString("#\n")
+	} else {
+		b.WriteString("# " + l + "\n")
 	}
 }
 
@@ -62,7 +65,11 @@ func (p *Policy) Render() []byte {
 	var blocks []string
 	var b strings.Builder
 	if len(p.Header) > 0 {
-		writeComment(&b, strings.Join(p.Header, "\n"))
+		for _, h := range p.Header {
+			for _, l := range strings.Split(h, "\n") {
+				writeCommentLine(&b, l)
+			}
+		}
 		blocks = append(blocks, b.String())
 	}
 	written := map[string]bool{}
