@@ -1,0 +1,338 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+)
+
+// policyJSONSchema versions the document `lockstep policy check|hash --json` prints.
+const policyJSONSchema = 1
+
+func init() {
+	register(&verb{
+		Name:  "policy",
+		Usage: "policy {check|fmt|hash|diff|union} [--json] [-w] [-l] [--exercise] [--normalise] <file>…",
+		Short: "check, format, hash, compare and merge policy (.cfg) files",
+		Long: `Works on policy files without applying them (nothing here touches Landlock).
+
+  check F…     parse each file and report every problem at once, as
+               file:line: message; --exercise also requires [read],
+               [execute] and [ioctl] paths to exist here, as an exercise
+               config must. Strict-subset nesting is reported as a warning.
+  fmt F…       print the canonical rendering (the form Hash is taken of);
+               -w rewrites the files in place, -l lists the files whose
+               bytes differ from their canonical form (exit 1 if any).
+  hash F…      print "sha256:<hex>  F" per file: the SHA-256 of the
+               canonical rules, comments excluded (two files that grant
+               the same hash alike; run --expect-hash takes this value).
+  diff A B     list grants only in A ("- ") and only in B ("+ ");
+               exit 0 when they grant the same, 1 when they differ.
+  union F…     combine the files as run does (paths and rules unioned,
+               limits: 0 switches off and wins, else the largest) and print
+               the result; --normalise raises strict-subset nesting.
+
+Exit status: 0 ok, 1 problems (or differences), 2 usage. The format is
+described in docs/policy.md.`,
+		Example: `# every problem of a base, with line numbers
+$ lockstep policy check testdata/policies/BaseLanguage-java.cfg
+# the hash to pin with lockstep run --expect-hash
+$ lockstep policy hash BaseLanguage-java.cfg exercises/java_fixture.cfg`,
+		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+			o := &policyOpts{}
+			fs.BoolVar(&o.json, "json", false, "check, hash: print one JSON document (schema 1) on stdout")
+			fs.BoolVar(&o.write, "w", false, "fmt: rewrite each file in canonical form")
+			fs.BoolVar(&o.list, "l", false, "fmt: list files that are not in canonical form")
+			fs.BoolVar(&o.exercise, "exercise", false, "check: require [read], [execute] and [ioctl] paths to exist (exercise config)")
+			fs.BoolVar(&o.normalise, "normalise", false, "union: raise paths whose rights are a strict subset of an ancestor's")
+			return func(ctx context.Context, io *stdio, args []string) int {
+				v := verbs["policy"]
+				if len(args) == 0 {
+					return usageExit(io, v, usagef("no subcommand; want one of check, fmt, hash, diff, union"))
+				}
+				sub := args[0]
+				// Flags may also follow the subcommand.
+				if err := fs.Parse(args[1:]); err != nil {
+					return usageExit(io, v, err)
+				}
+				files := fs.Args()
+				if len(files) == 0 {
+					return usageExit(io, v, usagef("policy %s: no files given", sub))
+				}
+				switch sub {
+				case "check":
+					return policyCheck(io, o, files)
+				case "fmt":
+					if o.write && o.list {
+						return usageExit(io, v, usagef("-w and -l exclude each other"))
+					}
+					return policyFmt(io, o, files)
+				case "hash":
+					return policyHash(io, o, files)
+				case "diff":
+					if len(files) != 2 {
+						return usageExit(io, v, usagef("policy diff takes exactly two files, got %d", len(files)))
+					}
+					return policyDiff(io, files[0], files[1])
+				case "union":
+					return policyUnion(io, o, files)
+				}
+				return usageExit(io, v, usagef("unknown subcommand %q; want one of check, fmt, hash, diff, union", sub))
+			}
+		},
+	})
+}
+
+type policyOpts struct {
+	json, write, list, exercise, normalise bool
+}
+
+// printProblems writes each problem of err on its own line and returns how
+// many there were.
+func printProblems(io *stdio, err error) int {
+	var el policy.ErrorList
+	if errors.As(err, &el) {
+		for _, e := range el {
+			fmt.Fprintf(io.err, "lockstep policy: %v\n", e)
+		}
+		return len(el)
+	}
+	fmt.Fprintf(io.err, "lockstep policy: %v\n", err)
+	return 1
+}
+
+type policyProblem struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Msg  string `json:"message"`
+}
+
+type policyFileResult struct {
+	File     string          `json:"file"`
+	OK       bool            `json:"ok"`
+	Hash     string          `json:"hash,omitempty"`
+	FileHash string          `json:"file_sha256,omitempty"`
+	Problems []policyProblem `json:"problems"`
+	Warnings []string        `json:"warnings"`
+}
+
+type policyReport struct {
+	Schema int                `json:"schema_version"`
+	Files  []policyFileResult `json:"files"`
+}
+
+func checkOne(file string, exercise bool) policyFileResult {
+	r := policyFileResult{File: file, Problems: []policyProblem{}, Warnings: []string{}}
+	p, err := policy.ParseFile(file)
+	if err != nil {
+		var el policy.ErrorList
+		if errors.As(err, &el) {
+			for _, e := range el {
+				r.Problems = append(r.Problems, policyProblem{e.File, e.Line, e.Msg})
+			}
+		}
+		return r
+	}
+	if exercise {
+		for _, m := range p.MissingPaths() {
+			r.Problems = append(r.Problems, policyProblem{file, 0, fmt.Sprintf("exercise config names %q in [read], [execute] or [ioctl], and it does not exist here", m)})
+		}
+	}
+	for _, n := range p.StrictSubsets() {
+		r.Warnings = append(r.Warnings, n.String()+"; Landlock grants the wider rights there anyway (lockstep policy union --normalise raises it)")
+	}
+	data, _ := os.ReadFile(file)
+	r.OK, r.Hash, r.FileHash = len(r.Problems) == 0, p.Hash(), policy.FileSHA256(data)
+	return r
+}
+
+func policyCheck(io *stdio, o *policyOpts, files []string) int {
+	rep := policyReport{Schema: policyJSONSchema}
+	code := exitOK
+	for _, f := range files {
+		r := checkOne(f, o.exercise)
+		rep.Files = append(rep.Files, r)
+		if !r.OK {
+			code = exitFail
+		}
+		if o.json {
+			continue
+		}
+		for _, p := range r.Problems {
+			e := &policy.Error{File: p.File, Line: p.Line, Msg: p.Msg}
+			fmt.Fprintf(io.err, "lockstep policy: %v\n", e)
+		}
+		for _, w := range r.Warnings {
+			fmt.Fprintf(io.err, "lockstep policy: %s: warning: %s\n", f, w)
+		}
+		if r.OK {
+			fmt.Fprintf(io.out, "%s: ok %s\n", f, r.Hash)
+		} else {
+			fmt.Fprintf(io.out, "%s: %d problems\n", f, len(r.Problems))
+		}
+	}
+	if o.json {
+		return writeJSON(io, rep, code)
+	}
+	return code
+}
+
+func writeJSON(io *stdio, v any, code int) int {
+	enc := json.NewEncoder(io.out)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fail(io, "policy", exitFail, err)
+	}
+	return code
+}
+
+func policyFmt(io *stdio, o *policyOpts, files []string) int {
+	code := exitOK
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			printProblems(io, err)
+			code = exitFail
+			continue
+		}
+		p, err := policy.Parse(f, data)
+		if err != nil {
+			printProblems(io, err)
+			code = exitFail
+			continue
+		}
+		out := p.Render()
+		switch {
+		case o.list:
+			if !bytes.Equal(out, data) {
+				fmt.Fprintln(io.out, f)
+				code = exitFail
+			}
+		case o.write:
+			if bytes.Equal(out, data) {
+				continue
+			}
+			if err := writeFileAtomic(f, out); err != nil {
+				fmt.Fprintf(io.err, "lockstep policy: fmt -w %s: %v\n", f, err)
+				code = exitFail
+			}
+		default:
+			if _, err := io.out.Write(out); err != nil {
+				return fail(io, "policy", exitFail, err)
+			}
+		}
+	}
+	return code
+}
+
+// writeFileAtomic replaces name with data through a temporary sibling, keeping
+// the file's mode.
+func writeFileAtomic(name string, data []byte) error {
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(name); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
+}
+
+func policyHash(io *stdio, o *policyOpts, files []string) int {
+	rep := policyReport{Schema: policyJSONSchema}
+	code := exitOK
+	for _, f := range files {
+		p, err := policy.ParseFile(f)
+		if err != nil {
+			if o.json {
+				rep.Files = append(rep.Files, checkOne(f, false))
+			} else {
+				printProblems(io, err)
+			}
+			code = exitFail
+			continue
+		}
+		if o.json {
+			data, _ := os.ReadFile(f)
+			rep.Files = append(rep.Files, policyFileResult{File: f, OK: true, Hash: p.Hash(), FileHash: policy.FileSHA256(data), Problems: []policyProblem{}, Warnings: []string{}})
+			continue
+		}
+		fmt.Fprintf(io.out, "%s  %s\n", p.Hash(), f)
+	}
+	if o.json {
+		return writeJSON(io, rep, code)
+	}
+	return code
+}
+
+func policyDiff(io *stdio, a, b string) int {
+	pa, errA := policy.ParseFile(a)
+	pb, errB := policy.ParseFile(b)
+	if errA != nil || errB != nil {
+		for _, err := range []error{errA, errB} {
+			if err != nil {
+				printProblems(io, err)
+			}
+		}
+		return exitFail
+	}
+	d := policy.Diff(pa, pb)
+	for _, l := range d {
+		fmt.Fprintln(io.out, l)
+	}
+	if len(d) > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+func policyUnion(io *stdio, o *policyOpts, files []string) int {
+	var ps []*policy.Policy
+	var errs policy.ErrorList
+	for _, f := range files {
+		p, err := policy.ParseFile(f)
+		if err != nil {
+			var el policy.ErrorList
+			errors.As(err, &el)
+			errs = append(errs, el...)
+			continue
+		}
+		ps = append(ps, p)
+	}
+	if len(errs) > 0 {
+		printProblems(io, errs)
+		return exitFail
+	}
+	u := policy.Union(ps...)
+	if o.normalise {
+		n, err := u.NormaliseHierarchy()
+		if err != nil {
+			return fail(io, "policy", exitFail, err)
+		}
+		u = n
+	}
+	if _, err := io.out.Write(u.Render()); err != nil {
+		return fail(io, "policy", exitFail, err)
+	}
+	return exitOK
+}
