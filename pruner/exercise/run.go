@@ -1,0 +1,423 @@
+package exercise
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
+)
+
+// DefaultTimeout is a run's hard limit when RunOptions names none (Phobos's
+// run_seconds).
+const DefaultTimeout = 1800 * time.Second
+
+// DefaultMaxOutput caps what is kept of each of stdout and stderr.
+const DefaultMaxOutput = 64 << 20
+
+// DefaultPath is PATH in DefaultEnv.
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// sentinelPrefix starts the line printed on stderr right before the build
+// script starts.
+const sentinelPrefix = "lockstep-exercise: the command starts "
+
+// killGrace is how long a run's process group has between SIGTERM and
+// SIGKILL when the run's time is up, and how long output pipes held open by
+// leftovers are waited for.
+const killGrace = 3 * time.Second
+
+// DefaultEnv is the environment of a run when RunOptions.Env is nil: the
+// standard PATH, a UTF-8 C locale, and HOME set to the working directory
+// itself, so nothing a build writes "at home" lands outside it and runs on
+// different machines see the same environment.
+func DefaultEnv(workDir string) []string {
+	return []string{"PATH=" + DefaultPath, "LANG=C.UTF-8", "HOME=" + workDir}
+}
+
+// RunOptions says how to run an exercise once.
+type RunOptions struct {
+	// WorkDir is the working directory: absolute, not "/", and not
+	// overlapping the exercise folder. It is deleted and replaced by a
+	// fresh copy of the exercise. Required (production: DefaultWorkDir).
+	WorkDir string
+	// Prefix is put before the command, e.g.
+	// {"lockstep", "run", "--config", "p.cfg", "--"} or
+	// {"strace", "-f", "-o", "trace", "--"}; nil runs the build script
+	// directly. Prefix[0] is looked up in PATH of this process.
+	Prefix []string
+	// Env is the command's environment; nil means DefaultEnv(WorkDir).
+	Env []string
+	// Timeout is the run's hard limit; 0 means DefaultTimeout. When it
+	// passes, the process group gets SIGTERM, then SIGKILL, and the run is
+	// judged as timed out.
+	Timeout time.Duration
+	// MaxOutput caps each of stdout and stderr; 0 means DefaultMaxOutput.
+	// What is cut is counted in Result.Dropped.
+	MaxOutput int
+	// Log receives progress at debug level; nil discards it.
+	Log *slog.Logger
+}
+
+// Result is what one run of an exercise showed.
+type Result struct {
+	// Command is the argv that ran, prefix included.
+	Command []string
+	// Status is the exit status; death by signal N is 128+N; a timeout is
+	// verdict.TimeoutStatus.
+	Status   int
+	TimedOut bool
+	// Started says the sentinel line appeared on stderr, i.e. the prefix
+	// let the command start and bash began running the build script.
+	Started bool
+	// Stdout and Stderr are the two streams; Log is both, interleaved in
+	// the order they were read.
+	Stdout, Stderr, Log []byte
+	// Dropped counts bytes cut by MaxOutput.
+	Dropped int64
+	// Duration is from start to exit of the command (not the clean-up).
+	Duration time.Duration
+	// Reports are the JUnit files the run left where the report globs
+	// point, sorted by path.
+	Reports []verdict.Report
+	// Verdict judges status, log and reports.
+	Verdict verdict.Verdict
+
+	sentinel string
+}
+
+// BeforeStart returns the part of the log before the sentinel line: what the
+// prefix printed before the command started (all of the log if it never
+// started). Package verdict's callers read a prefix's own refusal from it.
+func (r *Result) BeforeStart() []byte {
+	if i := bytes.Index(r.Log, []byte(r.sentinel)); i >= 0 {
+		return r.Log[:i]
+	}
+	return r.Log
+}
+
+// Run runs the exercise once: a fresh copy in opts.WorkDir, the build script
+// behind opts.Prefix, then the reports and the verdict. The error is for the
+// runner's own failures (bad options, a copy that failed, a prefix that
+// could not be started); whatever the command does is in the Result.
+func (e *Exercise) Run(ctx context.Context, opts RunOptions) (*Result, error) {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := e.checkWorkDir(opts.WorkDir); err != nil {
+		return nil, err
+	}
+	if err := FreshCopy(e.Dir, opts.WorkDir); err != nil {
+		return nil, err
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	maxOut := opts.MaxOutput
+	if maxOut == 0 {
+		maxOut = DefaultMaxOutput
+	}
+	env := opts.Env
+	if env == nil {
+		env = DefaultEnv(opts.WorkDir)
+	}
+	var token [16]byte
+	if _, err := rand.Read(token[:]); err != nil {
+		return nil, fmt.Errorf("run %s: sentinel: %w", e.Stem(), err)
+	}
+	sentinel := sentinelPrefix + hex.EncodeToString(token[:])
+	argv := append(append([]string{}, opts.Prefix...),
+		"/bin/bash", "-c", `printf '%s\n' "$1" >&2; exec /bin/bash "./$2"`, "lockstep-exercise", sentinel, e.Script)
+	res := &Result{Command: argv, sentinel: sentinel}
+
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", e.Stem(), err)
+	}
+	stdin, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", e.Stem(), err)
+	}
+	defer stdin.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", e.Stem(), err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("run %s: %w", e.Stem(), err)
+	}
+	capt := &capture{max: maxOut}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() { defer readers.Done(); capt.read(outR, &capt.stdout) }()
+	go func() { defer readers.Done(); capt.read(errR, &capt.stderr) }()
+
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        argv,
+		Env:         env,
+		Dir:         opts.WorkDir,
+		Stdin:       stdin,
+		Stdout:      outW,
+		Stderr:      errW,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	log.Debug("exercise run", "exercise", e.Stem(), "dir", opts.WorkDir, "argv", argv)
+	start := time.Now()
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		readers.Wait()
+		return nil, fmt.Errorf("run %s: %w", e.Stem(), err)
+	}
+	pgid := cmd.Process.Pid
+	done := make(chan struct{})
+	var timedOut atomic.Bool
+	go func() {
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		select {
+		case <-done:
+			return
+		case <-timer.C:
+			timedOut.Store(true)
+		case <-ctx.Done():
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(killGrace):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}()
+	waitErr := cmd.Wait()
+	res.Duration = time.Since(start)
+	close(done)
+	// Whatever the run left in its process group goes now.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	waited := make(chan struct{})
+	go func() { readers.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(killGrace):
+		// Something outside the group holds the pipes open; stop reading.
+		log.Warn("exercise run: a process outside the run's group keeps its output open", "exercise", e.Stem())
+		outR.Close()
+		errR.Close()
+		<-waited
+	}
+	outR.Close()
+	errR.Close()
+	if ctx.Err() != nil && !timedOut.Load() {
+		return nil, fmt.Errorf("run %s: %w", e.Stem(), ctx.Err())
+	}
+
+	res.Status = exitStatus(cmd.ProcessState, waitErr)
+	if timedOut.Load() {
+		res.TimedOut, res.Status = true, verdict.TimeoutStatus
+	}
+	res.Stdout, res.Stderr, res.Log, res.Dropped = capt.stdout.Bytes(), capt.stderr.Bytes(), capt.log.Bytes(), capt.dropped
+	res.Started = bytes.Contains(res.Stderr, []byte(sentinel))
+	res.Reports, err = CollectReports(opts.WorkDir, e.ReportGlobs())
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", e.Stem(), err)
+	}
+	res.Verdict = verdict.Judge(verdict.Run{Status: res.Status, TimedOut: res.TimedOut, Log: res.Log, Reports: res.Reports})
+	log.Debug("exercise run done", "exercise", e.Stem(), "status", res.Status, "class", res.Verdict.ExitClass,
+		"tests", len(res.Verdict.Tests), "seconds", res.Duration.Seconds())
+	return res, nil
+}
+
+func exitStatus(ps *os.ProcessState, err error) int {
+	if ps == nil {
+		return 1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// capture keeps stdout, stderr and their interleaving, each stream capped.
+type capture struct {
+	mu                  sync.Mutex
+	max                 int
+	stdout, stderr, log bytes.Buffer
+	dropped             int64
+}
+
+func (c *capture) read(r io.Reader, own *bytes.Buffer) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			c.mu.Lock()
+			keep := min(n, c.max-own.Len())
+			if keep < 0 {
+				keep = 0
+			}
+			own.Write(buf[:keep])
+			c.log.Write(buf[:keep])
+			c.dropped += int64(n - keep)
+			c.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// CollectReports reads every file under workDir that globs match. A report
+// that cannot be read, is not a regular file, or is larger than
+// verdict.MaxReportBytes carries its error (and counts as unreadable).
+func CollectReports(workDir string, globs []string) ([]verdict.Report, error) {
+	paths, err := MatchReports(workDir, globs)
+	if err != nil {
+		return nil, err
+	}
+	var out []verdict.Report
+	for _, p := range paths {
+		r := verdict.Report{Path: p}
+		full := filepath.Join(workDir, filepath.FromSlash(p))
+		st, err := os.Lstat(full)
+		switch {
+		case err != nil:
+			r.Err = err
+		case !st.Mode().IsRegular():
+			r.Err = fmt.Errorf("%s is a %s, not a report file", p, describeMode(st.Mode()))
+		case st.Size() > verdict.MaxReportBytes:
+			r.Err = fmt.Errorf("%s is %d bytes, more than %d", p, st.Size(), verdict.MaxReportBytes)
+		default:
+			r.Data, r.Err = os.ReadFile(full)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// checkWorkDir refuses a working directory the runner must not delete.
+func (e *Exercise) checkWorkDir(dir string) error {
+	if dir == "" {
+		return errors.New("run: no working directory given")
+	}
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+		return fmt.Errorf("run: working directory %q is not an absolute, clean path", dir)
+	}
+	if dir == "/" || filepath.Dir(dir) == "/" {
+		return fmt.Errorf("run: working directory %q is / or a top-level directory; it is deleted before every run", dir)
+	}
+	if overlaps(dir, e.Dir) {
+		return fmt.Errorf("run: working directory %q overlaps the exercise %q; it is deleted before every run", dir, e.Dir)
+	}
+	return nil
+}
+
+func overlaps(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+string(filepath.Separator)) || strings.HasPrefix(b, a+string(filepath.Separator))
+}
+
+// FreshCopy deletes dst and copies the tree src to it: folders, regular
+// files (with their modes and modification times) and symbolic links as
+// links, as Phobos's copytree(symlinks=True) does. Any other kind of file
+// is refused. dst's parent is created if missing.
+func FreshCopy(src, dst string) error {
+	if err := os.RemoveAll(dst); err != nil {
+		return fmt.Errorf("fresh copy: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("fresh copy: %w", err)
+	}
+	type dirTime struct {
+		path string
+		mod  time.Time
+		perm fs.FileMode
+	}
+	var dirs []dirTime
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch mode := info.Mode(); {
+		case mode.IsDir():
+			if err := os.Mkdir(target, mode.Perm()|0o700); err != nil {
+				return err
+			}
+			dirs = append(dirs, dirTime{target, info.ModTime(), mode.Perm()})
+		case mode&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case mode.IsRegular():
+			return copyFile(p, target, info)
+		default:
+			return fmt.Errorf("%s is a %s; an exercise holds only folders, files and links", p, describeMode(mode))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("fresh copy of %s: %w", src, err)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := os.Chmod(dirs[i].path, dirs[i].perm); err != nil {
+			return fmt.Errorf("fresh copy of %s: %w", src, err)
+		}
+		_ = os.Chtimes(dirs[i].path, dirs[i].mod, dirs[i].mod)
+	}
+	return nil
+}
+
+func copyFile(src, dst string, info fs.FileInfo) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(dst, info.Mode().Perm()); err != nil {
+		return err
+	}
+	return os.Chtimes(dst, info.ModTime(), info.ModTime())
+}
