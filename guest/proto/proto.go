@@ -93,6 +93,10 @@ type Job struct {
 	Root *Root `json:"root,omitempty"`
 	// Shares are extra read-only 9p mounts.
 	Shares []Share `json:"shares,omitempty"`
+	// Extra lists files the initramfs carries under /extra (strace and its
+	// libraries, for a root without strace), each copied to the same path
+	// in the new root unless the root has it already.
+	Extra []string `json:"extra,omitempty"`
 	// Probe makes PID 1 skip the root and the job: it reports status 0 as
 	// soon as it runs. The accel probe uses it.
 	Probe bool `json:"probe,omitempty"`
@@ -101,22 +105,22 @@ type Job struct {
 }
 
 // Root is the guest's root file system: a read-only 9p export with a tmpfs
-// overlay on top.
+// overlayfs upper on top, so writes stay in the guest.
 type Root struct {
 	// Tag is the 9p mount tag.
 	Tag string `json:"tag"`
-	// Msize is the 9p msize option (bytes).
+	// Msize is the 9p msize option (bytes); 0 is 512000.
 	Msize int `json:"msize"`
-	// Overlay selects the writable layer: true is a tmpfs overlayfs upper
-	// over the whole root; false mounts tmpfs on WritableDirs only.
-	Overlay bool `json:"overlay"`
 }
 
 // Share is one extra read-only 9p mount.
 type Share struct {
-	Tag   string `json:"tag"`
-	Path  string `json:"path"`
-	Msize int    `json:"msize"`
+	// Tag is the 9p mount tag.
+	Tag string `json:"tag"`
+	// Path is the guest mount point; "" is ShareDir/<index>.
+	Path string `json:"path,omitempty"`
+	// Msize is the 9p msize option (bytes); 0 is 512000.
+	Msize int `json:"msize,omitempty"`
 }
 
 // Event types.

@@ -1,0 +1,360 @@
+package guest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
+	"github.com/u-root/mkuimage/cpio"
+	"github.com/u-root/mkuimage/ldd"
+	"github.com/u-root/mkuimage/uimage"
+	"github.com/u-root/mkuimage/uimage/initramfs"
+	"github.com/u-root/uio/llog"
+)
+
+// Compression formats of the initramfs.
+const (
+	CompressGzip = "gzip"
+	CompressZstd = "zstd"
+	CompressNone = "none"
+)
+
+// InitramfsOptions says what goes into a guest's initramfs.
+type InitramfsOptions struct {
+	// Init is the executable that becomes /init; "" is this executable.
+	// It must run without anything else from the initramfs: build it with
+	// CGO_ENABLED=0 (a dynamic one gets its libraries through ldd).
+	Init string
+	// Job is written as /job.json. Its Extra field is filled in here.
+	Job *proto.Job
+	// Strace, when not "", is a host strace binary to carry (with its
+	// shared libraries) under /extra, for a root that lacks strace.
+	Strace string
+	// Output is the path of the initramfs file to write.
+	Output string
+	// Compression is CompressGzip, CompressZstd or CompressNone; "" is
+	// CompressGzip.
+	Compression string
+	// TempDir is a directory for scratch files; "" is the directory of
+	// Output.
+	TempDir string
+	// CacheDir, when not "", keeps compressed base archives keyed by the
+	// SHA-256 of their content (the eight most recently used are kept).
+	CacheDir string
+	// Log receives mkuimage's messages at debug level; nil discards them.
+	Log *slog.Logger
+}
+
+// Initramfs writes an initramfs with mkuimage (through its files option; no
+// Go code is built): o.Init as /init, /dev/console, strace with its
+// libraries under /extra when asked, and the job as /job.json.
+//
+// The file is two concatenated cpio archives, as the kernel allows: first a
+// small uncompressed one with job.json, then the compressed base with
+// everything else. The base depends only on the init binary, strace and
+// the compression, so with o.CacheDir set it is built once and reused: a
+// warm build hashes the init binary and copies the cached base.
+// Initramfs returns the hex SHA-256 of the file.
+func Initramfs(ctx context.Context, o InitramfsOptions) (string, error) {
+	if o.Job == nil || o.Output == "" {
+		return "", fmt.Errorf("initramfs: want a job and an output path")
+	}
+	init := o.Init
+	if init == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("initramfs: find this executable: %w", err)
+		}
+		init = exe
+	}
+	tmp := o.TempDir
+	if tmp == "" {
+		tmp = filepath.Dir(o.Output)
+	}
+	var extra []string
+	if o.Strace != "" {
+		var err error
+		if extra, err = straceFiles(o.Strace); err != nil {
+			return "", err
+		}
+	}
+	o.Job.Extra = extra
+	base, err := baseArchive(ctx, o, init, extra, tmp)
+	if err != nil {
+		return "", err
+	}
+	if o.CacheDir == "" {
+		defer os.Remove(base)
+	}
+	jobPath := filepath.Join(tmp, "job.json")
+	b, err := json.MarshalIndent(o.Job, "", "\t")
+	if err != nil {
+		return "", fmt.Errorf("initramfs: encode job: %w", err)
+	}
+	if err := os.WriteFile(jobPath, b, 0o644); err != nil {
+		return "", fmt.Errorf("initramfs: write job: %w", err)
+	}
+	out := &compressedCPIO{path: o.Output, compression: CompressNone, appendFile: base}
+	err = uimage.Create(mkuimageLogger(o.Log),
+		uimage.WithTempDir(tmp),
+		uimage.WithFiles(jobPath+":"+strings.TrimPrefix(proto.JobFile, "/")),
+		uimage.WithSkipLDD(),
+		uimage.WithOutput(out),
+	)
+	if err != nil {
+		return "", fmt.Errorf("initramfs: mkuimage (job): %w", err)
+	}
+	return hex.EncodeToString(out.sum.Sum(nil)), nil
+}
+
+// baseVersion changes whenever the base archive's layout does, so cached
+// bases from older builders are not reused.
+const baseVersion = "lockstep-initramfs-base-1"
+
+// baseArchive returns the path of the compressed base archive, building it
+// (into the cache when there is one).
+func baseArchive(ctx context.Context, o InitramfsOptions, init string, extra []string, tmp string) (string, error) {
+	comp := o.Compression
+	if comp == "" {
+		comp = CompressGzip
+	}
+	target := filepath.Join(tmp, "base.cpio")
+	if o.CacheDir != "" {
+		key, err := baseKey(init, extra, comp)
+		if err != nil {
+			return "", err
+		}
+		target = filepath.Join(o.CacheDir, key+".cpio."+comp)
+		if _, err := os.Stat(target); err == nil {
+			now := time.Now()
+			os.Chtimes(target, now, now) // recently used: kept by pruning
+			return target, nil
+		}
+		if err := os.MkdirAll(o.CacheDir, 0o755); err != nil {
+			return "", fmt.Errorf("initramfs: cache: %w", err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	files := []string{init + ":init"}
+	for _, f := range extra {
+		files = append(files, f+":"+filepath.Join(strings.TrimPrefix(extraDir, "/"), strings.TrimPrefix(f, "/")))
+	}
+	records, err := cpio.ArchiveFromRecords([]cpio.Record{
+		cpio.Directory("dev", 0o755),
+		cpio.Directory("proc", 0o755),
+		cpio.Directory("sys", 0o755),
+		cpio.Directory("mnt", 0o755),
+		cpio.Directory("tmp", 0o1777),
+		cpio.CharDev("dev/console", 0o600, 5, 1),
+		cpio.CharDev("dev/null", 0o666, 1, 3),
+	})
+	if err != nil {
+		return "", fmt.Errorf("initramfs: base records: %w", err)
+	}
+	part := target + ".part" + strconv.Itoa(os.Getpid())
+	out := &compressedCPIO{path: part, compression: comp}
+	err = uimage.Create(mkuimageLogger(o.Log),
+		uimage.WithTempDir(tmp),
+		uimage.WithBaseArchive(records),
+		uimage.WithFiles(files...),
+		uimage.WithSkipLDD(), // strace's libraries are listed above; /init is static
+		uimage.WithOutput(out),
+	)
+	if err != nil {
+		os.Remove(part)
+		return "", fmt.Errorf("initramfs: mkuimage (base): %w", err)
+	}
+	if err := os.Rename(part, target); err != nil {
+		os.Remove(part)
+		return "", fmt.Errorf("initramfs: %w", err)
+	}
+	if o.CacheDir != "" {
+		pruneCache(o.CacheDir, 8)
+	}
+	return target, nil
+}
+
+// baseKey is the SHA-256 over the builder version, the compression and the
+// content of every file in the base.
+func baseKey(init string, extra []string, comp string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", baseVersion, comp)
+	for _, f := range append([]string{init}, extra...) {
+		fmt.Fprintf(h, "%s\x00", f)
+		fi, err := os.Lstat(f)
+		if err != nil {
+			return "", fmt.Errorf("initramfs: %w", err)
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			l, _ := os.Readlink(f)
+			fmt.Fprintf(h, "-> %s\x00", l)
+			continue
+		}
+		r, err := os.Open(f)
+		if err != nil {
+			return "", fmt.Errorf("initramfs: %w", err)
+		}
+		_, err = io.Copy(h, r)
+		r.Close()
+		if err != nil {
+			return "", fmt.Errorf("initramfs: hash %s: %w", f, err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// pruneCache keeps the keep most recently used bases.
+func pruneCache(dir string, keep int) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type aged struct {
+		name string
+		mod  time.Time
+	}
+	var bases []aged
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && strings.Contains(e.Name(), ".cpio.") && !strings.Contains(e.Name(), ".part") {
+			bases = append(bases, aged{e.Name(), fi.ModTime()})
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i].mod.After(bases[j].mod) })
+	for i := keep; i < len(bases); i++ {
+		os.Remove(filepath.Join(dir, bases[i].name))
+	}
+}
+
+func mkuimageLogger(l *slog.Logger) *llog.Logger {
+	return llog.New(slog.LevelWarn, func(format string, v ...any) {
+		if l != nil {
+			l.Debug("mkuimage: " + fmt.Sprintf(format, v...))
+		}
+	})
+}
+
+// straceFiles returns strace and every library it loads (symlinks and their
+// targets), sorted.
+func straceFiles(strace string) ([]string, error) {
+	abs, err := filepath.Abs(strace)
+	if err != nil {
+		return nil, fmt.Errorf("initramfs: strace path: %w", err)
+	}
+	libs, err := ldd.FList(abs)
+	if err != nil {
+		return nil, fmt.Errorf("initramfs: libraries of %s: %w", abs, err)
+	}
+	seen := map[string]bool{abs: true}
+	out := []string{abs}
+	for _, l := range libs {
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	sort.Strings(out[1:])
+	return out, nil
+}
+
+// compressedCPIO is an initramfs.WriteOpener that writes a newc cpio
+// through gzip (klauspost), zstd or nothing, hashing the file as it goes.
+type compressedCPIO struct {
+	path        string
+	compression string
+	// appendFile, when set, is copied after this archive (padded to four
+	// bytes, where the kernel looks for the next cpio header).
+	appendFile string
+	sum        hash.Hash
+}
+
+type cpioFileWriter struct {
+	cpio.RecordWriter
+	comp       io.WriteCloser // nil without compression
+	f          *os.File
+	w          io.Writer // f and the hash
+	appendFile string
+}
+
+func (c *compressedCPIO) OpenWriter() (initramfs.Writer, error) {
+	f, err := os.OpenFile(c.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	c.sum = sha256.New()
+	w := io.MultiWriter(f, c.sum)
+	var comp io.WriteCloser
+	switch c.compression {
+	case "", CompressGzip:
+		comp, err = gzip.NewWriterLevel(w, gzip.BestSpeed)
+	case CompressZstd:
+		// The kernel's zstd decoder wants single-segment frames with a
+		// small window.
+		comp, err = zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest),
+			zstd.WithWindowSize(1<<20), zstd.WithEncoderConcurrency(2))
+	case CompressNone:
+	default:
+		err = fmt.Errorf("compression %q: want %s, %s or %s", c.compression, CompressGzip, CompressZstd, CompressNone)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	var rw cpio.RecordWriter
+	if comp != nil {
+		rw = cpio.Newc.Writer(comp)
+	} else {
+		rw = cpio.Newc.Writer(w)
+	}
+	return &cpioFileWriter{RecordWriter: rw, comp: comp, f: f, w: w, appendFile: c.appendFile}, nil
+}
+
+func (w *cpioFileWriter) Finish() error {
+	err := cpio.WriteTrailer(w)
+	if w.comp != nil {
+		if cerr := w.comp.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil && w.appendFile != "" {
+		err = w.appendPadded()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (w *cpioFileWriter) appendPadded() error {
+	off, err := w.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	if pad := (4 - off%4) % 4; pad > 0 {
+		if _, err := w.w.Write(make([]byte, pad)); err != nil {
+			return err
+		}
+	}
+	in, err := os.Open(w.appendFile)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	_, err = io.Copy(w.w, in)
+	return err
+}
