@@ -147,12 +147,12 @@ func (f *fakeSys) Mount(src, dst, fstype string, flags uintptr, data string) err
 	return f.do(fmt.Sprintf("mount %s %s %s %#x %s", src, dst, fstype, flags, data))
 }
 func (f *fakeSys) MkdirAll(p string, _ os.FileMode) error { return f.do("mkdir " + p) }
-func (f *fakeSys) Symlink(o, n string) error             { return f.do("symlink " + n + " -> " + o) }
-func (f *fakeSys) Chdir(d string) error                  { return f.do("chdir " + d) }
-func (f *fakeSys) Chroot(d string) error                 { return f.do("chroot " + d) }
-func (f *fakeSys) Remove(p string) error                 { return f.do("remove " + p) }
-func (f *fakeSys) LoopbackUp() error                     { return f.do("lo up") }
-func (f *fakeSys) Sethostname(n string) error            { return f.do("hostname " + n) }
+func (f *fakeSys) Symlink(o, n string) error              { return f.do("symlink " + n + " -> " + o) }
+func (f *fakeSys) Chdir(d string) error                   { return f.do("chdir " + d) }
+func (f *fakeSys) Chroot(d string) error                  { return f.do("chroot " + d) }
+func (f *fakeSys) Remove(p string) error                  { return f.do("remove " + p) }
+func (f *fakeSys) LoopbackUp() error                      { return f.do("lo up") }
+func (f *fakeSys) Sethostname(n string) error             { return f.do("hostname " + n) }
 func (f *fakeSys) CopyFile(src, dst string, _ os.FileMode, keep bool) error {
 	return f.do(fmt.Sprintf("copy %s %s keep=%v", src, dst, keep))
 }
