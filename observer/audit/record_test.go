@@ -132,7 +132,7 @@ func TestParseLineNotAudit(t *testing.T) {
 		}
 	}
 	for _, line := range []string{
-		`[    1.3] audit: type=1423 audit(1.1:4): domain=1`,   // milliseconds not 3 digits
+		`[    1.3] audit: type=1423 audit(1.1:4): domain=1`,  // milliseconds not 3 digits
 		`type=NOPE msg=audit(1.100:4): domain=1`,             // unknown name
 		`[    1.3] audit: type=1423 audit(1.100:4): path="x`, // quote not closed
 		`[    1.3] audit: type=1423 audit(1.100:4) domain=1`, // no colon
