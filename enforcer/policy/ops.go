@@ -62,8 +62,8 @@ func subset(a, b string) bool {
 	return true
 }
 
-// beneath reports whether child lies strictly beneath ancestor (component-wise).
-func beneath(child, ancestor string) bool {
+// Beneath reports whether child lies strictly beneath ancestor (component-wise).
+func Beneath(child, ancestor string) bool {
 	if ancestor == "/" {
 		return child != "/"
 	}
@@ -163,16 +163,29 @@ func Intersect(a, b *Policy) *Policy {
 // ancestor's.
 func (p *Policy) granted(path string) string {
 	secs := map[Section]bool{}
-	for anc, s := range p.FS {
-		if anc == path || beneath(path, anc) {
-			for k, ok := range s {
-				if ok {
-					secs[k] = true
-				}
+	for _, anc := range append(Ancestors(path), path) {
+		for k, ok := range p.FS[anc] {
+			if ok {
+				secs[k] = true
 			}
 		}
 	}
 	return Letters(secs)
+}
+
+// Ancestors lists the strict ancestors of a normal absolute path, root first:
+// "/a/b/c" gives "/", "/a", "/a/b".
+func Ancestors(p string) []string {
+	if p == "/" || !strings.HasPrefix(p, "/") {
+		return nil
+	}
+	out := []string{"/"}
+	for i := 1; i < len(p); i++ {
+		if p[i] == '/' {
+			out = append(out, p[:i])
+		}
+	}
+	return out
 }
 
 // Remainder is what exercise needs beyond base (Phobos's cfgfile.remainder):
@@ -253,15 +266,11 @@ func (n Nesting) String() string {
 // entry would mislead a reader. Incomparable sets are fine.
 func (p *Policy) StrictSubsets() []Nesting {
 	var out []Nesting
-	paths := p.sortedPaths()
-	for _, path := range paths {
+	for _, path := range p.sortedPaths() {
 		own := Letters(p.FS[path])
-		for _, anc := range paths {
-			if !beneath(path, anc) {
-				continue
-			}
+		for _, anc := range Ancestors(path) {
 			al := Letters(p.FS[anc])
-			if own != al && subset(own, al) {
+			if al != "" && own != al && subset(own, al) {
 				out = append(out, Nesting{Path: path, Ancestor: anc, Letters: own, AncestorLetters: al})
 			}
 		}
@@ -293,22 +302,19 @@ func (p *Policy) NormaliseHierarchy() (*Policy, error) {
 		return nil, fmt.Errorf("normalise hierarchy: %w", err)
 	}
 	q := p.Clone()
-	for changed := true; changed; {
-		changed = false
-		paths := q.sortedPaths() // ancestors sort before their descendants
-		for _, path := range paths {
-			for _, anc := range paths {
-				if !beneath(path, anc) {
-					continue
-				}
-				own, al := Letters(q.FS[path]), Letters(q.FS[anc])
-				if own != al && subset(own, al) {
-					for s, ok := range q.FS[anc] {
-						if ok && !q.FS[path][s] {
-							q.FS[path][s] = true
-							changed = true
-						}
-					}
+	// Ancestors sort before their descendants, and each path is raised
+	// against its ancestors root first; one pass reaches the fixed point
+	// (a raised path only grows, so it never becomes a strict subset of an
+	// ancestor it was checked against).
+	for _, path := range q.sortedPaths() {
+		for _, anc := range Ancestors(path) {
+			own, al := Letters(q.FS[path]), Letters(q.FS[anc])
+			if al == "" || own == al || !subset(own, al) {
+				continue
+			}
+			for s, ok := range q.FS[anc] {
+				if ok {
+					q.FS[path][s] = true
 				}
 			}
 		}
