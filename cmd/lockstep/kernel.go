@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/kernel"
+)
+
+func init() {
+	register(&verb{
+		Name:  "kernel",
+		Usage: "kernel {build|verify|list|path} [--pin <version>] [--cache <dir>]",
+		Short: "fetch, build, cache and verify the pinned guest kernels",
+		Long: `Subcommands:
+  build   fetch, check, configure, build and verify the pin's kernel unless it is
+          cached; a cache hit is verified too. Prints the bzImage and what was checked.
+  verify  check the cached kernel without building: bzImage and config SHA-256
+          against build.txt, every required option, the header version string.
+  list    every pin, its source, and what the cache holds for it (and stale entries).
+  path    print only the verified bzImage's path, building it if needed (for scripts).
+
+Pins are in kernel/pins.txt; the configuration is tinyconfig plus kernel/fragment.config.
+The cache is $XDG_CACHE_HOME/lockstep/kernels (default ~/.cache/lockstep/kernels).
+Progress goes to stderr every few seconds while fetching or building; -v also
+prints every external command as a shell line.
+
+Exit status: 0 ok, 1 failed (fetch, hash, build, or a refused cached kernel),
+2 usage, 3 the configuration lacks required options (all are listed).`,
+		Example: `# Build (or restore and verify) the default kernel
+$ lockstep kernel build --pin 7.2.13
+# Boot the verified kernel by hand
+$ qemu-system-x86_64 -M microvm -kernel "$(lockstep kernel path)" -nographic -append console=ttyS0
+# Show what is pinned and cached
+$ lockstep kernel list`,
+		Flags: kernelFlags,
+	})
+}
+
+type kernelOptions struct {
+	pin   string
+	cache string
+	jobs  int
+}
+
+func kernelFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+	o := &kernelOptions{}
+	fs.StringVar(&o.pin, "pin", kernel.DefaultPin, "kernel `version` from kernel/pins.txt")
+	fs.StringVar(&o.cache, "cache", "", "cache `dir` (default $XDG_CACHE_HOME/lockstep/kernels)")
+	fs.IntVar(&o.jobs, "jobs", 0, "make -j `n` (default: the number of CPUs)")
+	return func(ctx context.Context, io *stdio, args []string) int {
+		v := verbs["kernel"]
+		if len(args) == 0 {
+			return usageExit(io, v, usagef("missing subcommand: want build, verify, list or path"))
+		}
+		sub := args[0]
+		// Flags may follow the subcommand: kernel build --pin 7.2.13.
+		if err := fs.Parse(args[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				printVerbHelp(io.out, v)
+				return exitOK
+			}
+			return usageExit(io, v, err)
+		}
+		if fs.NArg() > 0 {
+			return usageExit(io, v, usagef("unexpected argument %q", fs.Arg(0)))
+		}
+		b := &kernel.Builder{CacheDir: o.cache, Jobs: o.jobs, Log: kernelLogger(io)}
+		switch sub {
+		case "build":
+			return kernelBuild(ctx, io, b, o, false)
+		case "path":
+			return kernelBuild(ctx, io, b, o, true)
+		case "verify":
+			return kernelVerify(ctx, io, b, o)
+		case "list":
+			return kernelList(ctx, io, b)
+		}
+		return usageExit(io, v, usagef("unknown subcommand %q: want build, verify, list or path", sub))
+	}
+}
+
+// kernelExit maps a kernel package error to an exit status, printing it.
+func kernelExit(io *stdio, err error) int {
+	var be *kernel.BuildError
+	if errors.As(err, &be) && be.Tail != "" {
+		fmt.Fprintf(io.err, "lockstep kernel: last lines of %s:\n%s\n", be.Log, be.Tail)
+	}
+	switch {
+	case errors.Is(err, kernel.ErrUnfit):
+		return fail(io, "kernel", exitIndeterminate, err)
+	case errors.Is(err, kernel.ErrUnknownPin):
+		return fail(io, "kernel", exitUsage, err)
+	}
+	return fail(io, "kernel", exitFail, err)
+}
+
+func kernelBuild(ctx context.Context, io *stdio, b *kernel.Builder, o *kernelOptions, pathOnly bool) int {
+	r, err := b.Build(ctx, o.pin)
+	if err != nil {
+		return kernelExit(io, err)
+	}
+	if pathOnly {
+		fmt.Fprintln(io.out, r.BzImage)
+		return exitOK
+	}
+	how := "built"
+	if r.CacheHit {
+		how = "cache hit"
+	}
+	fmt.Fprintf(io.out, "kernel %s: %s\n", r.Pin.Version, r.BzImage)
+	fmt.Fprintf(io.out, "  %s, verified in %s total: bzImage and config SHA-256 match build.txt, %d required options present, header version %q\n",
+		how, r.Elapsed.Round(time.Millisecond), r.Options, r.HeaderVersion)
+	fmt.Fprintf(io.out, "  key %s, bzImage %d bytes, Landlock ABI %d expected\n", r.Key, r.Record.BzImageSize, r.Pin.ABI)
+	return exitOK
+}
+
+func kernelVerify(ctx context.Context, io *stdio, b *kernel.Builder, o *kernelOptions) int {
+	r, err := b.Verify(ctx, o.pin)
+	if err != nil {
+		return kernelExit(io, err)
+	}
+	fmt.Fprintf(io.out, "kernel %s: verified %s in %s\n", r.Pin.Version, r.Dir, r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(io.out, "  ok  bzImage sha256 %s (build.txt)\n", r.Record.BzImageSHA256)
+	fmt.Fprintf(io.out, "  ok  config sha256 %s (build.txt)\n", r.Record.ConfigSHA256)
+	fmt.Fprintf(io.out, "  ok  %d required options in config\n", r.Options)
+	fmt.Fprintf(io.out, "  ok  header version %q starts with %s\n", r.HeaderVersion, r.Pin.Version)
+	return exitOK
+}
+
+func kernelList(ctx context.Context, io *stdio, b *kernel.Builder) int {
+	es, err := b.List(ctx)
+	if err != nil {
+		return kernelExit(io, err)
+	}
+	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PIN\tABI\tSOURCE\tDOWNLOAD\tCACHE\tKEY")
+	for _, e := range es {
+		key := e.Key
+		if len(key) > 16 {
+			key = key[:16]
+		}
+		if e.Pin == nil {
+			ver := "?"
+			if e.Record != nil {
+				ver = e.Record.Version
+			}
+			fmt.Fprintf(tw, "(%s)\t\t\t\t%s\t%s\n", ver, e.State, key)
+			continue
+		}
+		state := e.State
+		if e.Record != nil {
+			state += fmt.Sprintf(" (%d bytes, built in %s)", e.Record.BzImageSize, e.Record.Duration)
+		}
+		if e.KeyErrMsg != "" {
+			state += ": " + e.KeyErrMsg
+		}
+		src := e.Source
+		if src == "" {
+			src = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.Pin.Version, e.Pin.ABI, e.Pin.Describe(), src, state, key)
+	}
+	tw.Flush()
+	fmt.Fprintf(io.out, "cache: %s\n", cacheDirOf(b))
+	return exitOK
+}
+
+func cacheDirOf(b *kernel.Builder) string {
+	if b.CacheDir != "" {
+		return b.CacheDir
+	}
+	return kernel.DefaultCacheDir()
+}
+
+// kernelLogger shows progress (a build takes minutes, so always) and, with
+// -v, every external command.
+func kernelLogger(io *stdio) *slog.Logger {
+	level := slog.LevelInfo
+	if io.verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(&kernelLogHandler{w: io.err, level: level, mu: &sync.Mutex{}})
+}
+
+// kernelLogHandler writes "lockstep kernel: <msg> k=v …" lines.
+type kernelLogHandler struct {
+	w     io.Writer
+	level slog.Level
+	mu    *sync.Mutex
+	attrs []slog.Attr
+}
+
+func (h *kernelLogHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
+
+func (h *kernelLogHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString("lockstep ")
+	b.WriteString(r.Message)
+	add := func(a slog.Attr) bool {
+		v := a.Value.String()
+		if strings.ContainsAny(v, " \t\"") {
+			v = fmt.Sprintf("%q", v)
+		}
+		fmt.Fprintf(&b, " %s=%s", a.Key, v)
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	b.WriteByte('\n')
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := io.WriteString(h.w, b.String())
+	return err
+}
+
+func (h *kernelLogHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append(append([]slog.Attr(nil), h.attrs...), as...)
+	return &c
+}
+
+func (h *kernelLogHandler) WithGroup(string) slog.Handler { return h }

@@ -1,0 +1,234 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+const unpackedMarker = ".lockstep-unpacked"
+
+// BuildError is a failed configure or build step; Tail holds the end of its
+// log for the report, Log the full log's path.
+type BuildError struct {
+	Stage string // "configure" or "build"
+	Log   string
+	Tail  string
+	Err   error
+}
+
+func (e *BuildError) Error() string {
+	return fmt.Sprintf("%s failed: %v (log: %s)", e.Stage, e.Err, e.Log)
+}
+
+func (e *BuildError) Unwrap() error { return e.Err }
+
+// sources returns the unpacked source tree for pin, fetching, checking and
+// unpacking it first when the cache lacks it. Nothing is unpacked before the
+// download's (and for a .deb the inner tarball's) SHA-256 matched the pin.
+func (b *Builder) sources(ctx context.Context, pin Pin) (string, error) {
+	parent := filepath.Join(b.root(), "sources")
+	dir := filepath.Join(parent, pin.SHA256)
+	if top, err := os.ReadFile(filepath.Join(dir, unpackedMarker)); err == nil {
+		return filepath.Join(dir, strings.TrimSpace(string(top))), nil
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("create source cache: %w", err)
+	}
+	unlock, err := lockFile(ctx, dir+".lock", b.log())
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if top, err := os.ReadFile(filepath.Join(dir, unpackedMarker)); err == nil {
+		return filepath.Join(dir, strings.TrimSpace(string(top))), nil
+	}
+	os.RemoveAll(dir) // a half-written tree from a crashed run has no marker
+
+	file, err := b.download(ctx, pin)
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(parent, ".unpack-")
+	if err != nil {
+		return "", fmt.Errorf("create unpack dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	tarball := file
+	if pin.Source == SourceDebian {
+		tarball = filepath.Join(parent, filepath.Base(tmp)+".tar")
+		defer os.Remove(tarball)
+		stop := progress(b.log(), b.interval(), "unpack", func() string { return pin.Inner })
+		sum, err := b.extractDebMember(ctx, file, pin.Inner, tarball)
+		stop()
+		if err != nil {
+			return "", err
+		}
+		if sum != pin.InnerSHA256 {
+			return "", &HashError{What: filepath.Base(file) + ":" + pin.Inner, Want: pin.InnerSHA256, Got: sum}
+		}
+	}
+	listing := &lastLineWriter{w: io.Discard}
+	stop := progress(b.log(), b.interval(), "unpack", listing.LastLine)
+	var stderr bytes.Buffer
+	err = command{log: b.log(), stdout: listing, stderr: &stderr}.run(ctx, "tar", "-x", "-v", "-f", tarball, "-C", tmp)
+	stop()
+	if err != nil {
+		return "", fmt.Errorf("unpack %s: %w: %s", tarball, err, firstLine(stderr.String()))
+	}
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		return "", err
+	}
+	if len(ents) != 1 || !ents[0].IsDir() {
+		return "", fmt.Errorf("unpack %s: want one top-level directory, found %d entries", tarball, len(ents))
+	}
+	top := ents[0].Name()
+	if _, err := os.Stat(filepath.Join(tmp, top, "Makefile")); err != nil {
+		return "", fmt.Errorf("unpack %s: %s is not a kernel tree: %w", tarball, top, err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, unpackedMarker), []byte(top+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return "", fmt.Errorf("store sources: %w", err)
+	}
+	return filepath.Join(dir, top), nil
+}
+
+// build makes the kernel for pin in a temporary directory beside dir and
+// renames it to dir when everything, build.txt included, is written.
+func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start time.Time) (err error) {
+	src, err := b.sources(ctx, pin)
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp(b.root(), ".build-"+key[:12]+"-")
+	if err != nil {
+		return fmt.Errorf("create build dir: %w", err)
+	}
+	logPath := filepath.Join(work, LogName)
+	failedLog := dir + ".failed.log"
+	defer func() {
+		if err != nil {
+			// Keep the log where the error message says it is.
+			os.Rename(logPath, failedLog)
+			var be *BuildError
+			if errors.As(err, &be) {
+				be.Log = failedLog
+			}
+		}
+		os.RemoveAll(work)
+	}()
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	lw := &lastLineWriter{w: logf}
+	obj := filepath.Join(work, "obj")
+	mk := command{
+		log:    b.log(),
+		dir:    src,
+		env:    []string{"KBUILD_BUILD_USER=lockstep", "KBUILD_BUILD_HOST=lockstep"},
+		stdout: lw,
+		stderr: lw,
+	}
+	makeArgs := func(extra ...string) []string { return append([]string{"O=" + obj, "ARCH=x86_64"}, extra...) }
+
+	// Configure: tinyconfig, then the fragment, then olddefconfig; later
+	// assignments win, as in scripts/kconfig/merge_config.sh.
+	stop := progress(b.log(), b.interval(), "configure", lw.Last)
+	err = mk.run(ctx, "make", makeArgs("tinyconfig")...)
+	if err == nil {
+		err = appendFile(filepath.Join(obj, ".config"), b.fragment())
+	}
+	if err == nil {
+		err = mk.run(ctx, "make", makeArgs("olddefconfig")...)
+	}
+	stop()
+	if err != nil {
+		return &BuildError{Stage: "configure", Log: logPath, Tail: lw.Tail(), Err: err}
+	}
+	cfg, err := os.ReadFile(filepath.Join(obj, ".config"))
+	if err != nil {
+		return err
+	}
+	if err := CheckConfig(filepath.Join(obj, ".config"), cfg, b.Required()); err != nil {
+		// Keep the unfit config for inspection beside the failed log.
+		os.WriteFile(dir+".unfit.config", cfg, 0o644)
+		var u *UnfitError
+		if errors.As(err, &u) {
+			u.Config = dir + ".unfit.config"
+		}
+		return err
+	}
+
+	b.log().Info("kernel: compiling", "pin", pin.Version, "jobs", b.jobs(), "log", logPath)
+	buildStart := time.Now()
+	stop = progress(b.log(), b.interval(), "build", lw.Last)
+	err = mk.run(ctx, "make", makeArgs(fmt.Sprintf("-j%d", b.jobs()), "bzImage")...)
+	stop()
+	if err != nil {
+		return &BuildError{Stage: "build", Log: logPath, Tail: lw.Tail(), Err: err}
+	}
+	buildDur := time.Since(buildStart)
+
+	img, err := os.ReadFile(filepath.Join(obj, "arch", "x86", "boot", "bzImage"))
+	if err != nil {
+		return fmt.Errorf("read built bzImage: %w", err)
+	}
+	hv, err := HeaderVersion(bytes.NewReader(img))
+	if err != nil {
+		return fmt.Errorf("built bzImage: %w", err)
+	}
+	t, err := toolchain()
+	if err != nil {
+		return err
+	}
+	rec := &Record{
+		Key: key, Pin: pin.Row, Version: pin.Version, ABI: pin.ABI, Source: pin.Describe(),
+		SourceSHA256: pin.SHA256, InnerSHA256: pin.InnerSHA256, FragmentSHA256: sha256Hex(b.fragment()),
+		Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make,
+		BzImageSHA256: sha256Hex(img), BzImageSize: int64(len(img)), ConfigSHA256: sha256Hex(cfg),
+		KernelVersion: hv, Duration: time.Since(start).Round(time.Second).String(),
+		BuildDuration: buildDur.Round(time.Second).String(), Jobs: b.jobs(),
+		Built: time.Now().UTC().Format(time.RFC3339),
+	}
+	for name, data := range map[string][]byte{BzImageName: img, ConfigName: cfg, RecordName: rec.Marshal()} {
+		if err := os.WriteFile(filepath.Join(work, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(obj); err != nil {
+		return fmt.Errorf("remove objects: %w", err)
+	}
+	if err := logf.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(work, dir); err != nil {
+		return fmt.Errorf("store kernel: %w", err)
+	}
+	os.Remove(failedLog)
+	os.Remove(dir + ".unfit.config")
+	b.log().Info("kernel: built", "pin", pin.Version, "build", rec.BuildDuration, "total", rec.Duration, "bzImage", fmt.Sprintf("%d bytes", len(img)))
+	return nil
+}
+
+func appendFile(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("append fragment: %w", err)
+	}
+	if _, err := io.Copy(f, bytes.NewReader(append([]byte("\n"), data...))); err != nil {
+		f.Close()
+		return fmt.Errorf("append fragment: %w", err)
+	}
+	return f.Close()
+}

@@ -1,0 +1,167 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// command runs one external program, logging it first as a pasteable shell
+// line at debug level (what `lockstep -v` shows).
+type command struct {
+	log    *slog.Logger
+	dir    string
+	env    []string // added to the environment
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+func (c command) run(ctx context.Context, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = c.dir
+	if len(c.env) > 0 {
+		cmd.Env = append(os.Environ(), c.env...)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
+	// Stop politely first (make cleans up its children), then for good.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	c.log.Debug("$ " + shellLine(c.dir, c.env, name, args))
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", name, ctx.Err())
+		}
+		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// output runs name and returns its trimmed stdout.
+func (c command) output(ctx context.Context, name string, args ...string) (string, error) {
+	var b strings.Builder
+	c.stdout = &b
+	var eb strings.Builder
+	if c.stderr == nil {
+		c.stderr = &eb
+	}
+	if err := c.run(ctx, name, args...); err != nil {
+		return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(eb.String()))
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+func shellLine(dir string, env []string, name string, args []string) string {
+	var parts []string
+	if dir != "" {
+		parts = append(parts, "cd", shellQuote(dir), "&&")
+	}
+	for _, e := range env {
+		parts = append(parts, shellQuote(e))
+	}
+	parts = append(parts, shellQuote(name))
+	for _, a := range args {
+		parts = append(parts, shellQuote(a))
+	}
+	return strings.Join(parts, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// progress logs "<stage> <elapsed> <detail()>" every interval until stop is
+// called, so a long stage never looks like a hang.
+func progress(log *slog.Logger, interval time.Duration, stage string, detail func() string) (stop func()) {
+	start := time.Now()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				attrs := []any{"stage", stage, "elapsed", time.Since(start).Round(time.Second).String()}
+				if detail != nil {
+					if d := detail(); d != "" {
+						attrs = append(attrs, "at", d)
+					}
+				}
+				log.Info("kernel: working", attrs...)
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// lastLineWriter passes writes to w and remembers the last complete line
+// that looks like a Kbuild step ("  CC      kernel/fork.o").
+type lastLineWriter struct {
+	w       io.Writer
+	mu      sync.Mutex
+	partial []byte
+	last    string
+	tail    []string // the last lines, for error reports
+}
+
+const tailLines = 40
+
+func (l *lastLineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	l.partial = append(l.partial, p...)
+	for {
+		i := strings.IndexByte(string(l.partial), '\n')
+		if i < 0 {
+			break
+		}
+		line := strings.TrimRight(string(l.partial[:i]), "\r")
+		l.partial = l.partial[i+1:]
+		if f := strings.Fields(line); len(f) == 2 && strings.HasPrefix(line, "  ") && strings.ToUpper(f[0]) == f[0] {
+			l.last = f[0] + " " + f[1]
+		}
+		l.tail = append(l.tail, line)
+		if len(l.tail) > tailLines {
+			l.tail = l.tail[len(l.tail)-tailLines:]
+		}
+	}
+	l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lastLineWriter) Last() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last
+}
+
+// LastLine is the last complete line written, whatever it looks like.
+func (l *lastLineWriter) LastLine() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.tail) == 0 {
+		return ""
+	}
+	return l.tail[len(l.tail)-1]
+}
+
+func (l *lastLineWriter) Tail() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.tail, "\n")
+}

@@ -1,0 +1,439 @@
+package kernel
+
+import (
+	"archive/tar"
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// HashError is a downloaded file whose SHA-256 is not the pinned one. It is
+// raised before anything is unpacked.
+type HashError struct {
+	What string // the file, e.g. "linux-7.2.9.tar.xz"
+	Want string // pinned SHA-256
+	Got  string // actual SHA-256
+}
+
+func (e *HashError) Error() string {
+	return fmt.Sprintf("%s: sha256 is %s, pin wants %s; nothing was unpacked", e.What, e.Got, e.Want)
+}
+
+// fetchTimeouts bound each network step of a URL download, so an unreachable
+// host fails in seconds instead of hanging.
+var fetchTimeouts = struct {
+	Dial, TLS, Header time.Duration
+}{Dial: 10 * time.Second, TLS: 10 * time.Second, Header: 30 * time.Second}
+
+// download returns the path of pin's verified download in the cache,
+// fetching it first when absent. A download whose SHA-256 differs from the
+// pin's is deleted and reported as *HashError.
+func (b *Builder) download(ctx context.Context, pin Pin) (string, error) {
+	dir := filepath.Join(b.root(), "downloads")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create download cache: %w", err)
+	}
+	name := pin.SHA256 + "-" + downloadName(pin)
+	final := filepath.Join(dir, name)
+	unlock, err := lockFile(ctx, final+".lock", b.log())
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(final); err == nil {
+		// Cached downloads are re-hashed: the cache directory is not trusted.
+		if err := checkFileSHA256(final, downloadName(pin), pin.SHA256); err != nil {
+			return "", fmt.Errorf("cached download %s: %w (delete it to fetch again)", final, err)
+		}
+		b.log().Info("kernel: source cached", "file", final)
+		return final, nil
+	}
+	tmp, err := os.MkdirTemp(dir, ".fetch-")
+	if err != nil {
+		return "", fmt.Errorf("create fetch dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	var got string
+	switch pin.Source {
+	case SourceDebian:
+		got, err = b.fetchDebian(ctx, pin, tmp)
+	case SourceURL:
+		got, err = b.fetchURL(ctx, pin, tmp)
+	default:
+		err = fmt.Errorf("BUG(kernel): pin %s has source %q", pin.Version, pin.Source)
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := checkFileSHA256(got, downloadName(pin), pin.SHA256); err != nil {
+		return "", err
+	}
+	if err := os.Rename(got, final); err != nil {
+		return "", fmt.Errorf("store download: %w", err)
+	}
+	return final, nil
+}
+
+func downloadName(pin Pin) string {
+	if pin.Source == SourceDebian {
+		return fmt.Sprintf("%s_%s_all.deb", pin.Package, strings.ReplaceAll(pin.PackageVersion, ":", "%3a"))
+	}
+	u, _ := url.Parse(pin.URL)
+	return path.Base(u.Path)
+}
+
+func checkFileSHA256(file, what, want string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("hash %s: %w", file, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		return &HashError{What: what, Want: want, Got: got}
+	}
+	return nil
+}
+
+// fetchURL downloads pin.URL into dir and returns the file's path.
+func (b *Builder) fetchURL(ctx context.Context, pin Pin, dir string) (string, error) {
+	u, err := url.Parse(pin.URL)
+	if err != nil {
+		return "", fmt.Errorf("pin %s url: %w", pin.Version, err)
+	}
+	dest := filepath.Join(dir, path.Base(u.Path))
+	out, err := os.Create(dest)
+	if err != nil {
+		return "", err
+	}
+	defer out.Close()
+	var n atomic.Int64
+	stop := progress(b.log(), b.interval(), "fetch", func() string { return fmt.Sprintf("%d MB of %s", n.Load()>>20, pin.URL) })
+	defer stop()
+	var body io.ReadCloser
+	if u.Scheme == "file" {
+		b.log().Debug("$ cp " + shellQuote(u.Path) + " " + shellQuote(dest))
+		body, err = os.Open(u.Path)
+		if err != nil {
+			return "", fmt.Errorf("fetch %s: %w", pin.URL, err)
+		}
+	} else {
+		b.log().Debug("$ curl --fail --location -o " + shellQuote(dest) + " " + shellQuote(pin.URL))
+		body, err = httpGet(ctx, pin.URL)
+		if err != nil {
+			return "", err
+		}
+	}
+	defer body.Close()
+	if _, err := io.Copy(io.MultiWriter(out, countWriter{&n}), body); err != nil {
+		return "", fmt.Errorf("fetch %s: %w", pin.URL, err)
+	}
+	return dest, out.Close()
+}
+
+func httpGet(ctx context.Context, rawURL string) (io.ReadCloser, error) {
+	tr := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: fetchTimeouts.Dial}).DialContext,
+		TLSHandshakeTimeout:   fetchTimeouts.TLS,
+		ResponseHeaderTimeout: fetchTimeouts.Header,
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s: %w (is the host reachable from this machine? a pin with source=debian needs only Debian's archive)", rawURL, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("fetch %s: %s, want 200 OK", rawURL, resp.Status)
+	}
+	return resp.Body, nil
+}
+
+type countWriter struct{ n *atomic.Int64 }
+
+func (c countWriter) Write(p []byte) (int, error) { c.n.Add(int64(len(p))); return len(p), nil }
+
+// DebianKeyring is the keyring the temporary sources list trusts.
+const DebianKeyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
+
+// aptSourcesDir is where the machine's apt sources are read from (tests
+// point it elsewhere).
+var aptSourcesDir = "/etc/apt"
+
+// fetchDebian runs `apt-get update` and `apt-get download` against a
+// temporary sources list in dir that names this machine's Debian archive
+// URIs with the pin's suite, and returns the .deb's path. The machine's own
+// apt configuration is only read.
+func (b *Builder) fetchDebian(ctx context.Context, pin Pin, dir string) (string, error) {
+	uris, err := debianURIs()
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(DebianKeyring); err != nil {
+		return "", fmt.Errorf("fetch %s: %w (install debian-archive-keyring)", pin.Package, err)
+	}
+	for _, d := range []string{"lists/partial", "cache/archives/partial", "sources.list.d", "preferences.d", "dl"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return "", err
+		}
+	}
+	var list strings.Builder
+	for _, u := range uris {
+		fmt.Fprintf(&list, "deb [signed-by=%s] %s %s main\n", DebianKeyring, u, pin.Suite)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sources.list"), []byte(list.String()), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "status"), nil, 0o644); err != nil {
+		return "", err
+	}
+	opts := []string{
+		"-q",
+		"-o", "Dir::Etc::SourceList=" + filepath.Join(dir, "sources.list"),
+		"-o", "Dir::Etc::SourceParts=" + filepath.Join(dir, "sources.list.d"),
+		"-o", "Dir::Etc::PreferencesParts=" + filepath.Join(dir, "preferences.d"),
+		"-o", "Dir::Etc::Preferences=" + filepath.Join(dir, "preferences"),
+		"-o", "Dir::State::Lists=" + filepath.Join(dir, "lists"),
+		"-o", "Dir::State::status=" + filepath.Join(dir, "status"),
+		"-o", "Dir::Cache=" + filepath.Join(dir, "cache"),
+		"-o", "Acquire::Check-Valid-Until=false",
+		"-o", "Acquire::Languages=none",
+		"-o", "APT::Sandbox::User=root",
+	}
+	log := &lastLineWriter{w: io.Discard}
+	c := command{log: b.log(), dir: filepath.Join(dir, "dl"), stdout: log, stderr: log}
+	stop := progress(b.log(), b.interval(), "fetch", func() string { return "apt-get update (suite " + pin.Suite + ")" })
+	err = c.run(ctx, "apt-get", append(opts, "update")...)
+	stop()
+	if err != nil {
+		return "", fmt.Errorf("apt-get update for suite %s: %w\n%s", pin.Suite, err, log.Tail())
+	}
+	spec := pin.Package + "=" + pin.PackageVersion
+	stop = progress(b.log(), b.interval(), "fetch", func() string {
+		return fmt.Sprintf("apt-get download %s: %d MB", spec, dirBytes(filepath.Join(dir, "dl"))>>20)
+	})
+	err = c.run(ctx, "apt-get", append(opts, "download", spec)...)
+	stop()
+	if err != nil {
+		return "", fmt.Errorf("apt-get download %s from suite %s: %w\n%s", spec, pin.Suite, err, log.Tail())
+	}
+	got := filepath.Join(dir, "dl", downloadName(pin))
+	if _, err := os.Stat(got); err != nil {
+		return "", fmt.Errorf("apt-get download %s left no %s: %w", spec, downloadName(pin), err)
+	}
+	return got, nil
+}
+
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// debianURIs returns the Debian archive URIs of this machine's apt sources,
+// or $LOCKSTEP_DEBIAN_MIRROR when set.
+func debianURIs() ([]string, error) {
+	if m := os.Getenv("LOCKSTEP_DEBIAN_MIRROR"); m != "" {
+		return []string{m}, nil
+	}
+	files := map[string][]byte{}
+	if b, err := os.ReadFile(filepath.Join(aptSourcesDir, "sources.list")); err == nil {
+		files["sources.list"] = b
+	}
+	ents, _ := os.ReadDir(filepath.Join(aptSourcesDir, "sources.list.d"))
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".list") || strings.HasSuffix(e.Name(), ".sources") {
+			if b, err := os.ReadFile(filepath.Join(aptSourcesDir, "sources.list.d", e.Name())); err == nil {
+				files[e.Name()] = b
+			}
+		}
+	}
+	uris := DebianArchiveURIs(files)
+	if len(uris) == 0 {
+		return nil, fmt.Errorf("no Debian archive URI in %s/sources.list or sources.list.d (set LOCKSTEP_DEBIAN_MIRROR to a Debian archive URI)", aptSourcesDir)
+	}
+	return uris, nil
+}
+
+// DebianArchiveURIs picks, from apt source files (name → contents; one-line
+// ".list" and deb822 ".sources" formats), the URIs of the Debian archive
+// proper: entries of type deb whose suites are not security suites (those
+// have no sid) and that are signed by a Debian archive key or name no key.
+// Order follows the sorted file names; duplicates are dropped.
+func DebianArchiveURIs(files map[string][]byte) []string {
+	var names []string
+	for n := range files {
+		names = append(names, n)
+	}
+	sortStrings(names)
+	var out []string
+	add := func(uri string, suites []string, signedBy string) {
+		uri = strings.TrimRight(uri, "/")
+		if uri == "" || contains(out, uri) {
+			return
+		}
+		for _, s := range suites {
+			if strings.Contains(s, "security") {
+				return
+			}
+		}
+		if signedBy != "" && !strings.Contains(signedBy, "debian-archive") {
+			return
+		}
+		out = append(out, uri)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".sources") {
+			for _, st := range deb822Stanzas(files[n]) {
+				if !contains(strings.Fields(st["types"]), "deb") || strings.EqualFold(st["enabled"], "no") {
+					continue
+				}
+				for _, u := range strings.Fields(st["uris"]) {
+					add(u, strings.Fields(st["suites"]), st["signed-by"])
+				}
+			}
+			continue
+		}
+		sc := bufio.NewScanner(strings.NewReader(string(files[n])))
+		for sc.Scan() {
+			line, _, _ := strings.Cut(sc.Text(), "#")
+			f := strings.Fields(line)
+			if len(f) < 3 || f[0] != "deb" {
+				continue
+			}
+			f = f[1:]
+			signedBy := ""
+			if strings.HasPrefix(f[0], "[") {
+				for len(f) > 0 {
+					o := strings.Trim(f[0], "[]")
+					if k, v, ok := strings.Cut(o, "="); ok && k == "signed-by" {
+						signedBy = v
+					}
+					end := strings.HasSuffix(f[0], "]")
+					f = f[1:]
+					if end {
+						break
+					}
+				}
+			}
+			if len(f) >= 2 {
+				add(f[0], f[1:2], signedBy)
+			}
+		}
+	}
+	return out
+}
+
+// deb822Stanzas splits a deb822 file into stanzas of lower-cased keys.
+func deb822Stanzas(src []byte) []map[string]string {
+	var out []map[string]string
+	cur := map[string]string{}
+	last := ""
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, cur)
+		}
+		cur, last = map[string]string{}, ""
+	}
+	for _, line := range strings.Split(string(src), "\n") {
+		switch {
+		case strings.TrimSpace(line) == "":
+			flush()
+		case strings.HasPrefix(line, "#"):
+		case (line[0] == ' ' || line[0] == '\t') && last != "":
+			cur[last] += " " + strings.TrimSpace(line)
+		default:
+			k, v, ok := strings.Cut(line, ":")
+			if ok {
+				last = strings.ToLower(strings.TrimSpace(k))
+				cur[last] = strings.TrimSpace(v)
+			}
+		}
+	}
+	flush()
+	return out
+}
+
+// extractDebMember copies member (a path inside the package's data tarball)
+// out of the .deb into dest via `dpkg-deb --fsys-tarfile`, and returns its
+// SHA-256.
+func (b *Builder) extractDebMember(ctx context.Context, deb, member, dest string) (string, error) {
+	pr, pw := io.Pipe()
+	c := command{log: b.log(), stdout: pw}
+	var stderr strings.Builder
+	c.stderr = &stderr
+	errc := make(chan error, 1)
+	go func() {
+		err := c.run(ctx, "dpkg-deb", "--fsys-tarfile", deb)
+		pw.CloseWithError(err)
+		errc <- err
+	}()
+	sum, found, err := copyTarMember(pr, member, dest)
+	pr.CloseWithError(errors.New("done"))
+	runErr := <-errc
+	if err != nil {
+		return "", fmt.Errorf("read %s from %s: %w", member, deb, err)
+	}
+	if !found {
+		if runErr != nil {
+			return "", fmt.Errorf("dpkg-deb --fsys-tarfile %s: %w: %s", deb, runErr, strings.TrimSpace(stderr.String()))
+		}
+		return "", fmt.Errorf("%s has no member %s", deb, member)
+	}
+	return sum, nil
+}
+
+// copyTarMember writes the tar member named member (leading "./" ignored)
+// to dest, hashing it.
+func copyTarMember(r io.Reader, member, dest string) (sum string, found bool, err error) {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, err
+		}
+		if strings.TrimPrefix(h.Name, "./") != member || h.Typeflag != tar.TypeReg {
+			continue
+		}
+		out, err := os.Create(dest)
+		if err != nil {
+			return "", true, err
+		}
+		hs := sha256.New()
+		if _, err := io.Copy(io.MultiWriter(out, hs), tr); err != nil {
+			out.Close()
+			return "", true, err
+		}
+		return hex.EncodeToString(hs.Sum(nil)), true, out.Close()
+	}
+}

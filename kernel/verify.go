@@ -1,0 +1,135 @@
+package kernel
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Names of the files in a cache entry.
+const (
+	BzImageName = "bzImage"
+	ConfigName  = "config"
+	RecordName  = "build.txt"
+	LogName     = "build.log"
+)
+
+// ErrRefused means a built kernel failed verification and must not boot.
+var ErrRefused = errors.New("kernel refused")
+
+// VerifyError names every check a cached kernel failed.
+type VerifyError struct {
+	Dir      string   // the cache entry
+	Version  string   // the pin it was checked against
+	Failures []string // one per failed check, each naming the check
+}
+
+func (e *VerifyError) Error() string {
+	return fmt.Sprintf("kernel %s in %s refused: %s", e.Version, e.Dir, strings.Join(e.Failures, "; "))
+}
+
+// Is makes errors.Is(err, ErrRefused) true.
+func (e *VerifyError) Is(target error) bool { return target == ErrRefused }
+
+// Verified is what verification proved about a cache entry.
+type Verified struct {
+	Dir           string
+	BzImage       string // path
+	Config        string // path
+	Record        *Record
+	HeaderVersion string
+	Options       int // required options checked
+}
+
+// VerifyDir checks a cache entry against pin, key (the expected cache key,
+// "" to skip) and the required options: build.txt parses and names this pin
+// and key; the bzImage's SHA-256 equals build.txt's; every required option is
+// in the stored config and its SHA-256 equals build.txt's; the version string
+// the bzImage's setup header points to starts with the pin's version. Every
+// failed check is reported, in one *VerifyError.
+func VerifyDir(dir string, pin Pin, key string, required []string) (*Verified, error) {
+	v := &Verified{Dir: dir, BzImage: filepath.Join(dir, BzImageName), Config: filepath.Join(dir, ConfigName), Options: len(required)}
+	var fail []string
+	failf := func(format string, a ...any) { fail = append(fail, fmt.Sprintf(format, a...)) }
+	refuse := func() error { return &VerifyError{Dir: dir, Version: pin.Version, Failures: fail} }
+
+	raw, err := os.ReadFile(filepath.Join(dir, RecordName))
+	if err != nil {
+		failf("build.txt: %v", err)
+		return nil, refuse()
+	}
+	rec, err := ParseRecord(raw)
+	if err != nil {
+		failf("%v", err)
+		return nil, refuse()
+	}
+	v.Record = rec
+	if rec.Version != pin.Version {
+		failf("build.txt version is %q, want %q", rec.Version, pin.Version)
+	}
+	if rec.Pin != pin.Row {
+		failf("build.txt pin row is %q, want %q", rec.Pin, pin.Row)
+	}
+	if key != "" && rec.Key != key {
+		failf("build.txt key is %s, want %s", rec.Key, key)
+	}
+
+	img, err := os.ReadFile(v.BzImage)
+	if err != nil {
+		failf("bzImage: %v", err)
+	} else {
+		if got := sha256Hex(img); got != rec.BzImageSHA256 {
+			failf("bzImage sha256 is %s, build.txt says %s", got, rec.BzImageSHA256)
+		}
+		hv, err := HeaderVersion(bytes.NewReader(img))
+		switch {
+		case err != nil:
+			failf("bzImage header version: %v", err)
+		case !versionMatches(hv, pin.Version):
+			failf("bzImage header version is %q, want it to start with %q", hv, pin.Version)
+		default:
+			v.HeaderVersion = hv
+		}
+	}
+
+	cfg, err := os.ReadFile(v.Config)
+	if err != nil {
+		failf("config: %v", err)
+	} else {
+		if err := CheckConfig("config", cfg, required); err != nil {
+			var u *UnfitError
+			errors.As(err, &u)
+			failf("config lacks required option(s) %s", strings.Join(u.Missing, ", "))
+		}
+		if got := sha256Hex(cfg); got != rec.ConfigSHA256 {
+			failf("config sha256 is %s, build.txt says %s", got, rec.ConfigSHA256)
+		}
+	}
+	if len(fail) > 0 {
+		return nil, refuse()
+	}
+	return v, nil
+}
+
+// VerifyImage checks a bzImage that sits in a cache entry (beside its
+// build.txt and config) against the pin build.txt names, with the embedded
+// required options. Callers handed a bzImage path use it before booting.
+func VerifyImage(bzImage string) (*Verified, error) {
+	dir := filepath.Dir(bzImage)
+	raw, err := os.ReadFile(filepath.Join(dir, RecordName))
+	if err != nil {
+		return nil, &VerifyError{Dir: dir, Version: "?", Failures: []string{fmt.Sprintf("build.txt: %v (only cached kernels can be verified)", err)}}
+	}
+	rec, err := ParseRecord(raw)
+	if err != nil {
+		return nil, &VerifyError{Dir: dir, Version: "?", Failures: []string{err.Error()}}
+	}
+	pin, err := Lookup(rec.Version)
+	if err != nil {
+		return nil, &VerifyError{Dir: dir, Version: rec.Version, Failures: []string{fmt.Sprintf("build.txt names %v", err)}}
+	}
+	return VerifyDir(dir, pin, "", RequiredOptions(fragment))
+}
