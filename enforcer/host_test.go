@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,85 +98,87 @@ func needHostLandlock(t *testing.T) {
 // it the kernel refuses with EACCES ("Permission denied").
 func TestFilesystemSections(t *testing.T) {
 	needHostLandlock(t)
-	for _, tc := range []struct {
-		Name    string
-		Section string
-		// Grant is the path (relative to the case's directory D) the
-		// section names; Cmd is run with $D set.
-		Grant string
-		Setup func(t *testing.T, d string)
-		Cmd   string
-		Check func(t *testing.T, d string, granted bool)
-		// Deny is what stderr shows without the grant.
-		Deny string
-		// Extra is granted in both runs ($D is replaced): the other
-		// rights the command needs besides the section under test.
-		Extra string
-	}{
-		{Name: "read file", Section: "read", Grant: "f", Setup: writeFile("f", "hello"), Cmd: `cat "$D/f"`, Deny: "Permission denied"},
-		{Name: "read dir", Section: "read", Grant: "dir", Setup: mkdirs("dir"), Cmd: `ls "$D/dir"`, Deny: "Permission denied"},
-		{Name: "execute", Section: "execute", Grant: "bin", Setup: copyBin("/usr/bin/true", "bin/mytrue"), Cmd: `"$D/bin/mytrue"`, Deny: "Permission denied",
-			Extra: "[read]\n$D/bin\n"}, // execve opens the file for reading too
-		{Name: "write", Section: "write", Grant: "f", Setup: writeFile("f", ""), Cmd: `echo data >> "$D/f"`, Deny: "Permission denied",
-			Check: fileHas("f", "data\n")},
-		{Name: "create file", Section: "create", Grant: "dir", Setup: mkdirs("dir"), Cmd: `: > "$D/dir/new"`, Deny: "Permission denied",
-			Extra: "[write]\n$D/dir\n", // open(O_CREAT|O_WRONLY) also writes
-			Check: exists("dir/new")},
-		{Name: "create dir", Section: "create", Grant: "dir", Setup: mkdirs("dir"), Cmd: `mkdir "$D/dir/sub"`, Deny: "Permission denied",
-			Check: exists("dir/sub")},
-		{Name: "create-ipc", Section: "create-ipc", Grant: "dir", Setup: mkdirs("dir"), Cmd: `mkfifo "$D/dir/fifo"`, Deny: "Permission denied",
-			Check: exists("dir/fifo")},
-		{Name: "create-symlink", Section: "create-symlink", Grant: "dir", Setup: mkdirs("dir"), Cmd: `ln -s /nowhere "$D/dir/link"`, Deny: "Permission denied",
-			Check: exists("dir/link")},
-		{Name: "delete", Section: "delete", Grant: "dir", Setup: writeFile("dir/f", "x"), Cmd: `rm -f "$D/dir/f"`, Deny: "Permission denied",
-			Check: gone("dir/f")},
-		{Name: "restructure", Section: "restructure", Grant: "dir", Setup: both(writeFile("dir/a/f", "x"), mkdirs("dir/b")), Cmd: `mv "$D/dir/a/f" "$D/dir/b/f"`, Deny: "Permission denied",
-			Check: exists("dir/b/f")},
-		// TCGETS on /dev/null is a device ioctl: allowed it fails with
-		// ENOTTY ("Inappropriate ioctl"), refused with EACCES.
-		{Name: "ioctl", Section: "ioctl", Grant: "/dev/null", Cmd: `stty -F /dev/null; true`, Deny: "Permission denied"},
-	} {
-		t.Run(tc.Name, func(t *testing.T) {
-			for _, granted := range []bool{true, false} {
-				d := t.TempDir()
-				if tc.Setup != nil {
-					tc.Setup(t, d)
+	eachPath(t, func(t *testing.T) {
+		for _, tc := range []struct {
+			Name    string
+			Section string
+			// Grant is the path (relative to the case's directory D) the
+			// section names; Cmd is run with $D set.
+			Grant string
+			Setup func(t *testing.T, d string)
+			Cmd   string
+			Check func(t *testing.T, d string, granted bool)
+			// Deny is what stderr shows without the grant.
+			Deny string
+			// Extra is granted in both runs ($D is replaced): the other
+			// rights the command needs besides the section under test.
+			Extra string
+		}{
+			{Name: "read file", Section: "read", Grant: "f", Setup: writeFile("f", "hello"), Cmd: `cat "$D/f"`, Deny: "Permission denied"},
+			{Name: "read dir", Section: "read", Grant: "dir", Setup: mkdirs("dir"), Cmd: `ls "$D/dir"`, Deny: "Permission denied"},
+			{Name: "execute", Section: "execute", Grant: "bin", Setup: copyBin("/usr/bin/true", "bin/mytrue"), Cmd: `"$D/bin/mytrue"`, Deny: "Permission denied",
+				Extra: "[read]\n$D/bin\n"}, // execve opens the file for reading too
+			{Name: "write", Section: "write", Grant: "f", Setup: writeFile("f", ""), Cmd: `echo data >> "$D/f"`, Deny: "Permission denied",
+				Check: fileHas("f", "data\n")},
+			{Name: "create file", Section: "create", Grant: "dir", Setup: mkdirs("dir"), Cmd: `: > "$D/dir/new"`, Deny: "Permission denied",
+				Extra: "[write]\n$D/dir\n", // open(O_CREAT|O_WRONLY) also writes
+				Check: exists("dir/new")},
+			{Name: "create dir", Section: "create", Grant: "dir", Setup: mkdirs("dir"), Cmd: `mkdir "$D/dir/sub"`, Deny: "Permission denied",
+				Check: exists("dir/sub")},
+			{Name: "create-ipc", Section: "create-ipc", Grant: "dir", Setup: mkdirs("dir"), Cmd: `mkfifo "$D/dir/fifo"`, Deny: "Permission denied",
+				Check: exists("dir/fifo")},
+			{Name: "create-symlink", Section: "create-symlink", Grant: "dir", Setup: mkdirs("dir"), Cmd: `ln -s /nowhere "$D/dir/link"`, Deny: "Permission denied",
+				Check: exists("dir/link")},
+			{Name: "delete", Section: "delete", Grant: "dir", Setup: writeFile("dir/f", "x"), Cmd: `rm -f "$D/dir/f"`, Deny: "Permission denied",
+				Check: gone("dir/f")},
+			{Name: "restructure", Section: "restructure", Grant: "dir", Setup: both(writeFile("dir/a/f", "x"), mkdirs("dir/b")), Cmd: `mv "$D/dir/a/f" "$D/dir/b/f"`, Deny: "Permission denied",
+				Check: exists("dir/b/f")},
+			// TCGETS on /dev/null is a device ioctl: allowed it fails with
+			// ENOTTY ("Inappropriate ioctl"), refused with EACCES.
+			{Name: "ioctl", Section: "ioctl", Grant: "/dev/null", Cmd: `stty -F /dev/null; true`, Deny: "Permission denied"},
+		} {
+			t.Run(tc.Name, func(t *testing.T) {
+				for _, granted := range []bool{true, false} {
+					d := t.TempDir()
+					if tc.Setup != nil {
+						tc.Setup(t, d)
+					}
+					grant := tc.Grant
+					if !strings.HasPrefix(grant, "/") {
+						grant = filepath.Join(d, grant)
+					}
+					cfg := baseRules
+					if tc.Section == "ioctl" {
+						cfg += "[read]\n/dev/null\n"
+					}
+					cfg += strings.ReplaceAll(tc.Extra, "$D", d)
+					if granted {
+						cfg += "[" + tc.Section + "]\n" + grant + "\n"
+					}
+					r := runUnder(t, cfg, []string{"D=" + d, "PATH=/usr/bin:/bin", "LC_ALL=C"}, "/bin/sh", "-c", tc.Cmd)
+					denied := strings.Contains(r.stderr, tc.Deny)
+					switch {
+					case r.err != nil:
+						t.Fatalf("granted=%v: Run error %v\nstderr: %s", granted, r.err, r.stderr)
+					case granted && denied:
+						t.Errorf("with [%s] %s: stderr %q shows a refusal, want success", tc.Section, grant, r.stderr)
+					case granted && tc.Section != "ioctl" && r.status != 0:
+						t.Errorf("with [%s] %s: status %d, stderr %q; want 0", tc.Section, grant, r.status, r.stderr)
+					case granted && tc.Section == "ioctl" && !strings.Contains(r.stderr, "Inappropriate ioctl"):
+						t.Errorf("with [ioctl] /dev/null: stderr %q, want ENOTTY (the ioctl reached the device)", r.stderr)
+					case !granted && (!denied || r.status == 0 && tc.Section != "ioctl"):
+						t.Errorf("without [%s]: status %d, stderr %q; want a %q refusal", tc.Section, r.status, r.stderr, tc.Deny)
+					}
+					if tc.Check != nil {
+						tc.Check(t, d, granted)
+					}
+					if !strings.HasPrefix(r.stderr, "lockstep: OK abi=") {
+						t.Errorf("stderr %q does not start with the status line", r.stderr)
+					}
 				}
-				grant := tc.Grant
-				if !strings.HasPrefix(grant, "/") {
-					grant = filepath.Join(d, grant)
-				}
-				cfg := baseRules
-				if tc.Section == "ioctl" {
-					cfg += "[read]\n/dev/null\n"
-				}
-				cfg += strings.ReplaceAll(tc.Extra, "$D", d)
-				if granted {
-					cfg += "[" + tc.Section + "]\n" + grant + "\n"
-				}
-				r := runUnder(t, cfg, []string{"D=" + d, "PATH=/usr/bin:/bin", "LC_ALL=C"}, "/bin/sh", "-c", tc.Cmd)
-				denied := strings.Contains(r.stderr, tc.Deny)
-				switch {
-				case r.err != nil:
-					t.Fatalf("granted=%v: Run error %v\nstderr: %s", granted, r.err, r.stderr)
-				case granted && denied:
-					t.Errorf("with [%s] %s: stderr %q shows a refusal, want success", tc.Section, grant, r.stderr)
-				case granted && tc.Section != "ioctl" && r.status != 0:
-					t.Errorf("with [%s] %s: status %d, stderr %q; want 0", tc.Section, grant, r.status, r.stderr)
-				case granted && tc.Section == "ioctl" && !strings.Contains(r.stderr, "Inappropriate ioctl"):
-					t.Errorf("with [ioctl] /dev/null: stderr %q, want ENOTTY (the ioctl reached the device)", r.stderr)
-				case !granted && (!denied || r.status == 0 && tc.Section != "ioctl"):
-					t.Errorf("without [%s]: status %d, stderr %q; want a %q refusal", tc.Section, r.status, r.stderr, tc.Deny)
-				}
-				if tc.Check != nil {
-					tc.Check(t, d, granted)
-				}
-				if !strings.HasPrefix(r.stderr, "lockstep: OK abi=") {
-					t.Errorf("stderr %q does not start with the status line", r.stderr)
-				}
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 func writeFile(rel, content string) func(*testing.T, string) {
@@ -253,46 +256,48 @@ func fileHas(rel, want string) func(*testing.T, string, bool) {
 // executed binary (this test binary in helper mode), allowed and refused.
 func TestNetwork(t *testing.T) {
 	needHostLandlock(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
+	eachPath(t, func(t *testing.T) {
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	listenPort := ln.Addr().(*net.TCPAddr).Port
-	freePort := pickFreePort(t)
-	selfRules := fmt.Sprintf("[read]\n%s\n[execute]\n%s\n", self, self)
-	for _, tc := range []struct {
-		Name, Mode string
-		Port       int
-		Rule       string
-		Want       int
-	}{
-		{"bind allowed", "bind", freePort, fmt.Sprintf("[bind]\nallow %d\n", freePort), 0},
-		{"bind refused", "bind", freePort, "[bind]\nallow 0\n", 13},
-		{"connect allowed", "connect", listenPort, fmt.Sprintf("[connect]\nallow 127.0.0.1:%d\n", listenPort), 0},
-		{"connect refused", "connect", listenPort, fmt.Sprintf("[connect]\nallow 127.0.0.1:%d\n", listenPort+1), 13},
-	} {
-		t.Run(tc.Name, func(t *testing.T) {
-			env := []string{"LOCKSTEP_TEST_NET=" + tc.Mode, "LOCKSTEP_TEST_PORT=" + strconv.Itoa(tc.Port)}
-			r := runUnder(t, selfRules+tc.Rule, env, self)
-			if r.err != nil || r.status != tc.Want {
-				t.Errorf("%s 127.0.0.1:%d under %q = %d, %v; want %d\nstderr: %s", tc.Mode, tc.Port, tc.Rule, r.status, r.err, tc.Want, r.stderr)
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
 			}
-		})
-	}
+		}()
+		listenPort := ln.Addr().(*net.TCPAddr).Port
+		freePort := pickFreePort(t)
+		selfRules := fmt.Sprintf("[read]\n%s\n[execute]\n%s\n", self, self)
+		for _, tc := range []struct {
+			Name, Mode string
+			Port       int
+			Rule       string
+			Want       int
+		}{
+			{"bind allowed", "bind", freePort, fmt.Sprintf("[bind]\nallow %d\n", freePort), 0},
+			{"bind refused", "bind", freePort, "[bind]\nallow 0\n", 13},
+			{"connect allowed", "connect", listenPort, fmt.Sprintf("[connect]\nallow 127.0.0.1:%d\n", listenPort), 0},
+			{"connect refused", "connect", listenPort, fmt.Sprintf("[connect]\nallow 127.0.0.1:%d\n", listenPort+1), 13},
+		} {
+			t.Run(tc.Name, func(t *testing.T) {
+				env := []string{"LOCKSTEP_TEST_NET=" + tc.Mode, "LOCKSTEP_TEST_PORT=" + strconv.Itoa(tc.Port)}
+				r := runUnder(t, selfRules+tc.Rule, env, self)
+				if r.err != nil || r.status != tc.Want {
+					t.Errorf("%s 127.0.0.1:%d under %q = %d, %v; want %d\nstderr: %s", tc.Mode, tc.Port, tc.Rule, r.status, r.err, tc.Want, r.stderr)
+				}
+			})
+		}
+	})
 }
 
 func pickFreePort(t *testing.T) int {
@@ -356,51 +361,57 @@ func TestRefusalsRunNothing(t *testing.T) {
 
 func TestExecFailures(t *testing.T) {
 	needHostLandlock(t)
-	d := t.TempDir()
-	writeFile("script", "#!/bin/sh\n")(t, d)
-	for _, tc := range []struct {
-		Name string
-		Cmd  []string
-		Cfg  string
-		Want int
-	}{
-		{"not found", []string{"no-such-command-xyz"}, baseRules, StatusNotFound},
-		{"not executable", []string{filepath.Join(d, "script")}, baseRules, StatusCannotExec},
-		{"execute not granted", []string{"/usr/bin/true"}, "[read]\n/usr\n", StatusCannotExec},
-	} {
-		t.Run(tc.Name, func(t *testing.T) {
-			r := runUnder(t, tc.Cfg, []string{"PATH=/usr/bin"}, tc.Cmd...)
-			if r.status != tc.Want || Status(r.err) != tc.Want {
-				t.Errorf("Run(%q) = %d, %v; want %d", tc.Cmd, r.status, r.err, tc.Want)
-			}
-		})
-	}
+	eachPath(t, func(t *testing.T) {
+		d := t.TempDir()
+		writeFile("script", "#!/bin/sh\n")(t, d)
+		for _, tc := range []struct {
+			Name string
+			Cmd  []string
+			Cfg  string
+			Want int
+		}{
+			{"not found", []string{"no-such-command-xyz"}, baseRules, StatusNotFound},
+			{"not executable", []string{filepath.Join(d, "script")}, baseRules, StatusCannotExec},
+			{"execute not granted", []string{"/usr/bin/true"}, "[read]\n/usr\n", StatusCannotExec},
+		} {
+			t.Run(tc.Name, func(t *testing.T) {
+				r := runUnder(t, tc.Cfg, []string{"PATH=/usr/bin"}, tc.Cmd...)
+				if r.status != tc.Want || Status(r.err) != tc.Want {
+					t.Errorf("Run(%q) = %d, %v; want %d", tc.Cmd, r.status, r.err, tc.Want)
+				}
+			})
+		}
+	})
 }
 
 func TestCommandStatusPassesThrough(t *testing.T) {
 	needHostLandlock(t)
-	r := runUnder(t, baseRules, nil, "/bin/sh", "-c", "exit 42")
-	if r.status != 42 || r.err != nil {
-		t.Errorf("sh -c 'exit 42' = %d, %v; want 42, nil", r.status, r.err)
-	}
-	r = runUnder(t, baseRules, nil, "/bin/sh", "-c", "kill -TERM $$")
-	if r.status != 128+15 || r.err != nil {
-		t.Errorf("sh killing itself with TERM = %d, %v; want 143, nil", r.status, r.err)
-	}
+	eachPath(t, func(t *testing.T) {
+		r := runUnder(t, baseRules, nil, "/bin/sh", "-c", "exit 42")
+		if r.status != 42 || r.err != nil {
+			t.Errorf("sh -c 'exit 42' = %d, %v; want 42, nil", r.status, r.err)
+		}
+		r = runUnder(t, baseRules, nil, "/bin/sh", "-c", "kill -TERM $$")
+		if r.status != 128+15 || r.err != nil {
+			t.Errorf("sh killing itself with TERM = %d, %v; want 143, nil", r.status, r.err)
+		}
+	})
 }
 
 func TestTimeout(t *testing.T) {
 	needHostLandlock(t)
-	start := time.Now()
-	r := runUnder(t, baseRules+"[limits]\ntimeout=1\n", nil, "/usr/bin/sleep", "30")
-	el := time.Since(start)
-	if r.status != StatusTimeout || !errors.Is(r.err, ErrTimeout) {
-		t.Errorf("sleep 30 under timeout=1 = %d, %v; want 124", r.status, r.err)
-	}
-	if el < 900*time.Millisecond || el > 3*time.Second {
-		t.Errorf("sleep 30 under timeout=1 took %v, want about 1 s", el)
-	}
-	t.Logf("timeout=1 on sleep 30: %d after %v", r.status, el.Round(time.Millisecond))
+	eachPath(t, func(t *testing.T) {
+		start := time.Now()
+		r := runUnder(t, baseRules+"[limits]\ntimeout=1\n", nil, "/usr/bin/sleep", "30")
+		el := time.Since(start)
+		if r.status != StatusTimeout || !errors.Is(r.err, ErrTimeout) {
+			t.Errorf("sleep 30 under timeout=1 = %d, %v; want 124", r.status, r.err)
+		}
+		if el < 900*time.Millisecond || el > 3*time.Second {
+			t.Errorf("sleep 30 under timeout=1 took %v, want about 1 s", el)
+		}
+		t.Logf("timeout=1 on sleep 30: %d after %v", r.status, el.Round(time.Millisecond))
+	})
 }
 
 func TestFsize(t *testing.T) {
@@ -468,15 +479,17 @@ func countProcs(token string) int {
 
 func TestLeftoversAreKilled(t *testing.T) {
 	needHostLandlock(t)
-	token := fmt.Sprintf("3601.%d", time.Now().UnixNano()%1_000_000_000)
-	r := runUnder(t, baseRules, nil, "/bin/sh", "-c", "/usr/bin/sleep "+token+" & exit 0")
-	if r.status != 0 || r.err != nil {
-		t.Fatalf("Run = %d, %v", r.status, r.err)
-	}
-	time.Sleep(50 * time.Millisecond)
-	if n := countProcs(token); n != 0 {
-		t.Errorf("%d background processes outlived the command", n)
-	}
+	eachPath(t, func(t *testing.T) {
+		token := fmt.Sprintf("3601.%d", time.Now().UnixNano()%1_000_000_000)
+		r := runUnder(t, baseRules, nil, "/bin/sh", "-c", "/usr/bin/sleep "+token+" & exit 0")
+		if r.status != 0 || r.err != nil {
+			t.Fatalf("Run = %d, %v", r.status, r.err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if n := countProcs(token); n != 0 {
+			t.Errorf("%d background processes outlived the command", n)
+		}
+	})
 }
 
 func TestLogSubprocessesStatusLine(t *testing.T) {
@@ -491,6 +504,57 @@ func TestLogSubprocessesStatusLine(t *testing.T) {
 	for _, w := range []string{"lockstep: OK abi=", "handled=fs,net,scope", "rules=2", "net=tcp-ports", "log=new-exec", "hash=" + p.Hash()} {
 		if !strings.Contains(line, w) {
 			t.Errorf("status line %q lacks %q", line, w)
+		}
+	}
+}
+
+// eachPath runs f on both of Run's ways to start a command: direct (a
+// restricted thread forks it) and through the re-executed child.
+func eachPath(t *testing.T, f func(t *testing.T)) {
+	for _, re := range []bool{false, true} {
+		name := "direct"
+		if re {
+			name = "reexec"
+		}
+		t.Run(name, func(t *testing.T) {
+			forceReexec = re
+			defer func() { forceReexec = false }()
+			f(t)
+		})
+	}
+}
+
+// TestCallerStaysUnrestricted: after direct runs (a thread of this process
+// restricted itself and forked), no thread of the caller is restricted: every
+// one can still open a file no policy granted and has no_new_privs unset.
+func TestCallerStaysUnrestricted(t *testing.T) {
+	needHostLandlock(t)
+	secret := filepath.Join(t.TempDir(), "secret")
+	writeFile("secret", "x")(t, filepath.Dir(secret))
+	for i := 0; i < 5; i++ {
+		if r := runUnder(t, baseRules, nil, "/usr/bin/true"); r.status != 0 || r.err != nil {
+			t.Fatalf("Run = %d, %v", r.status, r.err)
+		}
+	}
+	errs := make(chan error, 64)
+	for i := 0; i < cap(errs); i++ {
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			if _, err := os.ReadFile(secret); err != nil {
+				errs <- err
+				return
+			}
+			st, err := os.ReadFile("/proc/thread-self/status")
+			if err == nil && !bytes.Contains(st, []byte("NoNewPrivs:\t0")) {
+				err = fmt.Errorf("thread %d has no_new_privs set", unix.Gettid())
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < cap(errs); i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("caller thread restricted after Run: %v", err)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -268,23 +270,119 @@ func withoutRole(env []string) []string {
 	return out
 }
 
+// forceReexec makes Run take the re-executed child even when the direct path
+// would do (tests run both paths).
+var forceReexec = false
+
+// startChild starts the command and waits for it. Two ways lead to the same
+// restricted exec:
+//
+//   - direct (no rlimits, no cgroup): a goroutine locks its OS thread,
+//     restricts that thread alone (Landlock and no_new_privs are per thread)
+//     and forks the command from it; the thread is never unlocked, so the Go
+//     runtime ends it with the goroutine. One Go start-up fewer.
+//   - re-executed: rlimits and cgroup membership are per process and must be
+//     in place before the command's first instruction, so a re-executed
+//     child sets them, restricts itself and execs (ChildMain).
 func startChild(ctx context.Context, opts Options, prep *Prepared, cg *caps, spec *childSpec) (int, error) {
+	var cmd *exec.Cmd
+	var status int
+	var err error
+	if len(spec.Rlimits) == 0 && len(spec.Cgroups) == 0 && !forceReexec {
+		cmd, status, err = startDirect(opts, spec)
+	} else {
+		cmd, status, err = startReexec(opts, spec)
+	}
+	if err != nil {
+		return status, err
+	}
+	return wait(ctx, opts, prep, cg, cmd)
+}
+
+func commandStreams(opts Options, cmd *exec.Cmd) {
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.Stdin, opts.Stdout, opts.Stderr
+	if cmd.Stdout == nil {
+		cmd.Stdout = os.Stdout
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
+}
+
+func startDirect(opts Options, spec *childSpec) (*exec.Cmd, int, error) {
+	name := spec.Command[0]
+	if spec.Dir != "" && strings.Contains(name, "/") && !filepath.IsAbs(name) {
+		name = filepath.Join(spec.Dir, name)
+	}
+	path, status, err := lookPath(name, spec.Env)
+	if err != nil {
+		kind := ErrNotFound
+		if status == StatusCannotExec {
+			kind = ErrCannotExec
+		}
+		return nil, status, errorf(kind, "%v", err)
+	}
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        spec.Command,
+		Env:         spec.Env,
+		Dir:         spec.Dir,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		WaitDelay:   time.Second,
+	}
+	commandStreams(opts, cmd)
+	if cmd.Stdin == nil {
+		// os/exec would open /dev/null on the restricted thread.
+		devNull, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, StatusRefused, errorf(ErrRefused, "open %s: %v", os.DevNull, err)
+		}
+		defer devNull.Close()
+		cmd.Stdin = devNull
+	}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies restricted
+		if err := restrictSelf(spec.Ruleset); err != nil {
+			started <- errorf(ErrRefused, "%v. Nothing ran.", err)
+			return
+		}
+		if spec.Status != "" {
+			fmt.Fprintln(cmd.Stderr, spec.Status)
+		}
+		started <- cmd.Start()
+	}()
+	err = <-started
+	switch {
+	case err == nil:
+		return cmd, 0, nil
+	case errors.Is(err, ErrRefused):
+		return nil, StatusRefused, err
+	case errors.Is(err, syscall.ENOENT):
+		return nil, StatusNotFound, errorf(ErrNotFound, "%v", err)
+	case errors.Is(err, syscall.EACCES):
+		return nil, StatusCannotExec, errorf(ErrCannotExec, "%v (is it granted in [execute] and [read], and its interpreter and libraries too?)", err)
+	}
+	return nil, StatusCannotExec, errorf(ErrCannotExec, "%v", err)
+}
+
+func startReexec(opts Options, spec *childSpec) (*exec.Cmd, int, error) {
 	self := opts.Self
 	if self == "" {
 		var err error
 		if self, err = os.Executable(); err != nil {
-			return StatusRefused, errorf(ErrRefused, "find own executable to re-execute: %v", err)
+			return nil, StatusRefused, errorf(ErrRefused, "find own executable to re-execute: %v", err)
 		}
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
-		return StatusRefused, errorf(ErrRefused, "pipe: %v", err)
+		return nil, StatusRefused, errorf(ErrRefused, "pipe: %v", err)
 	}
 	defer specR.Close()
 	defer specW.Close()
 	repR, repW, err := os.Pipe()
 	if err != nil {
-		return StatusRefused, errorf(ErrRefused, "pipe: %v", err)
+		return nil, StatusRefused, errorf(ErrRefused, "pipe: %v", err)
 	}
 	defer repR.Close()
 	defer repW.Close()
@@ -293,29 +391,16 @@ func startChild(ctx context.Context, opts Options, prep *Prepared, cg *caps, spe
 		Path:        self,
 		Args:        []string{self},
 		Env:         append(withoutRole(os.Environ()), RoleEnv+"="+ChildRole),
-		Stdin:       opts.Stdin,
-		Stdout:      opts.Stdout,
-		Stderr:      opts.Stderr,
 		ExtraFiles:  []*os.File{specR, repW},
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 		WaitDelay:   time.Second,
 	}
-	if cmd.Stdout == nil {
-		cmd.Stdout = os.Stdout
-	}
-	if cmd.Stderr == nil {
-		cmd.Stderr = os.Stderr
-	}
+	commandStreams(opts, cmd)
 	if err := cmd.Start(); err != nil {
-		return StatusRefused, errorf(ErrRefused, "start the enforcer child %s: %v", self, err)
+		return nil, StatusRefused, errorf(ErrRefused, "start the enforcer child %s: %v", self, err)
 	}
 	specR.Close()
 	repW.Close()
-	pgid := cmd.Process.Pid
-	killGroup := func(sig syscall.Signal) {
-		_ = syscall.Kill(-pgid, sig)
-	}
-
 	enc := json.NewEncoder(specW)
 	encErr := enc.Encode(spec)
 	specW.Close()
@@ -324,20 +409,30 @@ func startChild(ctx context.Context, opts Options, prep *Prepared, cg *caps, spe
 	rep, _ := io.ReadAll(repR)
 	if len(rep) > 0 || encErr != nil {
 		_ = cmd.Wait()
-		killGroup(syscall.SIGKILL)
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		var r childReport
 		if err := json.Unmarshal(rep, &r); err != nil || r.Status == 0 {
-			return StatusRefused, errorf(ErrRefused, "the enforcer child failed before exec: %q (spec: %v)", strings.TrimSpace(string(rep)), encErr)
+			return nil, StatusRefused, errorf(ErrRefused, "the enforcer child failed before exec: %q (spec: %v)", strings.TrimSpace(string(rep)), encErr)
 		}
 		switch r.Status {
 		case StatusNotFound:
-			return r.Status, errorf(ErrNotFound, "%s", r.Msg)
+			return nil, r.Status, errorf(ErrNotFound, "%s", r.Msg)
 		case StatusCannotExec:
-			return r.Status, errorf(ErrCannotExec, "%s", r.Msg)
+			return nil, r.Status, errorf(ErrCannotExec, "%s", r.Msg)
 		}
-		return StatusRefused, errorf(ErrRefused, "%s. Nothing ran.", r.Msg)
+		return nil, StatusRefused, errorf(ErrRefused, "%s. Nothing ran.", r.Msg)
 	}
+	return cmd, 0, nil
+}
 
+// wait waits for the started command, enforcing the timeout and the cgroup
+// caps, and kills whatever the command leaves in its process group or
+// cgroup.
+func wait(ctx context.Context, opts Options, prep *Prepared, cg *caps, cmd *exec.Cmd) (int, error) {
+	pgid := cmd.Process.Pid
+	killGroup := func(sig syscall.Signal) {
+		_ = syscall.Kill(-pgid, sig)
+	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var timer <-chan time.Time

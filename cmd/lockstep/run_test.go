@@ -1,0 +1,114 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// buildLockstep builds this command into a temporary directory.
+func buildLockstep(tb testing.TB) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "lockstep")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+const truePolicy = "[read]\n/usr\n/etc/ld.so.cache\n[execute]\n/usr\n"
+
+// TestRunVerb drives `lockstep run` end to end through the built binary: the
+// exit statuses users meet.
+func TestRunVerb(t *testing.T) {
+	bin := buildLockstep(t)
+	d := t.TempDir()
+	cfg := filepath.Join(d, "p.cfg")
+	if err := os.WriteFile(cfg, []byte(truePolicy+"[read]\n"+filepath.Join(d, "ok")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(d, "ok"), []byte("fine\n"), 0o644)
+	os.WriteFile(filepath.Join(d, "no"), []byte("secret\n"), 0o644)
+	bad := filepath.Join(d, "bad.cfg")
+	os.WriteFile(bad, []byte("[read]\nrelative\n[nosuch]\n"), 0o644)
+	udp := filepath.Join(d, "udp.cfg")
+	os.WriteFile(udp, []byte("[bind]\nallow 53 udp\n"), 0o644)
+	for _, tc := range []struct {
+		Name     string
+		Args     []string
+		Want     int
+		Out, Err string
+	}{
+		{"allowed", []string{"run", "--config", cfg, "--", "cat", filepath.Join(d, "ok")}, 0, "fine", "lockstep: OK abi="},
+		{"refused", []string{"run", "--config", cfg, "--", "cat", filepath.Join(d, "no")}, 1, "", "Permission denied"},
+		{"bad policy", []string{"run", "--config", bad, "--", "true"}, exitRefused, "", "Nothing ran."},
+		{"udp below abi 10", []string{"run", "--config", cfg, "--config", udp, "--", "true"}, exitRefused, "", "needs Landlock ABI 10"},
+		{"hash mismatch", []string{"run", "--config", cfg, "--expect-hash", "sha256:00", "--", "true"}, exitRefused, "", "Nothing ran."},
+		{"not found", []string{"run", "--config", cfg, "--", "no-such-cmd-q"}, exitNotFound, "", "not found"},
+		{"no command", []string{"run", "--config", cfg}, exitUsage, "", "usage: lockstep run"},
+	} {
+		t.Run(tc.Name, func(t *testing.T) {
+			cmd := exec.Command(bin, tc.Args...)
+			var out, errb strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.Want || !strings.Contains(out.String(), tc.Out) || !strings.Contains(errb.String(), tc.Err) {
+				t.Errorf("lockstep %q = %d\nstdout %q\nstderr %q\nwant %d, stdout with %q, stderr with %q", tc.Args, code, out.String(), errb.String(), tc.Want, tc.Out, tc.Err)
+			}
+		})
+	}
+}
+
+// BenchmarkRunTrue measures the enforcer's start-up overhead: `lockstep run
+// -q --config p.cfg -- /usr/bin/true` against a bare /usr/bin/true, both
+// started from this process, interleaved. Reported: ms per run of each, the
+// overhead in ms (goal: under 5) and the ratio; and, to tell the enforcer's
+// own work from the Go runtime's start-up, `lockstep help` (one start of the
+// same binary, no enforcement) as go-start-ms.
+func BenchmarkRunTrue(b *testing.B) {
+	bin := buildLockstep(b)
+	cfg := filepath.Join(b.TempDir(), "p.cfg")
+	if err := os.WriteFile(cfg, []byte(truePolicy), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var bare, ours, start time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		if err := exec.Command("/usr/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if out, err := exec.Command(bin, "run", "-q", "--config", cfg, "--", "/usr/bin/true").CombinedOutput(); err != nil {
+			b.Fatalf("lockstep run: %v\n%s", err, out)
+		}
+		t2 := time.Now()
+		if err := exec.Command(bin, "help").Run(); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		bare += t1.Sub(t0)
+		ours += t2.Sub(t1)
+		start += t3.Sub(t2)
+		n++
+	}
+	bareMS := float64(bare.Microseconds()) / 1000 / float64(n)
+	oursMS := float64(ours.Microseconds()) / 1000 / float64(n)
+	b.ReportMetric(float64(start.Microseconds())/1000/float64(n), "go-start-ms")
+	b.ReportMetric(bareMS, "bare-ms")
+	b.ReportMetric(oursMS, "lockstep-ms")
+	b.ReportMetric(oursMS-bareMS, "overhead-ms")
+	b.ReportMetric(oursMS/bareMS, "x-bare")
+}
