@@ -26,8 +26,12 @@ import (
 // run_seconds).
 const DefaultTimeout = 1800 * time.Second
 
-// DefaultMaxOutput caps what is kept of each of stdout and stderr.
-const DefaultMaxOutput = 64 << 20
+// DefaultMaxOutput and MinOutput bound what is kept of each of stdout and
+// stderr.
+const (
+	DefaultMaxOutput = 64 << 20
+	MinOutput        = 1024
+)
 
 // DefaultPath is PATH in DefaultEnv.
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -66,8 +70,9 @@ type RunOptions struct {
 	// passes, the process group gets SIGTERM, then SIGKILL, and the run is
 	// judged as timed out.
 	Timeout time.Duration
-	// MaxOutput caps each of stdout and stderr; 0 means DefaultMaxOutput.
-	// What is cut is counted in Result.Dropped.
+	// MaxOutput caps each of stdout and stderr; 0 means DefaultMaxOutput,
+	// and a value below MinOutput is raised to it (the sentinel line must
+	// fit). What is cut is counted in Result.Dropped.
 	MaxOutput int
 	// Log receives progress at debug level; nil discards it.
 	Log *slog.Logger
@@ -133,6 +138,7 @@ func (e *Exercise) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	if maxOut == 0 {
 		maxOut = DefaultMaxOutput
 	}
+	maxOut = max(maxOut, MinOutput)
 	env := opts.Env
 	if env == nil {
 		env = DefaultEnv(opts.WorkDir)
