@@ -1,0 +1,432 @@
+//go:build linux
+
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	libaudit "github.com/elastic/go-libaudit/v2"
+)
+
+// DefaultBacklogLimit is the audit backlog the collector sets: Landlock
+// allocates its records with GFP_ATOMIC, so a record that finds the queue
+// full is lost at once rather than waiting.
+const DefaultBacklogLimit = 8192
+
+// typeUser is AUDIT_USER (1107), the user message the collector sends as an
+// in-band barrier through the kernel's audit queue.
+const typeUser = 1107
+
+// Options configures a Collector. The zero value is usable.
+type Options struct {
+	// BacklogLimit is the kernel's audit_backlog_limit to set; zero means
+	// DefaultBacklogLimit.
+	BacklogLimit uint32
+	// Raw, if not nil, receives every record the collector reads as one
+	// line "<type> <netlink body>", in arrival order: a capture of the
+	// netlink form.
+	Raw io.Writer
+	// Log receives debug messages; nil discards them.
+	Log *slog.Logger
+}
+
+// Status is the kernel's audit status (struct audit_status).
+type Status struct {
+	Enabled      uint32 // 0 off, 1 on, 2 on and locked
+	PID          uint32 // the registered audit daemon, 0 for none
+	RateLimit    uint32 // records per second, 0 unlimited
+	BacklogLimit uint32
+	Lost         uint32 // records the kernel dropped since boot
+	Backlog      uint32 // records queued now
+}
+
+// Collector reads audit records as the registered audit daemon (unicast).
+// Start it before any workload; Close it to unregister.
+type Collector struct {
+	reader *libaudit.AuditClient // registered daemon socket: records only, after Start
+	ctl    *libaudit.AuditClient // status queries and barrier messages
+	ctlMu  sync.Mutex
+	raw    io.Writer
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	runs     map[*Run]bool
+	received uint64
+	barriers map[string]bool
+	fatal    error
+
+	stop chan struct{}
+	done chan struct{}
+	nbar uint64
+	// prev is the status found at Start, restored by Close.
+	prev *libaudit.AuditStatus
+}
+
+// Start enables audit, sets the backlog limit and a rate limit of 0
+// (unlimited), registers this process as the audit daemon and starts reading
+// records in a goroutine. It needs CAP_AUDIT_CONTROL in the initial user and
+// pid namespaces, and fails if a healthy daemon (auditd) holds the slot.
+func Start(opts Options) (_ *Collector, err error) {
+	backlog := opts.BacklogLimit
+	if backlog == 0 {
+		backlog = DefaultBacklogLimit
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	reader, err := libaudit.NewAuditClient(nil)
+	if err != nil {
+		return nil, fmt.Errorf("audit collector: open netlink socket: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			reader.Close()
+		}
+	}()
+	st, err := reader.GetStatus()
+	if err != nil {
+		return nil, fmt.Errorf("audit collector: get status: %w", err)
+	}
+	if st.Enabled == 2 {
+		return nil, errors.New("audit collector: audit is locked (enabled=2); its backlog, rate limit and daemon cannot be set until reboot")
+	}
+	if st.Enabled == 0 {
+		if err := reader.SetEnabled(true, libaudit.WaitForReply); err != nil {
+			return nil, fmt.Errorf("audit collector: enable audit: %w", err)
+		}
+	}
+	if err := reader.SetBacklogLimit(backlog, libaudit.WaitForReply); err != nil {
+		return nil, fmt.Errorf("audit collector: set backlog limit %d: %w", backlog, err)
+	}
+	if err := reader.SetRateLimit(0, libaudit.WaitForReply); err != nil {
+		return nil, fmt.Errorf("audit collector: set rate limit 0: %w", err)
+	}
+	for attempt := 0; ; attempt++ {
+		err = reader.SetPID(libaudit.WaitForReply)
+		if err == nil {
+			break
+		}
+		// A congested socket answers ENOBUFS (elastic/beats#26031): drain and retry.
+		if errors.Is(err, syscall.ENOBUFS) && attempt < 3 {
+			for {
+				if _, e := reader.Receive(true); e != nil {
+					break
+				}
+			}
+			continue
+		}
+		if errors.Is(err, syscall.EEXIST) {
+			return nil, fmt.Errorf("audit collector: register as audit daemon: pid %d holds the slot (stop auditd): %w", st.PID, err)
+		}
+		return nil, fmt.Errorf("audit collector: register as audit daemon: %w", err)
+	}
+	ctl, err := libaudit.NewAuditClient(nil)
+	if err != nil {
+		return nil, fmt.Errorf("audit collector: open control socket: %w", err)
+	}
+	c := &Collector{
+		reader: reader, ctl: ctl, raw: opts.Raw, log: log,
+		runs: map[*Run]bool{}, barriers: map[string]bool{},
+		stop: make(chan struct{}), done: make(chan struct{}), prev: st,
+	}
+	go c.loop()
+	log.Debug("audit collector registered", "pid", os.Getpid(), "backlog_limit", backlog, "was_enabled", st.Enabled)
+	return c, nil
+}
+
+// loop reads records until Close. Receive is non-blocking: a blocked
+// recvfrom cannot be interrupted by Close (elastic/go-libaudit#105).
+func (c *Collector) loop() {
+	defer close(c.done)
+	idle := 0
+	for {
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
+		msg, err := c.reader.Receive(true)
+		switch {
+		case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EWOULDBLOCK):
+			if idle++; idle > 10 {
+				time.Sleep(2 * time.Millisecond)
+			}
+			continue
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.ENOBUFS):
+			c.problem("the audit socket overflowed (ENOBUFS): records were lost")
+			continue
+		case err != nil:
+			c.mu.Lock()
+			c.fatal = fmt.Errorf("audit collector: receive: %w", err)
+			c.mu.Unlock()
+			c.problem(fmt.Sprintf("receiving records failed: %v", err))
+			return
+		}
+		idle = 0
+		if msg.Type < 1100 {
+			continue // replies and acks; no control calls are made on this socket
+		}
+		if len(msg.Data) >= libaudit.AuditMessageMaxLength {
+			c.problem(fmt.Sprintf("a type %d record filled the %d-byte read buffer and may be truncated", msg.Type, libaudit.AuditMessageMaxLength))
+		}
+		rec, err := ParseNetlink(uint16(msg.Type), msg.Data)
+		if c.raw != nil {
+			fmt.Fprintf(c.raw, "%d %s\n", msg.Type, strings.TrimRight(string(msg.Data), "\x00\n"))
+		}
+		if err != nil {
+			if t := Type(msg.Type); t == TypeLandlockAccess || t == TypeLandlockDomain || t == TypeSyscall {
+				c.problem(fmt.Sprintf("undecodable record: %v", err))
+			}
+			continue
+		}
+		c.dispatch(rec)
+	}
+}
+
+func (c *Collector) dispatch(rec Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.received++
+	if rec.Type == typeUser {
+		if m, ok := rec.Raw("msg"); ok && strings.HasPrefix(m, barrierPrefix) {
+			c.barriers[m] = true
+			return
+		}
+	}
+	switch rec.Type {
+	case TypeLandlockAccess, TypeLandlockDomain, TypeSyscall:
+		for r := range c.runs {
+			r.records = append(r.records, rec)
+		}
+	}
+}
+
+func (c *Collector) problem(p string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for r := range c.runs {
+		r.problems = append(r.problems, p)
+	}
+}
+
+// Received returns the number of records read so far.
+func (c *Collector) Received() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.received
+}
+
+// Status queries the kernel's audit status on the control socket.
+func (c *Collector) Status() (Status, error) {
+	c.ctlMu.Lock()
+	defer c.ctlMu.Unlock()
+	st, err := c.ctl.GetStatus()
+	if err != nil {
+		return Status{}, fmt.Errorf("audit status: %w", err)
+	}
+	return Status{Enabled: st.Enabled, PID: st.PID, RateLimit: st.RateLimit, BacklogLimit: st.BacklogLimit, Lost: st.Lost, Backlog: st.Backlog}, nil
+}
+
+const barrierPrefix = "lockstep-barrier "
+
+// Barrier sends a user message through the kernel's audit queue and waits
+// until the collector reads it back: every record queued before the call has
+// then arrived.
+func (c *Collector) Barrier(ctx context.Context) error {
+	c.mu.Lock()
+	c.nbar++
+	token := barrierPrefix + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(c.nbar, 10)
+	c.mu.Unlock()
+	if err := c.sendUser(token); err != nil {
+		return err
+	}
+	for {
+		c.mu.Lock()
+		seen, fatal := c.barriers[token], c.fatal
+		delete(c.barriers, token)
+		c.mu.Unlock()
+		switch {
+		case seen:
+			return nil
+		case fatal != nil:
+			return fatal
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("audit barrier %q did not come back: %w", token, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Collector) sendUser(text string) error {
+	c.ctlMu.Lock()
+	defer c.ctlMu.Unlock()
+	seq, err := c.ctl.Netlink.Send(syscall.NetlinkMessage{
+		Header: syscall.NlMsghdr{Type: typeUser, Flags: syscall.NLM_F_REQUEST | syscall.NLM_F_ACK},
+		Data:   append([]byte(text), 0),
+	})
+	if err != nil {
+		return fmt.Errorf("audit barrier: send user message: %w", err)
+	}
+	for tries := 0; tries < 100; tries++ {
+		msgs, err := c.ctl.Netlink.Receive(true, parseOne)
+		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("audit barrier: read ack: %w", err)
+		}
+		m := msgs[0]
+		if m.Header.Seq != seq || m.Header.Type != syscall.NLMSG_ERROR {
+			continue
+		}
+		if err := libaudit.ParseNetlinkError(m.Data); err != nil {
+			return fmt.Errorf("audit barrier: kernel refused the user message: %w", err)
+		}
+		return nil
+	}
+	return errors.New("audit barrier: no ack for the user message in 500ms")
+}
+
+func parseOne(buf []byte) ([]syscall.NetlinkMessage, error) {
+	if len(buf) < syscall.NLMSG_HDRLEN {
+		return nil, syscall.EINVAL
+	}
+	var h syscall.NlMsghdr
+	h.Len = nativeUint32(buf[0:4])
+	h.Type = uint16(nativeUint32(buf[4:8]) & 0xffff)
+	h.Flags = uint16(nativeUint32(buf[4:8]) >> 16)
+	h.Seq = nativeUint32(buf[8:12])
+	h.Pid = nativeUint32(buf[12:16])
+	return []syscall.NetlinkMessage{{Header: h, Data: buf[syscall.NLMSG_HDRLEN:]}}, nil
+}
+
+// nativeUint32 reads a little-endian uint32 (every architecture lockstep's
+// guests run is little-endian).
+func nativeUint32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+// Close stops reading, unregisters the daemon and puts back the enabled
+// flag, backlog limit and rate limit that Start found.
+func (c *Collector) Close() error {
+	select {
+	case <-c.stop:
+		return nil
+	default:
+	}
+	close(c.stop)
+	<-c.done
+	err := c.reader.Close()
+	c.ctlMu.Lock()
+	defer c.ctlMu.Unlock()
+	if c.prev.Enabled == 0 {
+		err = errors.Join(err, c.ctl.SetEnabled(false, libaudit.WaitForReply))
+	}
+	err = errors.Join(err,
+		c.ctl.SetBacklogLimit(c.prev.BacklogLimit, libaudit.WaitForReply),
+		c.ctl.SetRateLimit(c.prev.RateLimit, libaudit.WaitForReply),
+		c.ctl.Close())
+	if err != nil {
+		return fmt.Errorf("audit collector: close: %w", err)
+	}
+	return nil
+}
+
+// Run is one observed run: every Landlock and SYSCALL record read between
+// Begin and End.
+type Run struct {
+	c          *Collector
+	lostBefore uint32
+	records    []Record
+	problems   []string
+}
+
+// Begin starts collecting a run. Call it before the run's first process
+// starts.
+func (c *Collector) Begin(ctx context.Context) (*Run, error) {
+	// Records queued before the run belong to no one: let them through first.
+	if err := c.Barrier(ctx); err != nil {
+		return nil, err
+	}
+	st, err := c.Status()
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{c: c, lostBefore: st.Lost}
+	c.mu.Lock()
+	c.runs[r] = true
+	c.mu.Unlock()
+	return r, nil
+}
+
+// RunResult is an assembled run plus the kernel's loss counters around it.
+type RunResult struct {
+	*Result
+	// Records is every Landlock and SYSCALL record read during the run.
+	Records []Record
+	// LostBefore and LostAfter are the kernel's lost counter at Begin and
+	// at End.
+	LostBefore, LostAfter uint32
+}
+
+// End finishes a run after all of its processes have exited: it waits for
+// every record queued so far (an in-band barrier), then up to wait for the
+// deallocation record of each domain the run created (owns reports whether a
+// pid belongs to the run's process tree), and compares the kernel's lost
+// counter with Begin's. Any loss or missing barrier is a Problem.
+func (r *Run) End(ctx context.Context, owns func(pid int) bool, wait time.Duration) (*RunResult, error) {
+	defer func() {
+		r.c.mu.Lock()
+		delete(r.c.runs, r)
+		r.c.mu.Unlock()
+	}()
+	if err := r.c.Barrier(ctx); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(wait)
+	var res *Result
+	var recs []Record
+	for {
+		r.c.mu.Lock()
+		recs = append([]Record(nil), r.records...)
+		problems := append([]string(nil), r.problems...)
+		r.c.mu.Unlock()
+		res = Assemble(recs, owns)
+		res.Problems = append(problems, res.Problems...)
+		if len(res.Pending) == 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if len(res.Pending) > 0 {
+		res.Problems = append(res.Problems, fmt.Sprintf("waited %v for the deallocation of %d domain(s)", wait, len(res.Pending)))
+	}
+	st, err := r.c.Status()
+	if err != nil {
+		return nil, err
+	}
+	if st.Lost != r.lostBefore {
+		res.Problems = append(res.Problems, fmt.Sprintf("the kernel lost %d audit record(s) during the run (lost %d -> %d)", st.Lost-r.lostBefore, r.lostBefore, st.Lost))
+	}
+	return &RunResult{Result: res, Records: recs, LostBefore: r.lostBefore, LostAfter: st.Lost}, nil
+}
