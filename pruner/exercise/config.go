@@ -265,10 +265,14 @@ func ParseConfig(data []byte) (Config, error) {
 				bad("declared_hosts: %v", err)
 			}
 		}
-		c.DeclaredHosts = hosts
+		if len(hosts) > 0 {
+			c.DeclaredHosts = hosts
+		}
 	}
 	if raw, ok := vals["pinned_read_roots"]; ok {
-		c.PinnedReadRoots = parsePinned(raw, bad)
+		if roots := parsePinned(raw, bad); len(roots) > 0 {
+			c.PinnedReadRoots = roots
+		}
 	}
 	boolean("runs_compiled_programs", &c.RunsCompiledPrograms)
 	if str("compiled_programs_directory", &c.CompiledProgramsDirectory) {
