@@ -273,3 +273,12 @@ func (c *caps) remove() error {
 	c.created = nil
 	return errors.Join(errs...)
 }
+
+// CgroupCaps says which cgroup caps Run would use on this machine for a
+// policy with nproc and mem_mb: "v2", "v1", or "none:<why>". It creates and
+// removes a probe cgroup to find out.
+func CgroupCaps() string {
+	c := setupCaps(1, 1)
+	defer c.remove()
+	return c.desc
+}
