@@ -171,4 +171,3 @@ func TestProbeLSMAndPtrace(t *testing.T) {
 		t.Errorf("probePtrace(absent) = %+v, want -1 (Yama absent) without error", got)
 	}
 }
-
