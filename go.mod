@@ -3,6 +3,7 @@ module github.com/lockstep-sandbox/lockstep
 go 1.26.0
 
 require (
+	github.com/digitalocean/go-libvirt v0.0.0-20220804181439-8648fbde413e // indirect
 	github.com/digitalocean/go-qemu v0.0.0-20250212194115-ee9b0668d242 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/elastic/go-libaudit/v2 v2.6.2 // indirect

@@ -1,0 +1,337 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/guest"
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
+	"golang.org/x/sys/unix"
+)
+
+// ErrKVMUnusable is returned when --accel kvm was asked for and KVM cannot
+// run a guest here.
+var ErrKVMUnusable = errors.New("kvm unusable")
+
+// Verdict is what the accel probe learnt about KVM on this host. It is
+// cached per (host kernel release, QEMU version).
+type Verdict struct {
+	Schema      int    `json:"schema"`
+	HostKernel  string `json:"host_kernel"`
+	QEMUVersion string `json:"qemu_version"`
+	// KVMUsable is true when a guest booted under KVM and reported in time.
+	KVMUsable bool `json:"kvm_usable"`
+	// Reason says why KVM is unusable ("" when usable).
+	Reason string `json:"reason,omitempty"`
+	// BootMS is the probe guest's boot-to-exit time under KVM.
+	BootMS   int64     `json:"boot_ms,omitempty"`
+	ProbedAt time.Time `json:"probed_at"`
+}
+
+// kvmProbeTimeout bounds the KVM probe boot: a working KVM boots the tiny
+// probe job in well under a second.
+const kvmProbeTimeout = 10 * time.Second
+
+// CacheDir is lockstep's cache: $XDG_CACHE_HOME/lockstep (default
+// ~/.cache/lockstep).
+func CacheDir() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		d = filepath.Join(os.TempDir(), "lockstep-cache")
+	}
+	return filepath.Join(d, "lockstep")
+}
+
+func accelCachePath() string { return filepath.Join(CacheDir(), "accel.json") }
+
+func hostKernel() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return "unknown"
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+var qemuVersions sync.Map // binary → string
+
+// QEMUVersion returns the version QEMU reports ("7.2.22"), asking once per
+// binary.
+func QEMUVersion(binary string) (string, error) {
+	if binary == "" {
+		binary = defaultQEMU()
+	}
+	if v, ok := qemuVersions.Load(binary); ok {
+		return v.(string), nil
+	}
+	out, err := exec.Command(binary, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", binary, err)
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	f := strings.Fields(first) // QEMU emulator version 7.2.22 (Debian …)
+	v := ""
+	for i, w := range f {
+		if w == "version" && i+1 < len(f) {
+			v = f[i+1]
+		}
+	}
+	if v == "" {
+		return "", fmt.Errorf("%s --version said %q: want \"QEMU emulator version X\"", binary, first)
+	}
+	qemuVersions.Store(binary, v)
+	return v, nil
+}
+
+func defaultQEMU() string {
+	if q := os.Getenv("LOCKSTEP_QEMU"); q != "" {
+		return q
+	}
+	return "qemu-system-x86_64"
+}
+
+// CachedAccel returns the cached KVM verdict for this host kernel and QEMU
+// version; ok is false when there is none (nothing was probed yet, or the
+// kernel or QEMU changed since).
+func CachedAccel() (v Verdict, ok bool, err error) {
+	qv, err := QEMUVersion("")
+	if err != nil {
+		return Verdict{}, false, err
+	}
+	return cachedVerdict(hostKernel(), qv)
+}
+
+func cachedVerdict(kernel, qemuVersion string) (Verdict, bool, error) {
+	b, err := os.ReadFile(accelCachePath())
+	if errors.Is(err, os.ErrNotExist) {
+		return Verdict{}, false, nil
+	}
+	if err != nil {
+		return Verdict{}, false, fmt.Errorf("accel cache: %w", err)
+	}
+	var all []Verdict
+	if err := json.Unmarshal(b, &all); err != nil {
+		return Verdict{}, false, fmt.Errorf("accel cache %s: %w", accelCachePath(), err)
+	}
+	for _, v := range all {
+		if v.HostKernel == kernel && v.QEMUVersion == qemuVersion {
+			return v, true, nil
+		}
+	}
+	return Verdict{}, false, nil
+}
+
+func storeVerdict(v Verdict) error {
+	var all []Verdict
+	if b, err := os.ReadFile(accelCachePath()); err == nil {
+		json.Unmarshal(b, &all)
+	}
+	kept := []Verdict{v}
+	for _, o := range all {
+		if o.HostKernel != v.HostKernel || o.QEMUVersion != v.QEMUVersion {
+			kept = append(kept, o)
+		}
+	}
+	b, err := json.MarshalIndent(kept, "", "\t")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
+		return fmt.Errorf("accel cache: %w", err)
+	}
+	tmp := accelCachePath() + fmt.Sprintf(".%d", os.Getpid())
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("accel cache: %w", err)
+	}
+	return os.Rename(tmp, accelCachePath())
+}
+
+// kvmOpenable says whether /dev/kvm can be opened read-write; the reason
+// names what is wrong when not.
+func kvmOpenable() (bool, string) {
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, "/dev/kvm does not exist (no KVM on this host, or the kvm module is not loaded)"
+	}
+	if errors.Is(err, os.ErrPermission) {
+		return false, "/dev/kvm is not writable by this user (add it to the kvm group, or chmod 0666 /dev/kvm)"
+	}
+	if err != nil {
+		return false, fmt.Sprintf("open /dev/kvm: %v", err)
+	}
+	f.Close()
+	return true, ""
+}
+
+var (
+	probeMu   sync.Mutex
+	warnOnce  sync.Once
+	probeSeen = map[string]Verdict{} // this process's answers, by cache key
+)
+
+// kvmVerdict returns whether KVM runs guests here: /dev/kvm must open, and
+// then the cached verdict or, without one, a probe boot decides.
+func kvmVerdict(ctx context.Context, o *Options) (Verdict, error) {
+	qv, err := QEMUVersion(o.QEMU)
+	if err != nil {
+		return Verdict{}, err
+	}
+	v := Verdict{Schema: 1, HostKernel: hostKernel(), QEMUVersion: qv}
+	if ok, why := kvmOpenable(); !ok {
+		v.Reason = why
+		return v, nil
+	}
+	probeMu.Lock()
+	defer probeMu.Unlock()
+	key := v.HostKernel + "\x00" + qv
+	if seen, ok := probeSeen[key]; ok {
+		return seen, nil
+	}
+	if cached, ok, err := cachedVerdict(v.HostKernel, qv); err == nil && ok {
+		probeSeen[key] = cached
+		return cached, nil
+	}
+	v, err = probeKVM(ctx, o.Kernel, o.QEMU, o.Init, o.Log)
+	if err != nil {
+		return v, err
+	}
+	probeSeen[key] = v
+	if err := storeVerdict(v); err != nil && o.Log != nil {
+		o.Log.Warn("cannot cache the KVM verdict", "err", err)
+	}
+	return v, nil
+}
+
+// ProbeAccel boots kernel under KVM with a tiny job and a short deadline,
+// caches the verdict and returns it. A QEMU abort or a guest that reports
+// nothing in time makes KVM "present but unusable".
+func ProbeAccel(ctx context.Context, kernel string, log *slog.Logger) (Verdict, error) {
+	qv, err := QEMUVersion("")
+	if err != nil {
+		return Verdict{}, err
+	}
+	v := Verdict{Schema: 1, HostKernel: hostKernel(), QEMUVersion: qv, ProbedAt: time.Now().UTC()}
+	if ok, why := kvmOpenable(); !ok {
+		v.Reason = why
+		return v, nil
+	}
+	probeMu.Lock()
+	defer probeMu.Unlock()
+	v, err = probeKVM(ctx, kernel, "", "", log)
+	if err != nil {
+		return v, err
+	}
+	probeSeen[v.HostKernel+"\x00"+qv] = v
+	return v, storeVerdict(v)
+}
+
+func probeKVM(ctx context.Context, kernel, qemu, init string, log *slog.Logger) (Verdict, error) {
+	qv, err := QEMUVersion(qemu)
+	if err != nil {
+		return Verdict{}, err
+	}
+	v := Verdict{Schema: 1, HostKernel: hostKernel(), QEMUVersion: qv, ProbedAt: time.Now().UTC()}
+	dir, err := os.MkdirTemp("", "lockstep-kvmprobe-")
+	if err != nil {
+		return v, fmt.Errorf("kvm probe: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	id := newID()
+	job := &proto.Job{Schema: proto.SchemaVersion, ID: id, Probe: true}
+	initrd := filepath.Join(dir, "initramfs")
+	if _, err := guest.Initramfs(ctx, guest.InitramfsOptions{
+		Init: init, Job: job, Output: initrd, Compression: initramfsCompression,
+		CacheDir: filepath.Join(CacheDir(), "initramfs"), Log: log,
+	}); err != nil {
+		return v, fmt.Errorf("kvm probe: %w", err)
+	}
+	console := filepath.Join(dir, "console.log")
+	cfg := QEMUConfig{
+		Binary: qemu, Name: "lockstep-kvmprobe-" + id, Accel: AccelKVM, MemMB: 128, CPUs: 1,
+		Kernel: kernel, Initramfs: initrd, Append: kernelCmdline(id, false, ""), ConsoleLog: console,
+	}
+	args, err := cfg.Args()
+	if err != nil {
+		return v, fmt.Errorf("kvm probe: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, kvmProbeTimeout)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := qemuCommand(pctx, qemuBinary(qemu), args, &limitedBuffer{b: &stderr, max: 64 << 10})
+	start := time.Now()
+	if log != nil {
+		log.Info("probing KVM with a boot", "timeout", kvmProbeTimeout)
+		log.Debug("kvm probe", "qemu", QuoteArgs(append([]string{qemuBinary(qemu)}, args...)))
+	}
+	runErr := cmd.Run()
+	elapsed := time.Since(start)
+	if ctx.Err() != nil {
+		return v, fmt.Errorf("kvm probe: %w", ctx.Err())
+	}
+	out, _ := os.ReadFile(console)
+	status, ok := proto.ParseStatus(out)
+	switch {
+	case ok && status == 0 && runErr == nil:
+		v.KVMUsable = true
+		v.BootMS = elapsed.Milliseconds()
+	case pctx.Err() != nil && len(bytes.TrimSpace(out)) == 0:
+		v.Reason = fmt.Sprintf("a guest under KVM printed nothing in %v (present but unusable)", kvmProbeTimeout)
+	case pctx.Err() != nil:
+		v.Reason = fmt.Sprintf("a guest under KVM did not finish in %v (present but unusable); its console ended %q", kvmProbeTimeout, lastLine(out))
+	case runErr != nil:
+		v.Reason = fmt.Sprintf("QEMU under KVM failed (%v): %s", runErr, lastLine(stderr.Bytes()))
+	default:
+		v.Reason = fmt.Sprintf("a guest under KVM exited without its status line; its console ended %q", lastLine(out))
+	}
+	return v, nil
+}
+
+func lastLine(b []byte) string {
+	lines := consoleLines(b, 1)
+	if len(lines) == 0 {
+		return ""
+	}
+	return lines[0]
+}
+
+// resolveAccel turns auto into kvm or tcg, failing fast when kvm was asked
+// for and cannot work.
+func resolveAccel(ctx context.Context, o *Options) (accel, reason string, err error) {
+	switch o.Accel {
+	case AccelTCG:
+		return AccelTCG, "asked for", nil
+	case AccelKVM:
+		v, err := kvmVerdict(ctx, o)
+		if err != nil {
+			return "", "", err
+		}
+		if !v.KVMUsable {
+			return "", v.Reason, fmt.Errorf("%w: %s; use --accel tcg or auto", ErrKVMUnusable, v.Reason)
+		}
+		return AccelKVM, "asked for", nil
+	case AccelAuto:
+		v, err := kvmVerdict(ctx, o)
+		if err != nil {
+			return "", "", err
+		}
+		if v.KVMUsable {
+			return AccelKVM, "probed usable", nil
+		}
+		warnOnce.Do(func() {
+			if o.Log != nil {
+				o.Log.Warn("KVM unusable, falling back to TCG (about 10x slower)", "reason", v.Reason)
+			}
+		})
+		return AccelTCG, "KVM unusable: " + v.Reason, nil
+	}
+	return "", "", fmt.Errorf("accel %q: want auto, kvm or tcg", o.Accel)
+}

@@ -1,0 +1,247 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Machine types the harness knows how to boot.
+const (
+	// MachineMicrovm is QEMU's microvm: no PCI, no firmware tables, qboot
+	// instead of SeaBIOS, virtio over MMIO announced on the kernel command
+	// line. The fast default.
+	MachineMicrovm = "microvm"
+	// MachineQ35 is the PC machine with PCI and SeaBIOS; the fallback for
+	// kernels without virtio-mmio.
+	MachineQ35 = "q35"
+)
+
+// Accelerators.
+const (
+	AccelKVM = "kvm"
+	AccelTCG = "tcg"
+	// AccelAuto probes KVM by booting and falls back to TCG.
+	AccelAuto = "auto"
+)
+
+// Share9P is one host directory exported to the guest over 9p, read-only.
+type Share9P struct {
+	// Tag is the mount tag the guest mounts by; at most 31 bytes.
+	Tag string
+	// Path is the host directory.
+	Path string
+}
+
+// SerialPort is one virtio-serial port whose host end is a unix socket the
+// harness listens on (QEMU connects to it as a client).
+type SerialPort struct {
+	// Name is the port name the guest finds in /sys/class/virtio-ports.
+	Name string
+	// Socket is the host unix socket path.
+	Socket string
+}
+
+// QEMUConfig is everything that goes on QEMU's command line. [QEMUConfig.Args]
+// turns it into argv; the zero value of each field is documented.
+type QEMUConfig struct {
+	// Binary is the QEMU executable; "" is "qemu-system-x86_64" from PATH.
+	Binary string
+	// Name names the guest (-name), which also marks its process; required.
+	Name string
+	// Machine is MachineMicrovm or MachineQ35; "" is MachineMicrovm.
+	Machine string
+	// Accel is AccelKVM or AccelTCG; required (auto is resolved before).
+	Accel string
+	// MemMB is the guest memory in MiB; at least 64.
+	MemMB int
+	// CPUs is the number of vCPUs; at least 1.
+	CPUs int
+	// Kernel and Initramfs are host file paths; Kernel is required.
+	Kernel    string
+	Initramfs string
+	// Append is the kernel command line.
+	Append string
+	// ConsoleLog is the file the guest's ttyS0 is written to; required.
+	ConsoleLog string
+	// QMPSocket is the unix socket QEMU serves QMP on; "" means no QMP.
+	QMPSocket string
+	// Shares are read-only 9p exports.
+	Shares []Share9P
+	// Ports are virtio-serial ports.
+	Ports []SerialPort
+	// RNG adds a virtio RNG so the guest never waits for entropy.
+	RNG bool
+}
+
+// maxSocketPath is the longest unix socket path Linux accepts (sun_path
+// holds 108 bytes including the terminating NUL).
+const maxSocketPath = 107
+
+// Args returns QEMU's argv without the binary. It refuses an invalid
+// configuration, naming every problem at once.
+func (c QEMUConfig) Args() ([]string, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	machine := c.Machine
+	if machine == "" {
+		machine = MachineMicrovm
+	}
+	dev := func(kind string) string { // virtio transport by machine
+		if machine == MachineMicrovm {
+			return "virtio-" + kind + "-device"
+		}
+		return "virtio-" + kind + "-pci"
+	}
+	a := []string{
+		"-name", c.Name,
+		"-nodefaults", "-no-user-config", "-display", "none",
+		"-nic", "none",
+		"-no-reboot",
+	}
+	switch machine {
+	case MachineMicrovm:
+		// acpi=off: devices are announced on the kernel command line
+		// (virtio_mmio.device=…), which needs no ACPI in the kernel.
+		// The PIT and PIC stay on: microvm without them wedges under TCG.
+		a = append(a, "-machine", "microvm,accel="+c.Accel+",acpi=off,x-option-roms=off,isa-serial=on,rtc=on,pit=on,pic=on")
+	case MachineQ35:
+		a = append(a, "-machine", "q35,accel="+c.Accel)
+	}
+	cpu := "max"
+	if c.Accel == AccelKVM {
+		cpu = "host"
+	}
+	a = append(a,
+		"-cpu", cpu,
+		"-smp", strconv.Itoa(c.CPUs),
+		"-m", strconv.Itoa(c.MemMB),
+		"-kernel", c.Kernel,
+	)
+	if c.Initramfs != "" {
+		a = append(a, "-initrd", c.Initramfs)
+	}
+	a = append(a, "-append", c.Append)
+	a = append(a,
+		"-chardev", "file,id=console,path="+escape(c.ConsoleLog),
+		"-serial", "chardev:console",
+	)
+	if c.QMPSocket != "" {
+		a = append(a,
+			"-chardev", "socket,id=qmp,path="+escape(c.QMPSocket)+",server=on,wait=off",
+			"-mon", "chardev=qmp,mode=control",
+		)
+	}
+	for i, s := range c.Shares {
+		id := "fs" + strconv.Itoa(i)
+		a = append(a,
+			"-fsdev", "local,id="+id+",path="+escape(s.Path)+",readonly=on,security_model=none,multidevs=remap",
+			"-device", dev("9p")+",fsdev="+id+",mount_tag="+escape(s.Tag),
+		)
+	}
+	if len(c.Ports) > 0 {
+		a = append(a, "-device", dev("serial")+",id=vser0,max_ports="+strconv.Itoa(len(c.Ports)+1))
+		for i, p := range c.Ports {
+			id := "port" + strconv.Itoa(i)
+			a = append(a,
+				"-chardev", "socket,id="+id+",path="+escape(p.Socket),
+				"-device", "virtserialport,bus=vser0.0,nr="+strconv.Itoa(i+1)+",chardev="+id+",name="+escape(p.Name),
+			)
+		}
+	}
+	if c.RNG {
+		a = append(a, "-device", dev("rng"))
+	}
+	return a, nil
+}
+
+// escape doubles commas, QEMU's option-value escape.
+func escape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
+
+func (c QEMUConfig) validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.Name == "" || strings.ContainsAny(c.Name, ", ") {
+		bad("guest name %q: want a non-empty name without commas or spaces", c.Name)
+	}
+	switch c.Machine {
+	case "", MachineMicrovm, MachineQ35:
+	default:
+		bad("machine %q: want %s or %s", c.Machine, MachineMicrovm, MachineQ35)
+	}
+	switch c.Accel {
+	case AccelKVM, AccelTCG:
+	default:
+		bad("accel %q: want %s or %s (resolve auto first)", c.Accel, AccelKVM, AccelTCG)
+	}
+	if c.MemMB < 64 {
+		bad("memory %d MiB: want at least 64", c.MemMB)
+	}
+	if c.CPUs < 1 || c.CPUs > 64 {
+		bad("vCPUs %d: want 1 to 64", c.CPUs)
+	}
+	if c.Kernel == "" {
+		bad("no kernel: want a bzImage path")
+	}
+	if c.ConsoleLog == "" {
+		bad("no console log path")
+	}
+	if len(c.QMPSocket) > maxSocketPath {
+		bad("QMP socket path %q is %d bytes: want at most %d", c.QMPSocket, len(c.QMPSocket), maxSocketPath)
+	}
+	tags := map[string]bool{}
+	for _, s := range c.Shares {
+		if s.Tag == "" || len(s.Tag) > 31 {
+			bad("9p tag %q: want 1 to 31 bytes", s.Tag)
+		}
+		if tags[s.Tag] {
+			bad("9p tag %q used twice", s.Tag)
+		}
+		tags[s.Tag] = true
+		if s.Path == "" {
+			bad("9p share %q has no host path", s.Tag)
+		}
+	}
+	names := map[string]bool{}
+	for _, p := range c.Ports {
+		if p.Name == "" {
+			bad("virtio-serial port without a name")
+		}
+		if names[p.Name] {
+			bad("virtio-serial port %q used twice", p.Name)
+		}
+		names[p.Name] = true
+		if p.Socket == "" || len(p.Socket) > maxSocketPath {
+			bad("virtio-serial port %q socket %q: want 1 to %d bytes", p.Name, p.Socket, maxSocketPath)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// QuoteArgs renders argv as one pasteable shell line.
+func QuoteArgs(argv []string) string {
+	q := make([]string, len(argv))
+	for i, s := range argv {
+		q[i] = shellQuote(s)
+	}
+	return strings.Join(q, " ")
+}
+
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,748 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/guest"
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
+)
+
+// Options describe one guest run. The zero value of each field is
+// documented; Kernel and Command are required.
+type Options struct {
+	// Kernel is the bzImage to boot.
+	Kernel string
+	// Root is the host directory exported read-only as the guest's root;
+	// "" is "/". Writes land in a tmpfs overlay and never reach it.
+	Root string
+	// Shares are extra read-only host directories.
+	Shares []Share
+	// Accel is AccelAuto, AccelKVM or AccelTCG; "" is AccelAuto.
+	Accel string
+	// Machine is MachineMicrovm or MachineQ35; "" is MachineMicrovm.
+	Machine string
+	// MemMB is the guest memory in MiB; 0 is 512.
+	MemMB int
+	// CPUs is the number of vCPUs; 0 is 1.
+	CPUs int
+	// Timeout bounds the job phase (from the guest's first event to the
+	// command's exit), taken as given; 0 is 10 minutes times the accel
+	// factor (1 for KVM, 10 for TCG).
+	Timeout time.Duration
+	// BootTimeout bounds QEMU start to the guest's first event, and
+	// ShutdownTimeout the command's exit to QEMU's; 0 is 3 s and 5 s times
+	// the accel factor.
+	BootTimeout     time.Duration
+	ShutdownTimeout time.Duration
+	// Command is the argv run in the guest; Command[0] is looked up in the
+	// guest's PATH.
+	Command []string
+	// Env is added to the command's environment (KEY=VALUE).
+	Env []string
+	// Dir is the command's working directory in the guest; "" is "/". A
+	// directory the guest root lacks falls back to "/".
+	Dir string
+	// Stdout and Stderr receive the command's output as it arrives; nil
+	// discards it.
+	Stdout, Stderr io.Writer
+	// ResultsDir receives what the command wrote under
+	// /run/lockstep/results, plus run.json; "" discards the results.
+	ResultsDir string
+	// ForensicsDir receives forensics.txt when a deadline passes; "" is
+	// ResultsDir, or CacheDir()/forensics/<job> when that is "" too.
+	ForensicsDir string
+	// Init is the executable that becomes the guest's /init; "" is this
+	// executable (which must call guest.Main when it runs as PID 1).
+	Init string
+	// QEMU is the QEMU binary; "" is $LOCKSTEP_QEMU or qemu-system-x86_64.
+	QEMU string
+	// Verbose drops "quiet" from the kernel command line and logs the
+	// QEMU command line and every guest log event at info level.
+	Verbose bool
+	// KernelArgs are appended to the kernel command line.
+	KernelArgs []string
+	// TestHook is passed as lockstep.hook= to make PID 1 misbehave on
+	// purpose (proto.HookHangBoot, …); "" in normal use.
+	TestHook string
+	// Log receives progress and warnings; nil discards them.
+	Log *slog.Logger
+}
+
+// Share is a host directory the guest sees read-only.
+type Share struct {
+	// Source is the host directory.
+	Source string
+	// GuestPath is where it appears; "" is /run/lockstep/share/<index>.
+	GuestPath string
+}
+
+// Timings are the phases of one run.
+type Timings struct {
+	Accel     time.Duration `json:"accel"`
+	Initramfs time.Duration `json:"initramfs"`
+	// Boot is QEMU start to the guest's first event.
+	Boot time.Duration `json:"boot"`
+	// Job is the first event to the command's exit.
+	Job time.Duration `json:"job"`
+	// Shutdown is the command's exit to QEMU's.
+	Shutdown time.Duration `json:"shutdown"`
+	// Total is Run's whole duration.
+	Total time.Duration `json:"total"`
+}
+
+// Result is what came back from one guest.
+type Result struct {
+	// Status is the command's exit status when everything checked out; 3
+	// when the run is indeterminate; 70 when the guest could not be set up.
+	Status int `json:"status"`
+	// Reason explains a status of 3 or 70; "" otherwise.
+	Reason string `json:"reason,omitempty"`
+	// Accel is the accelerator used, and AccelReason why.
+	Accel       string `json:"accel"`
+	AccelReason string `json:"accel_reason"`
+	Machine     string `json:"machine"`
+	CPUs        int    `json:"vcpus"`
+	MemMB       int    `json:"mem_mb"`
+	QEMUVersion string `json:"qemu_version"`
+	// KernelRelease is what the guest's uname said.
+	KernelRelease   string  `json:"kernel_release"`
+	KernelSHA256    string  `json:"kernel_sha256"`
+	InitramfsSHA256 string  `json:"initramfs_sha256"`
+	JobID           string  `json:"job_id"`
+	Timings         Timings `json:"timings"`
+	// Events is the number of events received; ResultsFiles the number
+	// of files unpacked into ResultsDir.
+	Events       uint64 `json:"events"`
+	ResultsFiles int    `json:"results_files"`
+	// ForensicsFile is set when a deadline passed.
+	ForensicsFile string `json:"forensics_file,omitempty"`
+	// QEMUCommand is the pasteable QEMU command line.
+	QEMUCommand string `json:"qemu_command"`
+	// ConsoleTail is the console's last lines, '\r' stripped.
+	ConsoleTail []string `json:"-"`
+}
+
+// Errors that come with a Result.
+var (
+	// ErrIndeterminate: the guest did not report trustworthily (status 3).
+	ErrIndeterminate = errors.New("indeterminate")
+	// ErrGuestSetup: the guest could not be set up (status 70).
+	ErrGuestSetup = errors.New("guest setup failed")
+)
+
+const (
+	defaultMemMB         = 512
+	defaultJobTimeout    = 10 * time.Minute
+	defaultBoot          = 3 * time.Second
+	defaultShutdown      = 5 * time.Second
+	tcgFactor            = 10
+	consoleTailLines     = 100
+	initramfsCompression = guest.CompressGzip
+)
+
+// AccelFactor is how much slower a guest runs under accel than under KVM;
+// default deadlines are multiplied by it (as syzkaller does).
+func AccelFactor(accel string) time.Duration {
+	if accel == AccelTCG {
+		return tcgFactor
+	}
+	return 1
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if o.Kernel == "" {
+		errs = append(errs, errors.New("no kernel: want a bzImage path"))
+	} else if _, err := os.Stat(o.Kernel); err != nil {
+		errs = append(errs, fmt.Errorf("kernel: %w", err))
+	}
+	if len(o.Command) == 0 {
+		errs = append(errs, errors.New("no command to run in the guest"))
+	}
+	if o.Root != "" {
+		if fi, err := os.Stat(o.Root); err != nil || !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("root %s: want an existing directory", o.Root))
+		}
+	}
+	for _, s := range o.Shares {
+		if fi, err := os.Stat(s.Source); err != nil || !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("share %s: want an existing directory", s.Source))
+		}
+		if s.GuestPath != "" && !filepath.IsAbs(s.GuestPath) {
+			errs = append(errs, fmt.Errorf("share %s: guest path %q: want an absolute path", s.Source, s.GuestPath))
+		}
+	}
+	switch o.Accel {
+	case "", AccelAuto, AccelKVM, AccelTCG:
+	default:
+		errs = append(errs, fmt.Errorf("accel %q: want auto, kvm or tcg", o.Accel))
+	}
+	if o.MemMB < 0 || o.CPUs < 0 || o.Timeout < 0 {
+		errs = append(errs, errors.New("memory, vCPUs and timeout must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func qemuBinary(b string) string {
+	if b != "" {
+		return b
+	}
+	return defaultQEMU()
+}
+
+// kernelCmdline is DESIGN.md §6's command line.
+func kernelCmdline(id string, verbose bool, hook string, extra ...string) string {
+	args := []string{"console=ttyS0", "panic=-1", "reboot=t", "lsm=landlock", "audit=1", "audit_backlog_limit=8192",
+		proto.CmdlineJob + "=" + id}
+	if !verbose {
+		args = append(args, "quiet")
+	}
+	if hook != "" {
+		args = append(args, proto.CmdlineHook+"="+hook)
+	}
+	return strings.Join(append(args, extra...), " ")
+}
+
+// qemuCommand starts QEMU in its own process group (so a terminal's ^C
+// reaches lockstep, which then ends QEMU in order), killed with lockstep if
+// lockstep dies, and killed with its group when ctx ends.
+func qemuCommand(ctx context.Context, bin string, args []string, out io.Writer) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdin = nil
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	b   *bytes.Buffer
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := l.max - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (l *limitedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// consoleLines returns the last n lines of a console capture, '\r' and
+// trailing blank lines removed.
+func consoleLines(b []byte, n int) []string {
+	s := strings.ReplaceAll(string(b), "\r", "")
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return nil
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
+
+func hasStrace(root string) bool {
+	for _, p := range []string{"usr/bin/strace", "bin/strace", "usr/local/bin/strace"} {
+		if _, err := os.Lstat(filepath.Join(root, p)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func fileSHA256(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	io.Copy(h, f)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Run boots one throwaway guest, runs o.Command in it and returns what came
+// back. The returned error is nil when the command's status is
+// trustworthy (whatever its value); with a Result it wraps ErrIndeterminate
+// (status 3), ErrGuestSetup (status 70) or the context's error; without one
+// nothing was booted (bad options, no QEMU, KVM asked for but unusable).
+//
+// No QEMU process and no temporary directory outlives Run, on any path.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	start := time.Now()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if o.Accel == "" {
+		o.Accel = AccelAuto
+	}
+	if o.MemMB == 0 {
+		o.MemMB = defaultMemMB
+	}
+	if o.CPUs == 0 {
+		o.CPUs = 1
+	}
+	if o.Machine == "" {
+		o.Machine = MachineMicrovm
+	}
+	if o.Root == "" {
+		o.Root = "/"
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+		o.Log = log
+	}
+	qv, err := QEMUVersion(o.QEMU)
+	if err != nil {
+		return nil, fmt.Errorf("qemu: %w", err)
+	}
+	accel, accelReason, err := resolveAccel(ctx, &o)
+	if err != nil {
+		return nil, err
+	}
+	factor := AccelFactor(accel)
+	bootTimeout, jobTimeout, shutdownTimeout := o.BootTimeout, o.Timeout, o.ShutdownTimeout
+	if bootTimeout == 0 {
+		bootTimeout = defaultBoot * factor
+	}
+	if jobTimeout == 0 {
+		jobTimeout = defaultJobTimeout * factor
+	}
+	if shutdownTimeout == 0 {
+		shutdownTimeout = defaultShutdown * factor
+	}
+	res := &Result{
+		Status: proto.StatusIndeterminate, Accel: accel, AccelReason: accelReason, Machine: o.Machine,
+		CPUs: o.CPUs, MemMB: o.MemMB, QEMUVersion: qv, JobID: newID(), KernelSHA256: fileSHA256(o.Kernel),
+	}
+	res.Timings.Accel = time.Since(start)
+	defer func() { res.Timings.Total = time.Since(start) }()
+
+	dir, err := os.MkdirTemp("", "lockstep-guest-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	job := &proto.Job{
+		Schema: proto.SchemaVersion, ID: res.JobID, Command: o.Command, Env: o.Env, Dir: o.Dir,
+		Root: &proto.Root{Tag: proto.RootTag}, Verbose: o.Verbose,
+	}
+	shares := []Share9P{{Tag: proto.RootTag, Path: o.Root}}
+	for i, s := range o.Shares {
+		tag := fmt.Sprintf("lockstep.share%d", i)
+		job.Shares = append(job.Shares, proto.Share{Tag: tag, Path: s.GuestPath})
+		shares = append(shares, Share9P{Tag: tag, Path: s.Source})
+	}
+	strace := ""
+	if !hasStrace(o.Root) {
+		if p, err := exec.LookPath("strace"); err == nil {
+			strace = p
+		} else {
+			log.Warn("the guest root has no strace and neither has this host; the guest will run without it")
+		}
+	}
+	t0 := time.Now()
+	initrd := filepath.Join(dir, "initramfs")
+	res.InitramfsSHA256, err = guest.Initramfs(ctx, guest.InitramfsOptions{
+		Init: o.Init, Job: job, Output: initrd, Strace: strace, Compression: initramfsCompression,
+		CacheDir: filepath.Join(CacheDir(), "initramfs"), Log: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Timings.Initramfs = time.Since(t0)
+
+	evSock, resSock := filepath.Join(dir, "events.sock"), filepath.Join(dir, "results.sock")
+	evL, err := net.Listen("unix", evSock)
+	if err != nil {
+		return nil, fmt.Errorf("events socket: %w", err)
+	}
+	defer evL.Close()
+	resL, err := net.Listen("unix", resSock)
+	if err != nil {
+		return nil, fmt.Errorf("results socket: %w", err)
+	}
+	defer resL.Close()
+	cfg := QEMUConfig{
+		Binary: o.QEMU, Name: "lockstep-" + res.JobID, Machine: o.Machine, Accel: accel,
+		MemMB: o.MemMB, CPUs: o.CPUs, Kernel: o.Kernel, Initramfs: initrd,
+		Append:     kernelCmdline(res.JobID, o.Verbose, o.TestHook, o.KernelArgs...),
+		ConsoleLog: filepath.Join(dir, "console.log"), QMPSocket: filepath.Join(dir, "qmp.sock"),
+		Shares: shares,
+		Ports:  []SerialPort{{Name: proto.EventsPort, Socket: evSock}, {Name: proto.ResultsPort, Socket: resSock}},
+		RNG:    true,
+	}
+	args, err := cfg.Args()
+	if err != nil {
+		return nil, err
+	}
+	argv := append([]string{qemuBinary(o.QEMU)}, args...)
+	res.QEMUCommand = QuoteArgs(argv)
+	if o.Verbose {
+		log.Info("booting", "accel", accel, "qemu", res.QEMUCommand)
+	} else {
+		log.Debug("booting", "accel", accel, "qemu", res.QEMUCommand)
+	}
+
+	g := &guestRun{o: &o, res: res, log: log}
+	err = g.boot(ctx, argv, cfg.ConsoleLog, cfg.QMPSocket, evL, resL, bootTimeout, jobTimeout, shutdownTimeout)
+	if o.ResultsDir != "" {
+		if werr := writeRunJSON(o.ResultsDir, res); werr != nil {
+			log.Warn("cannot write run.json", "err", werr)
+		}
+	}
+	return res, err
+}
+
+// guestRun is one booted guest's state while Run waits for it.
+type guestRun struct {
+	o   *Options
+	res *Result
+	log *slog.Logger
+
+	mu         sync.Mutex
+	exitStatus *int
+	guestError string
+}
+
+func (g *guestRun) boot(ctx context.Context, argv []string, consolePath, qmpPath string, evL, resL net.Listener,
+	bootTimeout, jobTimeout, shutdownTimeout time.Duration) error {
+	res, o := g.res, g.o
+	var qemuOut bytes.Buffer
+	out := &limitedBuffer{b: &qemuOut, max: 64 << 10}
+	// QEMU must not die with ctx before forensics or quit: it gets its own
+	// context, cancelled on every path out of here.
+	qctx, qcancel := context.WithCancel(context.Background())
+	defer qcancel()
+	cmd := qemuCommand(qctx, argv[0], argv[1:], out)
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		res.Reason = fmt.Sprintf("start QEMU: %v", err)
+		return fmt.Errorf("%w: %s", ErrIndeterminate, res.Reason)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	defer func() {
+		qcancel() // kills the process group if it still runs
+		<-exited
+	}()
+
+	hello := make(chan struct{})
+	jobDone := make(chan struct{})
+	var (
+		evErr   error
+		evDone  *proto.Done
+		payload []byte
+		sum     string
+		resErr  error
+		readers sync.WaitGroup
+	)
+	readers.Add(2)
+	go func() { // events
+		defer readers.Done()
+		conn, err := acceptUntil(evL, exited)
+		if err != nil {
+			evErr = fmt.Errorf("events channel: %w", err)
+			return
+		}
+		defer conn.Close()
+		er := proto.NewEventReader(conn)
+		var helloOnce, doneOnce sync.Once
+		for {
+			e, err := er.Next()
+			if err == io.EOF {
+				evDone = er.Done()
+				return
+			}
+			if err != nil {
+				evErr = err
+				return
+			}
+			res.Events++
+			switch e.Type {
+			case proto.EventHello:
+				res.KernelRelease = e.Msg
+				helloOnce.Do(func() { close(hello) })
+			case proto.EventStdout:
+				o.Stdout.Write(e.Data)
+			case proto.EventStderr:
+				o.Stderr.Write(e.Data)
+			case proto.EventLog:
+				if o.Verbose {
+					g.log.Info("guest: " + e.Msg)
+				} else {
+					g.log.Debug("guest: " + e.Msg)
+				}
+			case proto.EventError:
+				g.mu.Lock()
+				g.guestError = e.Msg
+				g.mu.Unlock()
+				doneOnce.Do(func() { close(jobDone) })
+			case proto.EventExit:
+				g.mu.Lock()
+				g.exitStatus = e.Status
+				g.mu.Unlock()
+				doneOnce.Do(func() { close(jobDone) })
+			case proto.EventDone:
+				doneOnce.Do(func() { close(jobDone) })
+			}
+		}
+	}()
+	go func() { // results
+		defer readers.Done()
+		conn, err := acceptUntil(resL, exited)
+		if err != nil {
+			resErr = fmt.Errorf("results channel: %w", err)
+			return
+		}
+		defer conn.Close()
+		payload, sum, resErr = proto.ReadFrame(conn, guest.MaxResults)
+	}()
+
+	var deadlineReason string
+	phase, limit := "boot", bootTimeout
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	phaseStart := started
+	interrupted := false
+wait:
+	for {
+		select {
+		case <-exited:
+			break wait
+		case <-hello:
+			hello = nil
+			res.Timings.Boot = time.Since(started)
+			phase, limit, phaseStart = "job", jobTimeout, time.Now()
+			timer.Reset(limit)
+			g.log.Debug("guest up", "boot", res.Timings.Boot, "kernel", res.KernelRelease)
+		case <-jobDone:
+			jobDone = nil
+			if hello != nil { // done without hello: a setup failure
+				hello = nil
+				res.Timings.Boot = time.Since(started)
+			} else {
+				res.Timings.Job = time.Since(phaseStart)
+			}
+			phase, limit, phaseStart = "shutdown", shutdownTimeout, time.Now()
+			timer.Reset(limit)
+		case <-timer.C:
+			deadlineReason = fmt.Sprintf("the %s phase passed its %v deadline (accel %s)", phase, limit, res.Accel)
+			g.log.Warn("guest deadline passed; saving forensics", "phase", phase, "deadline", limit)
+			g.endHung(qmpPath, consolePath, argv, deadlineReason)
+			break wait
+		case <-ctx.Done():
+			interrupted = true
+			g.quit(qmpPath, time.Second)
+			break wait
+		}
+	}
+	// Give QEMU a moment to leave after quit, then kill its group.
+	select {
+	case <-exited:
+	case <-time.After(2 * time.Second):
+	}
+	qcancel()
+	<-exited
+	if phase == "shutdown" && res.Timings.Shutdown == 0 {
+		res.Timings.Shutdown = time.Since(phaseStart)
+	}
+	evL.Close()
+	resL.Close()
+	readersDone := make(chan struct{})
+	go func() { readers.Wait(); close(readersDone) }()
+	select {
+	case <-readersDone:
+	case <-time.After(5 * time.Second):
+		// QEMU is gone, so its sockets are closed; this cannot happen
+		// unless a writer blocks.
+		evErr = errors.Join(evErr, errors.New("channel readers did not finish after QEMU exited"))
+	}
+
+	console, _ := os.ReadFile(consolePath)
+	res.ConsoleTail = consoleLines(console, consoleTailLines)
+	if interrupted {
+		res.Reason = "interrupted: " + ctx.Err().Error()
+		return fmt.Errorf("%w: %w", ErrIndeterminate, ctx.Err())
+	}
+	status, statusOK := proto.ParseStatus(console)
+	if statusOK && status == proto.StatusSetupFailed {
+		res.Status = proto.StatusSetupFailed
+		res.Reason = proto.ParseSetupError(console)
+		if res.Reason == "" {
+			g.mu.Lock()
+			res.Reason = g.guestError
+			g.mu.Unlock()
+		}
+		if res.Reason == "" {
+			res.Reason = "the guest reported status 70 without a reason"
+		}
+		return fmt.Errorf("%w: %s", ErrGuestSetup, res.Reason)
+	}
+	var problems []string
+	if deadlineReason != "" {
+		problems = append(problems, deadlineReason)
+	}
+	if !statusOK {
+		problems = append(problems, "no LOCKSTEP-STATUS line on the console")
+	}
+	if evErr != nil {
+		problems = append(problems, evErr.Error())
+	}
+	if evDone != nil {
+		if statusOK && evDone.Status != status {
+			problems = append(problems, fmt.Sprintf("console status %d differs from the done event's %d", status, evDone.Status))
+		}
+		switch {
+		case resErr != nil:
+			problems = append(problems, resErr.Error())
+		case evDone.ResultsSHA256 != sum || evDone.ResultsBytes != int64(len(payload)):
+			problems = append(problems, fmt.Sprintf("results frame sha256 %s (%d bytes) differs from the done event's %s (%d bytes)",
+				sum, len(payload), evDone.ResultsSHA256, evDone.ResultsBytes))
+		}
+	}
+	if len(problems) == 0 && o.ResultsDir != "" && len(payload) > 0 {
+		n, err := guest.UnpackResults(payload, o.ResultsDir)
+		res.ResultsFiles = n
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		if waitErr != nil && !strings.Contains(out.String(), "terminating on signal") {
+			if msg := strings.TrimSpace(out.String()); msg != "" {
+				problems = append(problems, "QEMU said: "+lastLine([]byte(msg)))
+			}
+		}
+		res.Status = proto.StatusIndeterminate
+		res.Reason = strings.Join(problems, "; ")
+		g.log.Debug("indeterminate run", "qemu", res.QEMUCommand)
+		return fmt.Errorf("%w: %s", ErrIndeterminate, res.Reason)
+	}
+	res.Status = status
+	return nil
+}
+
+// acceptUntil accepts one connection, giving up when QEMU exits.
+func acceptUntil(l net.Listener, exited <-chan struct{}) (net.Conn, error) {
+	type r struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan r, 1)
+	go func() { c, err := l.Accept(); ch <- r{c, err} }()
+	select {
+	case x := <-ch:
+		return x.c, x.err
+	case <-exited:
+		l.Close()
+		x := <-ch
+		if x.c != nil {
+			return x.c, nil
+		}
+		return nil, errors.New("QEMU exited before connecting")
+	}
+}
+
+// endHung saves forensics, then asks QEMU to quit; the caller kills it.
+func (g *guestRun) endHung(qmpPath, consolePath string, argv []string, reason string) {
+	m, err := dialQMP(qmpPath, qmpTimeout)
+	if err != nil {
+		g.log.Warn("no QMP for forensics", "err", err)
+		m = nil
+	}
+	console, _ := os.ReadFile(consolePath)
+	text := forensics(m, reason, argv, consoleLines(console, consoleTailLines))
+	dir := g.o.ForensicsDir
+	if dir == "" {
+		dir = g.o.ResultsDir
+	}
+	if dir == "" {
+		dir = filepath.Join(CacheDir(), "forensics", g.res.JobID)
+	}
+	path := filepath.Join(dir, "forensics.txt")
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		if err := os.WriteFile(path, []byte(text), 0o644); err == nil {
+			g.res.ForensicsFile = path
+		}
+	}
+	if g.res.ForensicsFile == "" {
+		g.log.Warn("cannot save forensics", "dir", dir)
+	}
+	if m != nil {
+		m.quit()
+		m.close()
+	}
+}
+
+// quit asks QEMU to quit through QMP, within timeout.
+func (g *guestRun) quit(qmpPath string, timeout time.Duration) {
+	m, err := dialQMP(qmpPath, timeout)
+	if err != nil {
+		return
+	}
+	m.quit()
+	m.close()
+}
+
+// RunJSONSchema is the schema version of run.json.
+const RunJSONSchema = 1
+
+func writeRunJSON(dir string, res *Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	doc := struct {
+		Schema int `json:"schema"`
+		*Result
+	}{RunJSONSchema, res}
+	b, err := json.MarshalIndent(doc, "", "\t")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "run.json"), append(b, '\n'), 0o644)
+}
