@@ -212,6 +212,9 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	if err := logf.Close(); err != nil {
 		return err
 	}
+	if err := os.Chmod(work, 0o755); err != nil { // MkdirTemp made it 0700
+		return err
+	}
 	if err := os.Rename(work, dir); err != nil {
 		return fmt.Errorf("store kernel: %w", err)
 	}

@@ -1,0 +1,229 @@
+package kernel
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tinyTarball writes a gzip tarball holding linux-9.9/Makefile and returns
+// its path and SHA-256.
+func tinyTarball(t *testing.T) (string, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range []struct{ name, body string }{{"linux-9.9/", ""}, {"linux-9.9/Makefile", "VERSION = 9\n"}} {
+		h := &tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), Typeflag: tar.TypeReg}
+		if strings.HasSuffix(f.name, "/") {
+			h.Typeflag, h.Mode = tar.TypeDir, 0o755
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(f.body))
+	}
+	tw.Close()
+	gz.Close()
+	path := filepath.Join(t.TempDir(), "linux-9.9.tar.gz")
+	write(t, path, buf.Bytes())
+	return path, sha256Hex(buf.Bytes())
+}
+
+func TestWrongSHA256AbortsBeforeUnpacking(t *testing.T) {
+	tarball, real := tinyTarball(t)
+	wrong := strings.Repeat("0", 64)
+	pins, err := ParsePins("test", []byte("9.9 abi=10 source=url url=file://"+tarball+" sha256="+wrong))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	b := &Builder{CacheDir: cache, Pins: pins}
+	_, err = b.sources(t.Context(), pins[0])
+	var he *HashError
+	if !errors.As(err, &he) {
+		t.Fatalf("sources with a wrong pin hash = %v, want *HashError", err)
+	}
+	if he.Want != wrong || he.Got != real || !strings.Contains(err.Error(), wrong) || !strings.Contains(err.Error(), real) {
+		t.Errorf("HashError = %q, want expected %s and actual %s both printed", err, wrong, real)
+	}
+	// Nothing was unpacked or kept: no source tree, no download.
+	for _, sub := range []string{"sources", "downloads"} {
+		ents, _ := os.ReadDir(filepath.Join(cache, sub))
+		for _, e := range ents {
+			if !strings.HasSuffix(e.Name(), ".lock") {
+				t.Errorf("%s/%s left behind after a hash mismatch", sub, e.Name())
+			}
+		}
+	}
+	// Build reports the same error (before configure could run).
+	if _, err := b.Build(t.Context(), "9.9"); !errors.As(err, &he) {
+		t.Errorf("Build = %v, want *HashError", err)
+	}
+}
+
+func TestSourcesFetchesChecksAndCaches(t *testing.T) {
+	tarball, sum := tinyTarball(t)
+	pins, err := ParsePins("test", []byte("9.9 abi=10 source=url url=file://"+tarball+" sha256="+sum))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	b := &Builder{CacheDir: cache, Pins: pins}
+	src, err := b.sources(t.Context(), pins[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(cache, "sources", sum, "linux-9.9"); src != want {
+		t.Errorf("sources = %s, want %s", src, want)
+	}
+	if got, _ := os.ReadFile(filepath.Join(src, "Makefile")); string(got) != "VERSION = 9\n" {
+		t.Errorf("unpacked Makefile = %q", got)
+	}
+	if st := b.sourceState(pins[0]); st != "unpacked" {
+		t.Errorf("sourceState = %q, want unpacked", st)
+	}
+	// A second call uses the cache even when the URL is gone.
+	os.Remove(tarball)
+	if again, err := b.sources(t.Context(), pins[0]); err != nil || again != src {
+		t.Errorf("cached sources = %q, %v; want %q", again, err, src)
+	}
+	// A corrupted cached download is refused, not trusted.
+	dl := filepath.Join(cache, "downloads", sum+"-linux-9.9.tar.gz")
+	write(t, dl, []byte("corrupt"))
+	if _, err := b.download(t.Context(), pins[0]); !errors.As(err, new(*HashError)) {
+		t.Errorf("download with a corrupt cached file = %v, want *HashError", err)
+	}
+}
+
+// TestKernelOrgFailsFast: this machine has no route to kernel.org, so the
+// 7.2.9 pin must fail within the dial timeout with a message naming the URL,
+// not hang. On a runner that reaches kernel.org the download starts instead,
+// and the test stops it and says so.
+func TestKernelOrgFailsFast(t *testing.T) {
+	pin, err := Lookup("7.2.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*fetchTimeouts.Dial)
+	defer cancel()
+	b := &Builder{CacheDir: t.TempDir()}
+	start := time.Now()
+	_, err = b.download(ctx, pin)
+	d := time.Since(start)
+	if err == nil || ctx.Err() != nil {
+		t.Skipf("kernel.org is reachable from here (download ran %s); the fail-fast check applies to machines that cannot reach it", d.Round(time.Second))
+	}
+	if d > fetchTimeouts.Dial+5*time.Second {
+		t.Errorf("7.2.9 fetch failed after %s, want within the %s dial timeout", d, fetchTimeouts.Dial)
+	}
+	for _, w := range []string{pin.URL, "reachable"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not mention %q", err, w)
+		}
+	}
+	t.Logf("failed in %s: %v", d.Round(time.Millisecond), err)
+}
+
+func TestDebianArchiveURIs(t *testing.T) {
+	files := map[string][]byte{
+		"sources.list": []byte(`# one-line format
+deb http://one.example/debian bookworm main
+deb-src http://src.example/debian bookworm main
+deb [arch=amd64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://two.example/debian/ bookworm-updates main # trailing
+deb http://sec.example/debian-security bookworm-security main
+deb [signed-by=/usr/share/keyrings/vendor.gpg] https://vendor.example/apt stable main
+`),
+		"debian.sources": []byte(`Types: deb
+# http://snapshot.example/archive/debian/20250520T000000Z
+URIs: http://three.example/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://sec.example/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb deb-src
+URIs: http://one.example/debian
+  http://four.example/debian
+Suites: trixie
+Components: main
+`),
+		"off.sources":  []byte("Enabled: no\nTypes: deb\nURIs: http://off.example/debian\nSuites: sid\n"),
+		"node.sources": []byte("Types: deb\nURIs: https://node.example/node_20.x\nSuites: nodistro\nSigned-By: /usr/share/keyrings/nodesource.gpg\n"),
+	}
+	got := DebianArchiveURIs(files)
+	want := []string{"http://three.example/debian", "http://one.example/debian", "http://four.example/debian", "http://two.example/debian"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("DebianArchiveURIs = %q, want %q", got, want)
+	}
+	t.Setenv("LOCKSTEP_DEBIAN_MIRROR", "http://override.example/debian")
+	if u, err := debianURIs(); err != nil || !reflect.DeepEqual(u, []string{"http://override.example/debian"}) {
+		t.Errorf("debianURIs with LOCKSTEP_DEBIAN_MIRROR = %q, %v", u, err)
+	}
+	t.Setenv("LOCKSTEP_DEBIAN_MIRROR", "")
+	old := aptSourcesDir
+	aptSourcesDir = t.TempDir()
+	defer func() { aptSourcesDir = old }()
+	if _, err := debianURIs(); err == nil || !strings.Contains(err.Error(), "LOCKSTEP_DEBIAN_MIRROR") {
+		t.Errorf("debianURIs without sources = %v, want an error pointing at LOCKSTEP_DEBIAN_MIRROR", err)
+	}
+}
+
+func FuzzDebianArchiveURIs(f *testing.F) {
+	f.Add([]byte("deb [signed-by=x] http://a.example/debian sid main\n"), []byte("Types: deb\nURIs: http://b.example/debian\n x\nSuites: sid\n"))
+	f.Fuzz(func(t *testing.T, list, sources []byte) {
+		for _, u := range DebianArchiveURIs(map[string][]byte{"a.list": list, "b.sources": sources}) {
+			if u == "" || strings.ContainsAny(u, " \t\n") {
+				t.Fatalf("URI %q", u)
+			}
+		}
+	})
+}
+
+func TestLockFileSerialises(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.lock")
+	unlock, err := lockFile(t.Context(), path, nil2log())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan time.Time, 1)
+	go func() {
+		u, err := lockFile(t.Context(), path, nil2log())
+		if err != nil {
+			t.Error(err)
+			got <- time.Time{}
+			return
+		}
+		got <- time.Now()
+		u()
+	}()
+	time.Sleep(600 * time.Millisecond)
+	released := time.Now()
+	unlock()
+	if at := <-got; at.Before(released) {
+		t.Errorf("second lock taken at %s, before the first was released at %s", at, released)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	unlock, _ = lockFile(t.Context(), path, nil2log())
+	defer unlock()
+	cancel()
+	if _, err := lockFile(ctx, path, nil2log()); !errors.Is(err, context.Canceled) {
+		t.Errorf("lockFile on a cancelled context while held = %v, want context.Canceled", err)
+	}
+}
+
+func nil2log() *slog.Logger { return (&Builder{}).log() }
