@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/kernel"
+)
+
+func init() {
+	register(&verb{
+		Name:  "boot",
+		Usage: "boot [--kernel <pin>|<file>] [--root <dir>] [--share <src>[:<guestpath>]]… [--accel {auto|kvm|tcg}] [--mem <MiB>] [--cpus <n>] [--timeout <duration>] [--results <dir>] -- <cmd>…",
+		Short: "run one command in a throwaway guest; its output and status come back",
+		Long: `Boots the pinned kernel (built and cached on first use; --kernel also takes a
+bzImage file) in QEMU with this lockstep binary as PID 1. The guest's root is
+--root (default: this host's /) shared read-only over 9p with a tmpfs overlay
+on top: the command sees the host's files, and nothing it writes reaches them.
+--share adds read-only directories (at /run/lockstep/share/<n>, or the given
+guest path). The command runs as root with LOCKSTEP_GUEST=1, in the current
+directory when it exists in the guest. Its stdout and stderr stream back live;
+what it writes under /run/lockstep/results is copied to --results with run.json.
+
+--accel auto uses KVM only if a probe boot under KVM works (cached per host
+kernel and QEMU version) and otherwise says once that it falls back to TCG;
+--accel kvm fails at once when KVM cannot run guests. Deadlines: boot 3 s,
+shutdown 5 s, job --timeout (default 10 min), all ×10 under TCG unless given.
+When one passes, forensics.txt (vCPU registers, run state, console tail) is
+saved in --results (or the cache) and the guest is killed.
+
+Exit status: the command's own; 3 indeterminate (the guest did not report in
+full: no status line, a gap in the events, a bad checksum, a deadline passed,
+interrupted); 70 the guest could not be set up (the reason is printed); 1 the
+kernel or QEMU could not be had, or KVM was asked for and is unusable; 2 usage.`,
+		Example: `# The guest's view of the host's root, and its status
+$ lockstep boot -- sh -c 'cat /etc/os-release; exit 7'
+# Keep what the command writes under /run/lockstep/results
+$ lockstep boot --results out -- sh -c 'uname -a > /run/lockstep/results/uname.txt'
+# Another kernel file, TCG, two vCPUs
+$ lockstep boot --kernel ./bzImage --accel tcg --cpus 2 -- nproc`,
+		Flags: bootFlags,
+	})
+}
+
+type shareFlag []harness.Share
+
+func (s *shareFlag) String() string {
+	var p []string
+	for _, sh := range *s {
+		p = append(p, sh.Source+":"+sh.GuestPath)
+	}
+	return strings.Join(p, ",")
+}
+
+func (s *shareFlag) Set(v string) error {
+	src, guestPath, _ := strings.Cut(v, ":")
+	if guestPath == "ro" { // SRC:ro is accepted: every share is read-only
+		guestPath = ""
+	}
+	if src == "" {
+		return errors.New("want SRC[:GUESTPATH]")
+	}
+	*s = append(*s, harness.Share{Source: src, GuestPath: guestPath})
+	return nil
+}
+
+func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+	var shares shareFlag
+	kernelArg := fs.String("kernel", kernel.DefaultPin, "kernel `pin` (a version from kernel/pins.txt) or a bzImage file")
+	root := fs.String("root", "/", "host `dir`ectory that becomes the guest's read-only root")
+	fs.Var(&shares, "share", "read-only host directory `src[:guestpath]` (repeatable)")
+	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
+	mem := fs.Int("mem", 512, "guest memory in `MiB`")
+	cpus := fs.Int("cpus", 1, "guest vCPUs")
+	timeout := fs.Duration("timeout", 0, "job `duration` limit (default 10m, ×10 under TCG)")
+	results := fs.String("results", "", "`dir`ectory for /run/lockstep/results, run.json and forensics")
+	machine := fs.String("machine", harness.MachineMicrovm, "QEMU `machine`: microvm or q35")
+	return func(ctx context.Context, io *stdio, args []string) int {
+		v := verbs["boot"]
+		if len(args) == 0 {
+			return usageExit(io, v, usagef("no command given after --"))
+		}
+		switch *accel {
+		case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
+		default:
+			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
+		}
+		if *mem < 64 || *cpus < 1 || *timeout < 0 {
+			return usageExit(io, v, usagef("want --mem of at least 64, --cpus of at least 1 and a non-negative --timeout"))
+		}
+		log := bootLogger(io)
+		bz, err := resolveKernel(ctx, *kernelArg, log)
+		if err != nil {
+			return fail(io, "boot", exitFail, err)
+		}
+		dir := ""
+		if *root == "/" {
+			dir, _ = os.Getwd()
+		}
+		res, err := harness.Run(ctx, harness.Options{
+			Kernel: bz, Root: *root, Shares: shares, Accel: *accel, Machine: *machine,
+			MemMB: *mem, CPUs: *cpus, Timeout: *timeout, Command: args, Dir: dir,
+			Stdout: io.out, Stderr: io.err, ResultsDir: *results, Verbose: io.verbose, Log: log,
+		})
+		if res == nil {
+			return fail(io, "boot", exitFail, err)
+		}
+		if io.verbose {
+			log.Info("guest finished", "status", res.Status, "accel", res.Accel, "boot", res.Timings.Boot.Round(time.Millisecond),
+				"job", res.Timings.Job.Round(time.Millisecond), "total", res.Timings.Total.Round(time.Millisecond))
+		}
+		if err != nil {
+			tail := res.ConsoleTail
+			if !io.verbose && len(tail) > 20 {
+				tail = tail[len(tail)-20:]
+			}
+			if len(tail) > 0 {
+				fmt.Fprintf(io.err, "lockstep boot: guest console, last %d lines:\n", len(tail))
+				for _, l := range tail {
+					fmt.Fprintf(io.err, "  | %s\n", l)
+				}
+			}
+			if res.ForensicsFile != "" {
+				fmt.Fprintf(io.err, "lockstep boot: forensics saved in %s\n", res.ForensicsFile)
+			}
+			fmt.Fprintf(io.err, "lockstep boot: to replay the boot: %s\n", res.QEMUCommand)
+			code := exitIndeterminate
+			if errors.Is(err, harness.ErrGuestSetup) {
+				code = exitGuestSetup
+			}
+			return fail(io, "boot", code, err)
+		}
+		return res.Status
+	}
+}
+
+// resolveKernel takes a bzImage file as is and builds or restores a pin.
+func resolveKernel(ctx context.Context, arg string, log *slog.Logger) (string, error) {
+	if fi, err := os.Stat(arg); err == nil && fi.Mode().IsRegular() {
+		return arg, nil
+	}
+	if strings.ContainsRune(arg, '/') {
+		return "", fmt.Errorf("kernel file %s: not found", arg)
+	}
+	bz, err := kernel.Path(ctx, arg, log)
+	if err != nil {
+		return "", fmt.Errorf("kernel %s: %w", arg, err)
+	}
+	return bz, nil
+}
+
+// bootLogger shows warnings (the TCG fallback) always, progress when
+// stderr is a terminal, and everything with -v.
+func bootLogger(io *stdio) *slog.Logger {
+	level := slog.LevelWarn
+	if io.errTTY {
+		level = slog.LevelInfo
+	}
+	if io.verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(&lineHandler{w: io.err, prefix: "lockstep boot: ", level: level, mu: &sync.Mutex{}})
+}
+
+// lineHandler writes "<prefix><msg> k=v …" lines.
+type lineHandler struct {
+	w      io.Writer
+	prefix string
+	level  slog.Level
+	mu     *sync.Mutex
+	attrs  []slog.Attr
+}
+
+func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
+
+func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(h.prefix)
+	if r.Level >= slog.LevelWarn {
+		b.WriteString(strings.ToLower(r.Level.String()) + ": ")
+	}
+	b.WriteString(r.Message)
+	add := func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	b.WriteByte('\n')
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := io.WriteString(h.w, b.String())
+	return err
+}
+
+func (h *lineHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append(append([]slog.Attr{}, h.attrs...), as...)
+	return &c
+}
+
+func (h *lineHandler) WithGroup(string) slog.Handler { return h }
