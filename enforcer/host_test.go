@@ -558,3 +558,22 @@ func TestCallerStaysUnrestricted(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryCap: tmpfs pages are not address space, so RLIMIT_AS does not
+// stop a large write to /dev/shm; the cgroup memory cap does (137).
+func TestMemoryCap(t *testing.T) {
+	needHostLandlock(t)
+	d, err := os.MkdirTemp("/dev/shm", "lockstep-test-")
+	if err != nil {
+		t.Fatalf("need a tmpfs at /dev/shm: %v", err)
+	}
+	defer os.RemoveAll(d)
+	cfg := baseRules + "[read]\n/dev/zero\n[write]\n" + d + "\n[create]\n" + d + "\n[limits]\nmem_mb=64\ntimeout=20\n"
+	r := runUnder(t, cfg, nil, "/usr/bin/dd", "if=/dev/zero", "of="+filepath.Join(d, "x"), "bs=1M", "count=256")
+	if r.status != StatusCapPassed || !errors.Is(r.err, ErrCapPassed) {
+		t.Errorf("256 MiB into tmpfs under mem_mb=64 = %d, %v; want 137\nstderr: %s", r.status, r.err, r.stderr)
+	}
+	if st, err := os.Stat(filepath.Join(d, "x")); err == nil && st.Size() > 80<<20 {
+		t.Errorf("the write reached %d bytes, want it stopped near 64 MiB", st.Size())
+	}
+}

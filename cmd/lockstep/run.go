@@ -30,8 +30,8 @@ timeout passed; 125 refused before anything ran (bad policy, a rule this
 kernel cannot enforce — the rule and the ABI it needs are named — or an
 --expect-hash mismatch); 126 cannot execute; 127 not found; 137 a cap was
 passed. See docs/run.md.`,
-		Example: `# read one file, be refused another
-$ lockstep run --config docs/examples/read-hostname.cfg -- cat /etc/hostname
+		Example: `# run cat under a policy: what it grants works, anything else is EACCES
+$ lockstep run --config policy.cfg -- cat /etc/hostname
 # only if the policy is exactly the one reviewed
 $ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1f… -- python3 -m pytest`,
 		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
