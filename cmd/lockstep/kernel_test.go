@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestKernelVerb drives `lockstep kernel` against an empty temporary cache:
+// nothing here builds a kernel (the kernel package's tests do).
+func TestKernelVerb(t *testing.T) {
+	cache := t.TempDir()
+	for _, tc := range []struct {
+		Name     string
+		Args     []string
+		Code     int
+		Out, Err string
+	}{
+		{"NoSubcommand", []string{"kernel"}, exitUsage, "", "missing subcommand"},
+		{"UnknownSubcommand", []string{"kernel", "bake"}, exitUsage, "", `unknown subcommand "bake"`},
+		{"StrayArgument", []string{"kernel", "list", "extra"}, exitUsage, "", `unexpected argument "extra"`},
+		{"UnknownPin", []string{"kernel", "build", "--pin", "6.1", "--cache", cache}, exitUsage, "", `unknown kernel pin "6.1" (pinned: 7.2.13, 7.2.9)`},
+		{"List", []string{"kernel", "list", "--cache", cache}, exitOK, "7.2.13  10   debian linux-source-7.2=7.2.13-1 (sid)", ""},
+		{"VerifyNotBuilt", []string{"kernel", "verify", "--pin", "7.2.13", "--cache", cache}, exitFail, "", "kernel not built: 7.2.13 has no " + cache},
+		{"Help", []string{"kernel", "--help"}, exitOK, "usage: lockstep kernel {build|verify|list|path}", ""},
+	} {
+		t.Run(tc.Name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, tc.Args...)
+			if code != tc.Code || !strings.Contains(out, tc.Out) || !strings.Contains(errOut, tc.Err) {
+				t.Errorf("lockstep %s = %d\nstdout: %s\nstderr: %s\nwant %d, stdout with %q, stderr with %q",
+					strings.Join(tc.Args, " "), code, out, errOut, tc.Code, tc.Out, tc.Err)
+			}
+		})
+	}
+}
+
+// TestKernelVerbStaleEntryListed: a cache directory no current key names is
+// listed as stale beside the pins.
+func TestKernelVerbStaleEntryListed(t *testing.T) {
+	cache := t.TempDir()
+	stale := filepath.Join(cache, strings.Repeat("ab", 32))
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "kernel", "list", "--cache", cache)
+	if code != exitOK || !strings.Contains(out, "stale") || !strings.Contains(out, "not built") {
+		t.Errorf("kernel list = %d\n%s%s\nwant a 'not built' pin and a stale entry", code, out, errOut)
+	}
+}
