@@ -1,0 +1,128 @@
+package images
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Installed is one package dpkg reports installed.
+type Installed struct {
+	Name, Version, Arch string
+}
+
+// Manifest is the sorted list of installed packages of a root.
+type Manifest []Installed
+
+// ParseDpkgStatus reads a dpkg status file (var/lib/dpkg/status) and returns
+// the packages whose state is "installed", sorted by name and architecture.
+// Stanzas in other states (config-files, half-installed, …) are left out;
+// an installed stanza lacking Package or Version is an error.
+func ParseDpkgStatus(src []byte) (Manifest, error) {
+	var m Manifest
+	fields := map[string]string{}
+	start := 1
+	flush := func(end int) error {
+		defer func() { fields = map[string]string{} }()
+		if len(fields) == 0 {
+			return nil
+		}
+		st := strings.Fields(fields["status"])
+		if len(st) != 3 || st[2] != "installed" {
+			return nil
+		}
+		if fields["package"] == "" || fields["version"] == "" {
+			return fmt.Errorf("dpkg status lines %d-%d: an installed package without Package or Version", start, end)
+		}
+		m = append(m, Installed{Name: fields["package"], Version: fields["version"], Arch: fields["architecture"]})
+		return nil
+	}
+	lines := strings.Split(string(src), "\n")
+	for i, line := range lines {
+		if line == "" {
+			if err := flush(i + 1); err != nil {
+				return nil, err
+			}
+			start = i + 2
+			continue
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			continue // continuation of a multi-line field (Description, Conffiles)
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			return nil, fmt.Errorf("dpkg status line %d: %q is not a `Field: value` line", i+1, line)
+		}
+		fields[strings.ToLower(k)] = strings.TrimSpace(v)
+	}
+	if err := flush(len(lines)); err != nil {
+		return nil, err
+	}
+	sort.Slice(m, func(i, j int) bool {
+		if m[i].Name != m[j].Name {
+			return m[i].Name < m[j].Name
+		}
+		return m[i].Arch < m[j].Arch
+	})
+	return m, nil
+}
+
+// Render writes one `name=version arch` line per package.
+func (m Manifest) Render() []byte {
+	var b strings.Builder
+	for _, p := range m {
+		fmt.Fprintf(&b, "%s=%s %s\n", p.Name, p.Version, p.Arch)
+	}
+	return []byte(b.String())
+}
+
+// Hash is "sha256:" and the hex SHA-256 of Render's bytes: the image's
+// content identity.
+func (m Manifest) Hash() string {
+	s := sha256.Sum256(m.Render())
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// Recipe renders the manifest as the package lines of a recipe for suite:
+// the closure to commit as images/<name>/packages.txt after a --lock build.
+func (m Manifest) Recipe(suite string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "suite %s\n", suite)
+	for _, p := range m {
+		fmt.Fprintf(&b, "%s=%s\n", p.Name, p.Version)
+	}
+	return []byte(b.String())
+}
+
+// Diff compares the installed packages with the recipe. With allowExtra, an
+// installed package the recipe does not list is not a difference. Every
+// difference is one line, sorted by package name.
+func (m Manifest) Diff(r *Recipe, allowExtra bool) []string {
+	have := map[string]string{}
+	for _, p := range m {
+		have[p.Name] = p.Version
+	}
+	var out []string
+	listed := map[string]bool{}
+	for _, p := range r.Packages {
+		listed[p.Name] = true
+		v, ok := have[p.Name]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s: listed at %s, not installed", p.Name, p.Version))
+		case v != p.Version:
+			out = append(out, fmt.Sprintf("%s: listed at %s, installed %s", p.Name, p.Version, v))
+		}
+	}
+	if !allowExtra {
+		for _, p := range m {
+			if !listed[p.Name] {
+				out = append(out, fmt.Sprintf("%s: installed %s, not listed", p.Name, p.Version))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,314 @@
+#!/bin/bash
+# The prune-kvm pipeline: the default prune, the audit observer in a guest on
+# the pinned kernel twice (two guest sizes standing for two runner images), the
+# orchestrator merging both, checks, and a summary. `make prune-kvm` runs every
+# stage here; the jobs of .github/workflows/prune-kvm.yml run one stage each
+# through the composite actions in workflows/, so CI and a laptop run the same
+# commands. Every step is a `lockstep` verb; this script only sequences them.
+#
+# usage: scripts/prune-kvm.sh [STAGE] --key K [options]
+#   STAGE   all (default) | prune | observe | merge | check | summary
+#   --key K                  exercise key (fixture, generic, …)          [required]
+#   --source fixture|reference   fixture: the observer's UDP fixture (key fixture);
+#                            reference: the key's reference exercises      [fixture]
+#   --exercises DIR          exercise tree (<family>/<exercise>/prune.json)
+#                                                          [<repo>/testdata/exercises]
+#   --out DIR                results: default-prune/, kvm-<name>/, merged-base/,
+#                            summary.json, summary.md       [<repo>/out/prune-kvm/<key>]
+#   --pin P                  kernel pin of the observers                   [7.2.13]
+#   --prune-kernel K         where the default prune runs: a pin or bzImage (a guest;
+#                            it should stand for the container kernels, below
+#                            Landlock ABI 10), `host` (this machine's kernel, only in
+#                            a disposable machine: CI, or LOCKSTEP_DISPOSABLE=1), or
+#                            `container` (host kernel inside images/prune/Dockerfile).
+#                            Unset: lockstep prune's own default.   [$PRUNE_KERNEL]
+#   --root DIR | --image NAME  guest root for prune and observe (default: host /)
+#   observe: --name N --mem MB --cpus N   one observer run into <out>/kvm-<N>
+#   merge:   --kvm N (twice)  the observer runs to compare and merge
+#                            [all: small and large; merge alone: every <out>/kvm-*]
+#
+# Exit: 0 every stage passed; otherwise the failing lockstep verb's status
+# (1 failed, 3 indeterminate, 70 guest setup failed) or 1 for a failed check;
+# 2 usage. A stage that observed nothing is never reported as passing.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+if [[ -x $repo/bin/lockstep ]]; then
+	PATH="$repo/bin:$PATH"
+fi
+
+usage() {
+	sed -n '/^# usage:/,/^# Exit:/p' "$0" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+die() {
+	echo "prune-kvm: $*" >&2
+	exit 1
+}
+
+stage=all
+case ${1:-} in
+all | prune | observe | merge | check | summary) stage=$1 && shift ;;
+-h | --help) usage ;;
+esac
+
+key='' source=fixture exercises=$repo/testdata/exercises out='' pin=7.2.13
+prune_kernel=${PRUNE_KERNEL:-} root='' image='' name='' mem='' cpus=''
+kvms=()
+while (($#)); do
+	case $1 in
+	--key) key=${2:?--key needs a value} && shift 2 ;;
+	--source) source=${2:?--source needs a value} && shift 2 ;;
+	--exercises) exercises=${2:?--exercises needs a value} && shift 2 ;;
+	--out) out=${2:?--out needs a value} && shift 2 ;;
+	--pin) pin=${2:?--pin needs a value} && shift 2 ;;
+	--prune-kernel) prune_kernel=${2?--prune-kernel needs a value} && shift 2 ;;
+	--root) root=${2:?--root needs a value} && shift 2 ;;
+	--image) image=${2:?--image needs a value} && shift 2 ;;
+	--name) name=${2:?--name needs a value} && shift 2 ;;
+	--mem) mem=${2:?--mem needs a value} && shift 2 ;;
+	--cpus) cpus=${2:?--cpus needs a value} && shift 2 ;;
+	--kvm) kvms+=("${2:?--kvm needs a value}") && shift 2 ;;
+	*) echo "prune-kvm: unknown argument $1" >&2 && usage ;;
+	esac
+done
+[[ $key =~ ^[a-z0-9-]+$ ]] || { echo "prune-kvm: --key must match ^[a-z0-9-]+\$ (it names files), got '$key'" >&2 && usage; }
+case $source in
+fixture) [[ $key == fixture ]] || { echo "prune-kvm: --source fixture needs --key fixture, got '$key'" >&2 && usage; } ;;
+reference) ;;
+*) echo "prune-kvm: --source must be fixture or reference, got '$source'" >&2 && usage ;;
+esac
+[[ -d $exercises ]] || die "exercise tree $exercises does not exist"
+exercises=$(cd "$exercises" && pwd)
+out=${out:-$repo/out/prune-kvm/$key}
+mkdir -p "$out/status"
+out=$(cd "$out" && pwd)
+command -v lockstep >/dev/null || die "lockstep is not on PATH and $repo/bin/lockstep is missing; run: make build"
+if [[ -n $image ]]; then
+	[[ -z $root ]] || { echo "prune-kvm: give --root or --image, not both" >&2 && usage; }
+	root=$(lockstep image path "$image")
+fi
+root_args=()
+if [[ -n $root ]]; then
+	root_args=(--root "$root")
+fi
+
+# note STAGE STATUS TEXT: remember a stage's outcome for the summary.
+note() {
+	printf '%s\t%s\n' "$2" "$3" >"$out/status/$1"
+}
+
+# step NAME TEXT CMD…: run one stage's command, note its status, stop on failure.
+step() {
+	local n=$1 text=$2 rc=0
+	shift 2
+	echo "prune-kvm: $text" >&2
+	local t0=$SECONDS
+	("$@") || rc=$?
+	note "$n" "$rc" "$text ($((SECONDS - t0)) s)"
+	if ((rc != 0)); then
+		echo "prune-kvm: $text failed with status $rc" >&2
+		exit "$rc"
+	fi
+}
+
+do_prune() {
+	local dir=$out/default-prune
+	rm -rf "$dir" && mkdir -p "$dir"
+	case $prune_kernel in
+	host)
+		if [[ ${LOCKSTEP_DISPOSABLE:-} != 1 && ${CI:-} != true ]]; then
+			die "--prune-kernel host deletes what an exercise leaves behind on this machine: only on a disposable machine (CI), or set LOCKSTEP_DISPOSABLE=1"
+		fi
+		step prune "default prune of $key on this machine's kernel $(uname -r)" \
+			env LOCKSTEP_DISPOSABLE=1 lockstep prune --key "$key" --exercises "$exercises" --out "$dir"
+		;;
+	container)
+		command -v docker >/dev/null || die "--prune-kernel container needs docker"
+		step prune-image "build the prune image from images/prune/Dockerfile" \
+			docker build --quiet -f "$repo/images/prune/Dockerfile" -t lockstep-prune:local "$repo/images"
+		# As Compose starts it: no network, cgroup limits, no extra privilege.
+		step prune "default prune of $key in the prune container on this machine's kernel $(uname -r)" \
+			docker run --rm --network none --memory 3g --pids-limit 1024 -e LOCKSTEP_DISPOSABLE=1 \
+			-v "$(command -v lockstep):/usr/local/bin/lockstep:ro" -v "$exercises:/exercises:ro" -v "$dir:/out" \
+			lockstep-prune:local lockstep prune --key "$key" --exercises /exercises --out /out
+		;;
+	'')
+		step prune "default prune of $key (lockstep prune's default kernel)" \
+			lockstep prune --key "$key" --exercises "$exercises" --out "$dir" "${root_args[@]}"
+		;;
+	*)
+		step prune "default prune of $key in a guest on $prune_kernel" \
+			lockstep prune --key "$key" --exercises "$exercises" --out "$dir" --kernel "$prune_kernel" "${root_args[@]}"
+		;;
+	esac
+	compgen -G "$dir/${key}_*.cfg" >/dev/null || die "the default prune wrote no $key policy into $dir"
+}
+
+# do_observe NAME MEM CPUS: the observer in a guest of that size, on the
+# default prune's results, into <out>/kvm-NAME.
+do_observe() {
+	local n=$1 m=$2 c=$3 dir=$out/kvm-$1
+	[[ $n =~ ^[A-Za-z0-9._-]+$ ]] || die "observer name '$n' must be letters, digits, dots, dashes"
+	[[ -d $out/default-prune ]] || die "no default prune in $out/default-prune: run the prune stage first"
+	rm -rf "$dir" && mkdir -p "$dir"
+	cp -R "$out/default-prune/." "$dir/"
+	step "observe-$n" "observer $n: guest of $c vCPU and $m MB on kernel $pin" \
+		lockstep observe --key "$key" --exercises "$exercises" --path-sets "$dir" --kernel "$pin" \
+		--mem "$m" --cpus "$c" "${root_args[@]}"
+	compgen -G "$dir/${key}_*.abi10.json" >/dev/null || die "observer $n wrote no .abi10.json into $dir"
+}
+
+do_merge() {
+	local kdirs=() k
+	if ((${#kvms[@]} == 0)); then
+		for k in "$out"/kvm-*/; do
+			[[ -d $k ]] && kvms+=("$(basename "$k")")
+		done
+		kvms=("${kvms[@]#kvm-}")
+	fi
+	((${#kvms[@]} == 2)) || die "the merge compares exactly two observer runs, found ${#kvms[@]}: ${kvms[*]:-none}"
+	for k in "${kvms[@]}"; do
+		[[ -d $out/kvm-$k ]] || die "no observer results in $out/kvm-$k"
+		kdirs+=(--kvm-dir "$out/kvm-$k")
+	done
+	mkdir -p "$out/merged-base"
+	step merge "orchestrate $key: default prune + observers ${kvms[*]}, which must agree" \
+		lockstep orchestrate --langs "$key" --path-dir "$out/default-prune" --core-dir "$out/merged-base" \
+		"${kdirs[@]}" --json >"$out/summary.json"
+}
+
+check_fixture() {
+	local base=$out/merged-base k s rc=0 tmp
+	grep -qx 'allow 5000 udp' "$base/Abi10-$key.cfg" || die "Abi10-$key.cfg does not hold 'allow 5000 udp'"
+	if grep -q udp "$base/BaseLanguage-$key.cfg"; then
+		die "BaseLanguage-$key.cfg holds a udp rule; ABI 10 rows never enter a base"
+	fi
+	for k in "$out"/kvm-*/; do
+		for s in "$k"*.abi10.cfg; do
+			[[ -e $s ]] || die "observer $(basename "$k") wrote no sidecar"
+			[[ $(grep -v '^#' "$s" | grep -v '^$') == $'[bind]\nallow 5000 udp' ]] ||
+				die "$s holds other rows than '[bind] allow 5000 udp'"
+		done
+	done
+	# A tampered sidecar must make the merge fail red and write nothing.
+	tmp=$out/tamper-test
+	rm -rf "$tmp" && mkdir -p "$tmp"
+	cp -R "$out/kvm-${kvms[0]}" "$tmp/kvm"
+	for s in "$tmp"/kvm/*.abi10.cfg; do
+		printf '[bind]\nallow 6000 udp\n' >"$s"
+	done
+	lockstep orchestrate --langs "$key" --path-dir "$out/default-prune" --core-dir "$tmp/core" \
+		--kvm-dir "$tmp/kvm" --kvm-dir "$tmp/kvm" >"$tmp/out" 2>"$tmp/err" || rc=$?
+	if ((rc != 1)); then
+		die "the merge of a tampered sidecar exited $rc, want 1 (refused)"
+	fi
+	if [[ -n $(find "$tmp/core" -type f 2>/dev/null) ]]; then
+		die "the refused merge of a tampered sidecar wrote files into its core dir"
+	fi
+	grep -q 'abi10.cfg' "$tmp/err" || die "the refused merge did not name the tampered sidecar: $(head -c 500 "$tmp/err")"
+	echo "prune-kvm: a tampered sidecar is refused: $(head -n 1 "$tmp/err")" >&2
+	rm -rf "$tmp"
+}
+
+# The merged base must let each reference exercise of the key pass under the
+# enforcer on this machine, in a fresh copy at the working directory the
+# exercise contract names.
+check_reference() {
+	local base=$out/merged-base pj ex dir cfg=() n=0 work=/var/tmp/testing-dir
+	for pj in "$exercises"/*/*/prune.json; do
+		[[ -e $pj ]] || continue
+		grep -Eq "\"key\"[[:space:]]*:[[:space:]]*\"$key\"" "$pj" || continue
+		dir=$(dirname "$pj") ex=$(basename "$dir") cfg=()
+		if [[ -e $base/exercises/${key}_$ex.cfg ]]; then
+			cfg=(--config "$base/exercises/${key}_$ex.cfg")
+		fi
+		rm -rf "$work" && cp -R "$dir" "$work"
+		step "verify-$ex" "exercise $key/$ex under the merged base" \
+			env -C "$work" lockstep run --base-dir "$base" "${cfg[@]}" -- /bin/bash ./build_script.sh
+		n=$((n + 1))
+	done
+	((n > 0)) || die "no exercise of key $key in $exercises"
+}
+
+do_check() {
+	if [[ $source == fixture ]]; then
+		step check "fixture checks: rows, base without udp, tampered sidecar refused" check_fixture
+	else
+		check_reference
+	fi
+}
+
+do_summary() {
+	local f md=$out/summary.md
+	{
+		echo "## prune-kvm: \`$key\` ($source)"
+		echo
+		echo "| stage | status |"
+		echo "| --- | --- |"
+		for f in "$out"/status/*; do
+			[[ -e $f ]] || continue
+			IFS=$'\t' read -r rc text <"$f"
+			if [[ $rc == 0 ]]; then rc="passed"; else rc="**failed ($rc)**"; fi
+			echo "| $text | $rc |"
+		done
+		if [[ -d $out/merged-base ]]; then
+			echo
+			echo "### merged base"
+			echo
+			for f in "$out"/merged-base/*.cfg; do
+				[[ -e $f ]] && echo "- \`$(basename "$f")\`: $(grep -cv '^\(#\|$\)' "$f") rule lines"
+			done
+			if [[ -e $out/merged-base/Abi10-$key.cfg ]]; then
+				echo
+				echo "ABI 10 rows (\`Abi10-$key.cfg\`, never part of a base):"
+				echo
+				echo '```'
+				grep -v '^#' "$out/merged-base/Abi10-$key.cfg"
+				echo '```'
+			fi
+		fi
+		if [[ -s $out/summary.json ]]; then
+			echo
+			echo "<details><summary>lockstep orchestrate --json</summary>"
+			echo
+			echo '```json'
+			cat "$out/summary.json"
+			echo '```'
+			echo "</details>"
+		fi
+	} >"$md"
+	cat "$md"
+	if [[ -n ${GITHUB_STEP_SUMMARY:-} ]]; then
+		cat "$md" >>"$GITHUB_STEP_SUMMARY"
+	fi
+}
+
+case $stage in
+prune) do_prune ;;
+observe)
+	[[ -n $name && -n $mem && -n $cpus ]] || { echo "prune-kvm: observe needs --name, --mem and --cpus" >&2 && usage; }
+	do_observe "$name" "$mem" "$cpus"
+	;;
+merge) do_merge ;;
+check)
+	if ((${#kvms[@]} == 0)); then
+		for k in "$out"/kvm-*/; do [[ -d $k ]] && kvms+=("$(basename "$k")"); done
+		kvms=("${kvms[@]#kvm-}")
+	fi
+	do_check
+	;;
+summary) do_summary ;;
+all)
+	rm -rf "$out/status" "$out/summary.json" "$out/summary.md" && mkdir -p "$out/status"
+	trap 'do_summary >/dev/null 2>&1 || true' EXIT
+	do_prune
+	do_observe small 1024 1
+	do_observe large 2048 2
+	kvms=(small large)
+	do_merge
+	do_check
+	trap - EXIT
+	do_summary
+	;;
+esac
