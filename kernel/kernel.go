@@ -226,7 +226,7 @@ type Entry struct {
 	Pin       *Pin   // nil for a stale directory
 	Key       string // the current key, or the stale directory's name
 	Dir       string
-	State     string // "verified", "refused: …", "not built", "stale"
+	State     string // "verified", "refused: …", "building …", "not built", "stale"
 	Source    string // "downloaded", "unpacked", or ""
 	Record    *Record
 	KeyErrMsg string // why no key could be computed, if so
@@ -254,6 +254,8 @@ func (b *Builder) List(ctx context.Context) ([]Entry, error) {
 		known[key] = true
 		r, err := b.Verify(ctx, p.Version)
 		switch {
+		case errors.Is(err, ErrNotBuilt) && lockHeld(e.Dir+".lock"):
+			e.State = "building (another process holds the lock)"
 		case errors.Is(err, ErrNotBuilt):
 			e.State = "not built"
 		case err != nil:

@@ -40,3 +40,17 @@ func lockFile(ctx context.Context, path string, log *slog.Logger) (unlock func()
 		}
 	}
 }
+
+// lockHeld reports whether another process holds the flock on path now.
+func lockHeld(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
