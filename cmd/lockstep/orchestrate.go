@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/pruner/orchestrate"
+)
+
+func init() {
+	register(&verb{
+		Name:  "orchestrate",
+		Usage: "orchestrate --langs <k1,k2,…> --path-dir <dir> --core-dir <dir> [--kvm-dir <dir>]… [--runtime-chdir <dir>] [--json] [--summary <file>]",
+		Short: "merge pruned exercise policies and ABI-10 sidecars into the shipped bases",
+		Long: `Checks every input first and collects every problem: aborted exercises,
+retired .paths files, a record without its .cfg and the reverse, record schema,
+stage, key and exercise, the SHA-256 each record names against the raw bytes
+beside it, and every ABI-10 record and sidecar (verified, no mismatches, the
+.cfg it verified, Landlock ABI 10 or above, the sidecar's hash, nothing but
+"[bind] allow <port> udp" rows). Any problem: exit 1, and nothing is written.
+
+Then writes, under --core-dir: BaseLanguage-<lang>.cfg (the union of the
+language's exercises, hierarchy raised, no limits), exercises/<lang>_<ex>.cfg
+(what the base lacks: in practice the limits), Abi10-<lang>.cfg and
+exercises/<lang>_<ex>.abi10.cfg (the ABI-10 rows, never in any Base*.cfg),
+BasePhobos.cfg (omitted with a warning when an [execute] grant would overlap
+a write-class grant across languages), TailPhobos.cfg, and debug/ files for
+review. The tree is replaced atomically: a refusal, an error or a crash
+leaves the previous tree as it was.
+
+With --kvm-dir given twice or more, the sidecars of every observer run must
+hold the same rows (comment lines ignored); the first directory's files are
+merged. Without --kvm-dir the ABI-10 files are read from --path-dir.
+
+--json prints one summary document (schema_version 1: languages, exercises,
+rows, files, warnings; on a refusal "refused": true and "problems").
+--summary appends a Markdown summary to a file, e.g. $GITHUB_STEP_SUMMARY.
+See docs/orchestrate.md.`,
+		Example: `# merge one language after a container prune and two guest runs
+$ lockstep orchestrate --langs java --path-dir path_sets --kvm-dir kvm-24.04 --kvm-dir kvm-26.04 --core-dir core --summary "$GITHUB_STEP_SUMMARY"`,
+		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+			langs := fs.String("langs", "", "comma-separated language `keys`, in order")
+			pathDir := fs.String("path-dir", "", "`dir`ectory of the pruner's <lang>_<ex>.{cfg,json} (and ABI-10 files without --kvm-dir)")
+			coreDir := fs.String("core-dir", "", "output tree `dir`ectory, replaced atomically")
+			var kvmDirs multiFlag
+			fs.Var(&kvmDirs, "kvm-dir", "observer results `dir`ectory (repeatable; two or more must agree row for row)")
+			chdir := fs.String("runtime-chdir", orchestrate.DefaultRuntimeChdir, "working `dir`ectory written to TailPhobos.cfg")
+			asJSON := fs.Bool("json", false, "print one JSON summary document on stdout")
+			summary := fs.String("summary", "", "append a Markdown summary to `file` (e.g. $GITHUB_STEP_SUMMARY)")
+			return func(ctx context.Context, io *stdio, args []string) int {
+				v := verbs["orchestrate"]
+				if len(args) > 0 {
+					return usageExit(io, v, usagef("unexpected arguments %q", args))
+				}
+				if *langs == "" || *pathDir == "" || *coreDir == "" {
+					return usageExit(io, v, usagef("--langs, --path-dir and --core-dir are required"))
+				}
+				var keys []string
+				for _, k := range strings.Split(*langs, ",") {
+					if k = strings.TrimSpace(k); k != "" {
+						keys = append(keys, k)
+					}
+				}
+				level := slog.LevelWarn
+				if io.verbose {
+					level = slog.LevelInfo
+				}
+				sum, err := orchestrate.Run(orchestrate.Options{
+					Langs: keys, PathDir: *pathDir, CoreDir: *coreDir, KVMDirs: kvmDirs,
+					RuntimeChdir: *chdir,
+					Log:          slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: level})),
+				})
+				var ref *orchestrate.Refusal
+				switch {
+				case errors.As(err, &ref):
+					for _, p := range ref.Problems {
+						fmt.Fprintf(io.err, "lockstep orchestrate: %s\n", p)
+					}
+					fmt.Fprintf(io.err, "lockstep orchestrate: refused (%d problems); nothing was written\n", len(ref.Problems))
+					if code := appendSummary(io, *summary, ref.Markdown()); code != exitOK {
+						return code
+					}
+					if *asJSON {
+						return writeJSON(io, map[string]any{"schema_version": orchestrate.SummarySchema, "refused": true, "problems": ref.Problems}, exitFail)
+					}
+					return exitFail
+				case err != nil:
+					return fail(io, "orchestrate", exitFail, err)
+				}
+				for _, w := range sum.Warnings {
+					fmt.Fprintf(io.err, "lockstep orchestrate: warning: %s\n", w)
+				}
+				if code := appendSummary(io, *summary, sum.Markdown()); code != exitOK {
+					return code
+				}
+				if *asJSON {
+					doc := struct {
+						*orchestrate.Summary
+						Refused  bool     `json:"refused"`
+						Problems []string `json:"problems"`
+					}{sum, false, []string{}}
+					return writeJSON(io, doc, exitOK)
+				}
+				for _, l := range sum.Languages {
+					fmt.Fprintf(io.out, "%s: %d exercises, base %d rows, %d ABI-10 rows, %s\n", l.Name, len(l.Exercises), l.BaseRows, len(l.ABI10Rows), l.BaseHash)
+				}
+				fmt.Fprintf(io.out, "wrote %d files to %s\n", len(sum.Files), sum.CoreDir)
+				return exitOK
+			}
+		},
+	})
+}
+
+// appendSummary appends md to file ("" does nothing).
+func appendSummary(io *stdio, file, md string) int {
+	if file == "" {
+		return exitOK
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err == nil {
+		_, err = f.WriteString(md + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fail(io, "orchestrate", exitFail, fmt.Errorf("write the Markdown summary: %w", err))
+	}
+	return exitOK
+}
