@@ -798,3 +798,11 @@ func (a *Attributor) network(c *strace.Call) *Refusal {
 	}
 	return r
 }
+
+// Add appends needs to a filesystem refusal and recomputes Paths, Sections
+// and Rights (package control adds an executable's interpreter this way).
+func (r *Refusal) Add(needs ...Need) {
+	r.Needs = append(r.Needs, needs...)
+	r.Paths, r.Sections, r.Rights = nil, nil, nil
+	r.summarise()
+}
