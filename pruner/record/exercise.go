@@ -1,0 +1,327 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+)
+
+// Exercise is the exercise record <key>_<exercise>.json (schema 2): what a
+// prune produced and every step that led there.
+type Exercise struct {
+	SchemaVersion int        `json:"schema_version"`
+	Key           string     `json:"key"`
+	Exercise      string     `json:"exercise"`
+	Stage         Stage      `json:"stage"`
+	Provenance    Provenance `json:"provenance"`
+	// CfgSHA256 is SHA256Hex of the .cfg written beside the record, header
+	// included.
+	CfgSHA256 string  `json:"cfg_sha256"`
+	Policy    Policy  `json:"policy"`
+	Log       []Entry `json:"log"`
+}
+
+// Aborted is <key>_<exercise>.aborted.json: a prune that wrote no policy.
+type Aborted struct {
+	SchemaVersion int    `json:"schema_version"`
+	Key           string `json:"key"`
+	Exercise      string `json:"exercise"`
+	Stage         Stage  `json:"stage"`
+	// Aborted is the reason, one line.
+	Aborted string `json:"aborted"`
+	// Evidence holds what shows the reason; "record" is the log up to the
+	// abort.
+	Evidence   map[string]any `json:"evidence"`
+	Provenance Provenance     `json:"provenance"`
+}
+
+// ValidationError lists every problem of one record file, sorted.
+type ValidationError struct {
+	File     string
+	Problems []string
+}
+
+func (e *ValidationError) Error() string {
+	s := e.File + ": " + e.Problems[0]
+	if len(e.Problems) > 1 {
+		s += fmt.Sprintf(" (and %d more problems)", len(e.Problems)-1)
+	}
+	return s
+}
+
+var (
+	keyPattern      = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+	hexPattern      = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	udpBindRow      = regexp.MustCompile(`^allow (0|[1-9][0-9]{0,4}) udp$`)
+	exerciseNameBad = regexp.MustCompile(`[/\x00-\x1f\x7f]`)
+)
+
+// problems collects validation problems.
+type problems []string
+
+func (p *problems) add(format string, a ...any) { *p = append(*p, fmt.Sprintf(format, a...)) }
+
+func (p problems) err(file string) error {
+	if len(p) == 0 {
+		return nil
+	}
+	sort.Strings(p)
+	return &ValidationError{File: file, Problems: p}
+}
+
+func checkIdentity(p *problems, schema, wantSchema int, key, exercise string) {
+	if schema != wantSchema {
+		p.add("schema_version is %d, want %d", schema, wantSchema)
+	}
+	if !keyPattern.MatchString(key) {
+		p.add("key %q is not a key (^[a-z0-9]+(-[a-z0-9]+)*$)", key)
+	}
+	if exercise == "" || exercise == "." || exercise == ".." || strings.HasPrefix(exercise, ".") || exerciseNameBad.MatchString(exercise) {
+		p.add("exercise %q is not an exercise folder name", exercise)
+	}
+}
+
+func checkProvenance(p *problems, v Provenance) {
+	if v.Pruner == "" {
+		p.add("provenance.pruner is empty")
+	}
+	if v.Kernel == "" {
+		p.add("provenance.kernel is empty")
+	}
+	if v.Architecture == "" {
+		p.add("provenance.architecture is empty")
+	}
+	if v.LandlockABI < -1 {
+		p.add("provenance.landlock_abi is %d, want -1 (none) or more", v.LandlockABI)
+	}
+	if v.Strace == "" {
+		p.add("provenance.strace is empty, want the first line of strace -V, absent or unknown")
+	}
+	if _, err := time.Parse(DateLayout, v.Date); err != nil {
+		p.add("provenance.date %q is not a UTC date like 2026-11-29T08:44:42Z", v.Date)
+	}
+}
+
+func checkPolicy(p *problems, v Policy) {
+	if v.FS == nil || v.Connect == nil || v.Bind == nil || v.Limits == nil || v.Comments == nil || v.Header == nil || v.Notes == nil {
+		p.add("policy lacks one of fs, connect, bind, limits, comments, header, notes")
+	}
+	known := map[string]int{}
+	for i, s := range policy.FilesystemSections {
+		known[string(s)] = i
+	}
+	for path, secs := range v.FS {
+		if !strings.HasPrefix(path, "/") {
+			p.add("policy.fs path %q is not absolute", path)
+		}
+		last := -1
+		for _, s := range secs {
+			i, ok := known[s]
+			if !ok {
+				p.add("policy.fs[%q] has section %q, want one of %v", path, s, policy.FilesystemSections)
+				continue
+			}
+			if i <= last {
+				p.add("policy.fs[%q] sections %v are not in canonical order without repeats", path, secs)
+				break
+			}
+			last = i
+		}
+		if len(secs) == 0 {
+			p.add("policy.fs[%q] has no section", path)
+		}
+	}
+	for _, r := range v.Connect {
+		if !strings.HasPrefix(r, "allow ") {
+			p.add("policy.connect rule %q does not start with allow", r)
+		}
+	}
+	for _, r := range v.Bind {
+		if !strings.HasPrefix(r, "allow ") {
+			p.add("policy.bind rule %q does not start with allow", r)
+		}
+	}
+	if !sort.StringsAreSorted(v.Connect) || !sort.StringsAreSorted(v.Bind) {
+		p.add("policy.connect and policy.bind must be sorted")
+	}
+	for k, n := range v.Limits {
+		if !knownLimit(k) {
+			p.add("policy.limits has key %q, want one of %v", k, policy.LimitKeys)
+		}
+		if f, err := n.Float64(); err != nil || f < 0 {
+			p.add("policy.limits[%q] is %q, want a number ≥ 0", k, n)
+		}
+	}
+}
+
+func knownLimit(k string) bool {
+	for _, l := range policy.LimitKeys {
+		if string(l) == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate returns every problem of the record at once (nil if none).
+func (r *Exercise) Validate() error {
+	var p problems
+	checkIdentity(&p, r.SchemaVersion, ExerciseSchema, r.Key, r.Exercise)
+	if !r.Stage.valid() {
+		p.add("stage %q is not one of filesystem, network, limits, all", r.Stage)
+	}
+	checkProvenance(&p, r.Provenance)
+	if !hexPattern.MatchString(r.CfgSHA256) {
+		p.add("cfg_sha256 %q is not a lower-case hex SHA-256", r.CfgSHA256)
+	}
+	checkPolicy(&p, r.Policy)
+	if r.Log == nil {
+		p.add("log is missing, want a list (possibly empty)")
+	}
+	for i, e := range r.Log {
+		if e.Stage == "" {
+			p.add("log[%d] has no stage", i)
+		}
+	}
+	return p.err(r.Key + "_" + r.Exercise + ExerciseSuffix)
+}
+
+// Vouches reports whether the record describes cfg: its SHA-256 over the raw
+// bytes must be CfgSHA256.
+func (r *Exercise) Vouches(cfg []byte) error {
+	if got := SHA256Hex(cfg); got != r.CfgSHA256 {
+		stem := r.Key + "_" + r.Exercise
+		return fmt.Errorf("%s.cfg is not the file %s.json records: its SHA-256 differs (file %s, record %s)", stem, stem, got, r.CfgSHA256)
+	}
+	return nil
+}
+
+// Shippable reports whether the record is one an orchestrator may merge:
+// stage all.
+func (r *Exercise) Shippable() error {
+	if r.Stage != StageAll {
+		return fmt.Errorf("%s_%s.json records a prune stopped after its %s stage, not one to ship", r.Key, r.Exercise, r.Stage)
+	}
+	return nil
+}
+
+// Validate returns every problem of the abort record at once (nil if none).
+func (r *Aborted) Validate() error {
+	var p problems
+	checkIdentity(&p, r.SchemaVersion, ExerciseSchema, r.Key, r.Exercise)
+	if !r.Stage.valid() {
+		p.add("stage %q is not one of filesystem, network, limits, all", r.Stage)
+	}
+	if strings.TrimSpace(r.Aborted) == "" || strings.ContainsAny(r.Aborted, "\n\r") {
+		p.add("aborted %q is not a one-line reason", r.Aborted)
+	}
+	if r.Evidence == nil {
+		p.add("evidence is missing, want an object")
+	}
+	checkProvenance(&p, r.Provenance)
+	return p.err(r.Key + "_" + r.Exercise + AbortedSuffix)
+}
+
+// ParseExercise reads and validates an exercise record.
+func ParseExercise(name string, data []byte) (*Exercise, error) {
+	var r Exercise
+	if err := decodeStrict(data, &r); err != nil {
+		return nil, &ValidationError{File: name, Problems: []string{err.Error()}}
+	}
+	if err := r.Validate(); err != nil {
+		return nil, rename(err, name)
+	}
+	return &r, nil
+}
+
+// ParseAborted reads and validates an abort record.
+func ParseAborted(name string, data []byte) (*Aborted, error) {
+	var r Aborted
+	if err := decodeStrict(data, &r); err != nil {
+		return nil, &ValidationError{File: name, Problems: []string{err.Error()}}
+	}
+	if err := r.Validate(); err != nil {
+		return nil, rename(err, name)
+	}
+	return &r, nil
+}
+
+func rename(err error, name string) error {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		ve.File = name
+	}
+	return err
+}
+
+// checkName refuses a record whose file name is not <key>_<exercise><suffix>.
+func checkName(path, key, exercise, suffix string) error {
+	if want := key + "_" + exercise + suffix; filepath.Base(path) != want {
+		return &ValidationError{File: path, Problems: []string{fmt.Sprintf("records %s/%s, so its name must be %s", key, exercise, want)}}
+	}
+	return nil
+}
+
+// ReadExercise reads path, validates it, and checks that its name is
+// <key>_<exercise>.json.
+func ReadExercise(path string) (*Exercise, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	r, err := ParseExercise(path, data)
+	if err != nil {
+		return nil, err
+	}
+	return r, checkName(path, r.Key, r.Exercise, ExerciseSuffix)
+}
+
+// ReadAborted reads path, validates it, and checks its name.
+func ReadAborted(path string) (*Aborted, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	r, err := ParseAborted(path, data)
+	if err != nil {
+		return nil, err
+	}
+	return r, checkName(path, r.Key, r.Exercise, AbortedSuffix)
+}
+
+// WriteExercise validates r and writes it atomically as
+// dir/<key>_<exercise>.json, returning the path.
+func WriteExercise(dir string, r *Exercise) (string, error) {
+	if err := r.Validate(); err != nil {
+		return "", err
+	}
+	return write(dir, r.Key+"_"+r.Exercise+ExerciseSuffix, r)
+}
+
+// WriteAborted validates r and writes it atomically as
+// dir/<key>_<exercise>.aborted.json, returning the path.
+func WriteAborted(dir string, r *Aborted) (string, error) {
+	if err := r.Validate(); err != nil {
+		return "", err
+	}
+	return write(dir, r.Key+"_"+r.Exercise+AbortedSuffix, r)
+}
+
+func write(dir, name string, v any) (string, error) {
+	data, err := Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name)
+	if err := WriteFileAtomic(path, data, 0o644); err != nil {
+		return "", err
+	}
+	return path, nil
+}

@@ -1,0 +1,233 @@
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ABI10 is the Landlock ABI a KVM record must have observed.
+const ABI10 = 10
+
+// KVM is the KVM record <key>_<exercise>.abi10.json (schema 1): what the
+// observer saw of one exercise in a guest on a pinned kernel.
+type KVM struct {
+	SchemaVersion int        `json:"schema_version"`
+	Key           string     `json:"key"`
+	Exercise      string     `json:"exercise"`
+	Provenance    Provenance `json:"provenance"`
+	// Kernel is the guest kernel's release; LandlockABI its Landlock ABI.
+	Kernel      string `json:"kernel"`
+	LandlockABI int    `json:"landlock_abi"`
+	// VerifiedCfgSHA256 is SHA256Hex of the .cfg the run verified; nil
+	// (null) when it stopped before reading it.
+	VerifiedCfgSHA256 *string `json:"verified_cfg_sha256"`
+	// ABI10CfgSHA256 is SHA256Hex of the .abi10.cfg sidecar; nil (null)
+	// when no sidecar was written.
+	ABI10CfgSHA256 *string `json:"abi10_cfg_sha256"`
+	// CrossCheck is nil (absent) when the run stopped before it.
+	CrossCheck *CrossCheck `json:"cross_check,omitempty"`
+	Mismatches []Mismatch  `json:"mismatches"`
+	AuditOnly  []AuditOnly `json:"audit_only"`
+	Rows       []Row       `json:"rows"`
+	Verified   bool        `json:"verified"`
+	// Aborted and Evidence are set together, on an abort only.
+	Aborted  string         `json:"-"`
+	Evidence map[string]any `json:"-"`
+}
+
+// CrossCheck compares strace's Landlock refusals with the kernel's audit
+// records for one run.
+type CrossCheck struct {
+	StraceDenials int         `json:"strace_denials"`
+	AuditRecords  int         `json:"audit_records"`
+	Unparsed      []string    `json:"unparsed"`
+	Mismatches    []Mismatch  `json:"mismatches"`
+	AuditOnly     []AuditOnly `json:"audit_only"`
+}
+
+// Mismatch is a strace denial no audit record agrees with.
+type Mismatch struct {
+	Operation string   `json:"operation"`
+	Objects   []string `json:"objects"`
+	Sections  []string `json:"sections"`
+	// AuditForObject are the sorted sections of every still-unmatched audit
+	// denial sharing an object.
+	AuditForObject [][]string `json:"audit_for_object"`
+}
+
+// AuditOnly is an audit denial no strace denial claimed; reported, never
+// granted.
+type AuditOnly struct {
+	Objects  []string `json:"objects"`
+	Sections []string `json:"sections"`
+}
+
+// Row is one ABI 10 row: a `[bind] allow <port> udp` rule and the raw audit
+// records that name the refused UDP bind.
+type Row struct {
+	Rule  string   `json:"rule"`
+	Audit []string `json:"audit"`
+}
+
+type kvmAlias KVM
+
+type kvmAborted struct {
+	kvmAlias
+	Aborted  string         `json:"aborted"`
+	Evidence map[string]any `json:"evidence"`
+}
+
+// MarshalJSON writes "aborted" and "evidence" only on an abort, evidence as
+// {} when empty.
+func (r KVM) MarshalJSON() ([]byte, error) {
+	if r.Aborted == "" {
+		return json.Marshal(kvmAlias(r))
+	}
+	ev := r.Evidence
+	if ev == nil {
+		ev = map[string]any{}
+	}
+	return json.Marshal(kvmAborted{kvmAlias(r), r.Aborted, ev})
+}
+
+// UnmarshalJSON reads the record with its optional abort members.
+func (r *KVM) UnmarshalJSON(b []byte) error {
+	var a kvmAborted
+	if err := decodeStrict(b, &a); err != nil {
+		return err
+	}
+	*r = KVM(a.kvmAlias)
+	r.Aborted, r.Evidence = a.Aborted, a.Evidence
+	if r.Aborted != "" && r.Evidence == nil {
+		return fmt.Errorf("aborted without evidence")
+	}
+	if r.Aborted == "" && a.Evidence != nil {
+		return fmt.Errorf("evidence without aborted")
+	}
+	return nil
+}
+
+// Validate returns every problem of the record at once (nil if none).
+func (r *KVM) Validate() error {
+	var p problems
+	checkIdentity(&p, r.SchemaVersion, KVMSchema, r.Key, r.Exercise)
+	checkProvenance(&p, r.Provenance)
+	if r.Kernel == "" {
+		p.add("kernel is empty")
+	}
+	for name, h := range map[string]*string{"verified_cfg_sha256": r.VerifiedCfgSHA256, "abi10_cfg_sha256": r.ABI10CfgSHA256} {
+		if h != nil && !hexPattern.MatchString(*h) {
+			p.add("%s %q is not a lower-case hex SHA-256 or null", name, *h)
+		}
+	}
+	if r.Mismatches == nil || r.AuditOnly == nil || r.Rows == nil {
+		p.add("mismatches, audit_only and rows must be lists (possibly empty)")
+	}
+	for i, row := range r.Rows {
+		if !udpBindRow.MatchString(row.Rule) {
+			p.add("rows[%d].rule %q is not allow <port> udp", i, row.Rule)
+		} else if port, _ := strconv.Atoi(strings.Fields(row.Rule)[1]); port > 65535 {
+			p.add("rows[%d].rule %q has a port above 65535", i, row.Rule)
+		}
+		if len(row.Audit) == 0 {
+			p.add("rows[%d] (%s) has no audit record behind it", i, row.Rule)
+		}
+	}
+	if r.Verified {
+		if r.Aborted != "" {
+			p.add("verified but aborted (%q)", r.Aborted)
+		}
+		if len(r.Mismatches) > 0 {
+			p.add("verified with %d mismatches", len(r.Mismatches))
+		}
+		if r.LandlockABI < ABI10 {
+			p.add("verified on Landlock ABI %d, want %d or more", r.LandlockABI, ABI10)
+		}
+		if r.VerifiedCfgSHA256 == nil {
+			p.add("verified without verified_cfg_sha256")
+		}
+		if r.CrossCheck == nil {
+			p.add("verified without a cross_check")
+		}
+	}
+	if len(r.Rows) > 0 && r.ABI10CfgSHA256 == nil && r.Verified {
+		p.add("verified with %d rows but no abi10_cfg_sha256", len(r.Rows))
+	}
+	if r.Aborted != "" && strings.ContainsAny(r.Aborted, "\n\r") {
+		p.add("aborted %q is not one line", r.Aborted)
+	}
+	return p.err(r.Key + "_" + r.Exercise + KVMSuffix)
+}
+
+// Vouches reports whether the record verified cfg (the exercise's .cfg) and
+// describes sidecar (the .abi10.cfg; nil when there is none).
+func (r *KVM) Vouches(cfg, sidecar []byte) error {
+	stem := r.Key + "_" + r.Exercise
+	if r.VerifiedCfgSHA256 == nil || *r.VerifiedCfgSHA256 != SHA256Hex(cfg) {
+		return fmt.Errorf("%s.abi10.json verified another %s.cfg than the one beside it", stem, stem)
+	}
+	switch {
+	case sidecar == nil && r.ABI10CfgSHA256 != nil:
+		return fmt.Errorf("%s.abi10.json records a %s.abi10.cfg that is not there", stem, stem)
+	case sidecar != nil && (r.ABI10CfgSHA256 == nil || *r.ABI10CfgSHA256 != SHA256Hex(sidecar)):
+		return fmt.Errorf("%s.abi10.cfg is not the file %s.abi10.json records: its SHA-256 differs", stem, stem)
+	}
+	return nil
+}
+
+// ParseKVM reads and validates a KVM record.
+func ParseKVM(name string, data []byte) (*KVM, error) {
+	var r KVM
+	if err := decodeStrict(data, &r); err != nil {
+		return nil, &ValidationError{File: name, Problems: []string{err.Error()}}
+	}
+	if err := r.Validate(); err != nil {
+		return nil, rename(err, name)
+	}
+	return &r, nil
+}
+
+// ReadKVM reads path, validates it, and checks that its name is
+// <key>_<exercise>.abi10.json.
+func ReadKVM(path string) (*KVM, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	r, err := ParseKVM(path, data)
+	if err != nil {
+		return nil, err
+	}
+	return r, checkName(path, r.Key, r.Exercise, KVMSuffix)
+}
+
+// WriteKVM validates r and writes it atomically as
+// dir/<key>_<exercise>.abi10.json, returning the path.
+func WriteKVM(dir string, r *KVM) (string, error) {
+	if err := r.Validate(); err != nil {
+		return "", err
+	}
+	return write(dir, r.Key+"_"+r.Exercise+KVMSuffix, r)
+}
+
+// Sidecar renders the .abi10.cfg for rows, as Phobos writes it: two header
+// comment lines, then [bind] and the rules, sorted; LF, final newline.
+func Sidecar(key, exercise string, p Provenance, rows []Row) []byte {
+	rules := make([]string, 0, len(rows))
+	for _, r := range rows {
+		rules = append(rules, r.Rule)
+	}
+	sort.Strings(rules)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# ABI 10 rows for %s/%s, from the KVM run on kernel %s on %s.\n", key, exercise, p.Kernel, p.Date)
+	b.WriteString("# Each row is a UDP bind the kernel's own audit record names as refused; see the .abi10.json beside this file.\n")
+	b.WriteString("[bind]\n")
+	for _, r := range rules {
+		b.WriteString(r + "\n")
+	}
+	return []byte(b.String())
+}
