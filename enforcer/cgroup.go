@@ -75,9 +75,15 @@ func ownCgroup(ctl string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return parseProcCgroup(data, ctl)
+}
+
+// parseProcCgroup finds the path of the hierarchy with controller ctl ("" for
+// the v2 line "0::<path>") in the text of /proc/<pid>/cgroup.
+func parseProcCgroup(data []byte, ctl string) (string, error) {
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
+		if len(parts) != 3 || !strings.HasPrefix(parts[2], "/") {
 			continue
 		}
 		if ctl == "" && parts[0] == "0" && parts[1] == "" {
@@ -198,11 +204,20 @@ func eventCount(file, key string) int64 {
 	if err != nil {
 		return 0
 	}
+	return parseEvent(data, key)
+}
+
+// parseEvent returns the count of key in a cgroup "key value" file
+// (pids.events, memory.events, memory.oom_control); 0 when absent.
+func parseEvent(data []byte, key string) int64 {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) == 2 && f[0] == key {
-			n, _ := strconv.ParseInt(f[1], 10, 64)
+			n, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil || n < 0 {
+				return 0
+			}
 			return n
 		}
 	}

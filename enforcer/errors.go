@@ -24,6 +24,9 @@ var (
 	// ErrTimeout: the policy's timeout passed; the process group was
 	// killed (exit 124).
 	ErrTimeout = errors.New("timeout passed")
+	// ErrInterrupted: the context was cancelled (Ctrl-C); the process
+	// group was killed (exit 130).
+	ErrInterrupted = errors.New("interrupted")
 	// ErrCapPassed: a cgroup cap (processes, memory) was passed and
 	// everything the command started was killed (exit 137).
 	ErrCapPassed = errors.New("resource cap passed")
@@ -35,6 +38,7 @@ const (
 	StatusRefused    = 125
 	StatusCannotExec = 126
 	StatusNotFound   = 127
+	StatusInterrupt  = 130
 	StatusCapPassed  = 137
 )
 
@@ -47,6 +51,8 @@ func Status(err error) int {
 		return StatusTimeout
 	case errors.Is(err, ErrCapPassed):
 		return StatusCapPassed
+	case errors.Is(err, ErrInterrupted):
+		return StatusInterrupt
 	case errors.Is(err, ErrNotFound):
 		return StatusNotFound
 	case errors.Is(err, ErrCannotExec):

@@ -29,7 +29,15 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv("LOCKSTEP_TEST_NET"); mode != "" {
 		os.Exit(netHelper(mode, os.Getenv("LOCKSTEP_TEST_PORT")))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	// Nothing left behind: no cgroup this process created survives.
+	left, _ := filepath.Glob(fmt.Sprintf("%s/*/lockstep-%d-*", CgroupRoot, os.Getpid()))
+	left2, _ := filepath.Glob(fmt.Sprintf("%s/lockstep-%d-*", CgroupRoot, os.Getpid()))
+	if left = append(left, left2...); len(left) > 0 && code == 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: cgroups left behind: %v\n", left)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // netHelper binds or connects a plain TCP socket (raw syscalls: Go's net

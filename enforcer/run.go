@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -301,6 +302,12 @@ func startChild(ctx context.Context, opts Options, prep *Prepared, cg *caps, spe
 
 func commandStreams(opts Options, cmd *exec.Cmd) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.Stdin, opts.Stdout, opts.Stderr
+	if f, ok := cmd.Stdin.(*os.File); ok && isForegroundTTY(f) {
+		// The command gets its own process group; hand it the terminal
+		// so it may read from it (else SIGTTIN stops it).
+		cmd.SysProcAttr.Foreground = true
+		cmd.SysProcAttr.Ctty = 0
+	}
 	if cmd.Stdout == nil {
 		cmd.Stdout = os.Stdout
 	}
@@ -478,7 +485,7 @@ loop:
 		case <-ctxDone:
 			ctxDone = nil
 			if why == nil {
-				why = errorf(ErrRefused, "interrupted: %v; process group killed", ctx.Err())
+				why = errorf(ErrInterrupted, "interrupted (%v); process group killed", ctx.Err())
 			}
 			killGroup(syscall.SIGKILL)
 			_ = cg.killAll(time.Second)
@@ -492,10 +499,8 @@ loop:
 			why = errorf(ErrCapPassed, "%s; every process of the command killed", msg)
 		}
 	}
+	restoreForeground(cmd)
 	if why != nil {
-		if ctx.Err() != nil {
-			return StatusRefused, why
-		}
 		return Status(why), why
 	}
 	if leftErr != nil {
@@ -519,4 +524,27 @@ func exitStatus(ps *os.ProcessState, waitErr error) (int, error) {
 		return 128 + int(ws.Signal()), nil
 	}
 	return StatusRefused, errorf(ErrRefused, "unexpected wait status %v", ws)
+}
+
+// isForegroundTTY reports whether f is a terminal whose foreground process
+// group is ours: only then can the command be made the foreground job.
+func isForegroundTTY(f *os.File) bool {
+	pg, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	return err == nil && pg == unix.Getpgrp()
+}
+
+// restoreForeground gives the terminal back to our process group after a
+// command that had it (tcsetpgrp from a background group needs SIGTTOU
+// ignored).
+func restoreForeground(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil || !cmd.SysProcAttr.Foreground {
+		return
+	}
+	f, ok := cmd.Stdin.(*os.File)
+	if !ok {
+		return
+	}
+	signal.Ignore(syscall.SIGTTOU)
+	defer signal.Reset(syscall.SIGTTOU)
+	_ = unix.IoctlSetPointerInt(int(f.Fd()), unix.TIOCSPGRP, unix.Getpgrp())
 }

@@ -171,3 +171,23 @@ func TestProbeLSMAndPtrace(t *testing.T) {
 		t.Errorf("probePtrace(absent) = %+v, want -1 (Yama absent) without error", got)
 	}
 }
+
+func FuzzParseVersion(f *testing.F) {
+	for _, name := range []string{"qemu-version.txt", "strace-version.txt"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, "QEMU emulator version ")
+		f.Add(data, "strace -- version ")
+	}
+	f.Fuzz(func(t *testing.T, out []byte, prefix string) {
+		v, err := parseVersion(out, prefix)
+		if (err == nil) == (v == "") {
+			t.Errorf("parseVersion = %q, %v: want a version xor an error", v, err)
+		}
+		if strings.ContainsAny(v, " \t\n") {
+			t.Errorf("parseVersion = %q, want one word", v)
+		}
+	})
+}
