@@ -137,3 +137,43 @@ func TestCaptureBench(t *testing.T) {
 		t.Errorf("%d calls, want a large capture", len(calls))
 	}
 }
+
+// TestCaptureExercise: runs of the generic reference exercise under
+// `lockstep run`. The enforcer restricts one thread and starts the command
+// from it; every call of the command must be in the domain, none of the
+// enforcer's before it.
+func TestCaptureExercise(t *testing.T) {
+	for _, name := range []string{"generic-pass.strace.gz", "generic-readonly.strace"} {
+		t.Run(name, func(t *testing.T) {
+			calls, st := parseAll(t, string(readCapture(t, name)))
+			if st.Errors != 0 || st.Orphans != 0 || st.Unplaced != 0 || st.Reused != 0 {
+				t.Errorf("stats = %+v", st)
+			}
+			restricted := 0
+			for _, c := range calls {
+				if c.Name == "landlock_restrict_self" && c.Ret == "0" {
+					restricted = c.Line
+					break
+				}
+				if c.InDomain {
+					t.Fatalf("line %d: %s in the domain before any restriction", c.Line, c)
+				}
+			}
+			if restricted == 0 {
+				t.Fatal("no landlock_restrict_self")
+			}
+			var bashes int
+			for _, c := range calls {
+				if c.Name == "execve" && !c.Failed() && c.Line > restricted {
+					bashes++
+					if !c.InDomain {
+						t.Errorf("line %d: %s outside the domain", c.Line, c)
+					}
+				}
+			}
+			if bashes < 2 {
+				t.Errorf("%d execve after the restriction, want the command's", bashes)
+			}
+		})
+	}
+}

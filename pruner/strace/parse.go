@@ -1,6 +1,8 @@
 package strace
 
 import (
+	"bufio"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -169,15 +171,26 @@ type Trace struct {
 	Stats Stats
 }
 
-// ParseFile parses a whole strace output file. Every line must parse.
+// ParseFile parses a whole strace output file, gzip-compressed or not
+// (such as an observer's .trace.gz). Every line must parse.
 func ParseFile(path string) (*Trace, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open strace output: %w", err)
 	}
 	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
 	t := &Trace{}
-	st, err := Parse(f, func(c *Call) error {
+	st, err := Parse(r, func(c *Call) error {
 		t.Calls = append(t.Calls, c)
 		return nil
 	})
