@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
+	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/kernel"
+	"github.com/lockstep-sandbox/lockstep/observer/proof"
+)
+
+// Files the in-guest selftest writes among its results.
+const (
+	selftestReport  = "selftest.json"
+	selftestRecords = "selftest-records.txt"
+)
+
+func init() {
+	hiddenRoles[proof.Role] = proof.RefusalMain
+	register(&verb{
+		Name:  "selftest",
+		Usage: "selftest [--kernel <pin>|<file>] [--accel {auto|kvm|tcg}] [--results <dir>] [--json]",
+		Short: "boot a guest and prove its kernel: release, LSM list, ABI, audit, one refusal per right → one record",
+		Long: `Boots the kernel (a pin, built and cached on first use, or a bzImage file) in a
+throwaway guest and proves inside it that the kernel is the one meant and that
+its Landlock audit records can be trusted:
+
+  release   uname -r equals the version in the bzImage header (the pin's)
+  lsm       landlock is in /sys/kernel/security/lsm
+  abi       the Landlock ABI is at least the pin's (10 for 7.2.13; for a
+            kernel file, the default pin's)
+  audit     audit enabled, this process registered as the audit daemon
+            (unicast), backlog limit 8192, rate limit 0
+
+then makes one deliberate refusal per right class (read_file, read_dir,
+write_file, truncate, execute, make_reg, make_dir, remove_file, make_sym,
+refer, ioctl_dev, bind_tcp, connect_tcp, bind_udp, connect_send_udp,
+scope.signal), each in its own child and domain, and holds it only if exactly
+one LANDLOCK_ACCESS record arrived naming that right alone, the expected object
+(path and inode, port, or target pid) and, through the SYSCALL record of the
+same serial, the child's pid and the refused system call. A right the kernel's
+ABI lacks is "not offered". The records are also kept: --results gets
+selftest.json and selftest-records.txt (every record, netlink form).
+
+With --in-guest the checks run on the running kernel instead (what the guest
+runs; also usable on a disposable machine as root).
+
+Exit status: 0 every check held; 1 a check failed; 3 indeterminate: the LSM
+list, the ABI (below the pin's, never 0) or audit failed, records were lost, a
+deallocation barrier did not arrive, or the guest did not report; 70 the guest
+could not be set up; 2 usage.`,
+		Example: `# Prove the default pin (7.2.13) in a guest
+$ lockstep selftest
+# A distribution kernel: the UDP rights are not offered, the ABI check fails, status 3
+$ lockstep selftest --kernel /boot/vmlinuz-6.12.48+deb13-amd64 --json`,
+		Flags: selftestFlags,
+	})
+}
+
+func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+	kernelArg := fs.String("kernel", kernel.DefaultPin, "kernel `pin` or bzImage file")
+	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
+	results := fs.String("results", "", "`dir`ectory to keep selftest.json, selftest-records.txt and run.json")
+	asJSON := fs.Bool("json", false, "print the report as JSON (schema 1) instead of a table")
+	inGuest := fs.Bool("in-guest", false, "run the checks on the running kernel (what the guest runs)")
+	wantRelease := fs.String("want-release", "", "with --in-guest: the `release` uname -r must equal (empty: not checked)")
+	wantABI := fs.Int("want-abi", 0, "with --in-guest: the pin's Landlock `abi` (default: the default pin's)")
+	return func(ctx context.Context, io *stdio, args []string) int {
+		v := verbs["selftest"]
+		if len(args) > 0 {
+			return usageExit(io, v, usagef("unexpected arguments %q", args))
+		}
+		if *wantABI == 0 {
+			pin, err := kernel.Lookup(kernel.DefaultPin)
+			if err != nil {
+				return fail(io, "selftest", exitFail, err)
+			}
+			*wantABI = pin.ABI
+		}
+		if *inGuest {
+			out := *results
+			if out == "" && os.Getenv("LOCKSTEP_GUEST") == "1" {
+				out = proto.ResultsDir
+			}
+			return selftestHere(ctx, io, out, *wantRelease, *wantABI, *asJSON)
+		}
+		switch *accel {
+		case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
+		default:
+			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
+		}
+		return selftestGuest(ctx, io, *kernelArg, *accel, *results, *asJSON)
+	}
+}
+
+// selftestHere runs the proof on the running kernel and writes its report
+// and records to out (when not empty).
+func selftestHere(ctx context.Context, io *stdio, out, wantRelease string, wantABI int, asJSON bool) int {
+	opts := proof.Options{WantRelease: wantRelease, WantABI: wantABI, Log: bootLogger(io)}
+	var rawFile *os.File
+	if out != "" {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return fail(io, "selftest", exitIndeterminate, err)
+		}
+		f, err := os.Create(filepath.Join(out, selftestRecords))
+		if err != nil {
+			return fail(io, "selftest", exitIndeterminate, err)
+		}
+		rawFile = f
+		opts.Raw = f
+	}
+	rep, err := proof.Run(ctx, opts)
+	if rawFile != nil {
+		if cerr := rawFile.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fail(io, "selftest", exitIndeterminate, err)
+	}
+	if out != "" {
+		if err := selftestWriteJSON(filepath.Join(out, selftestReport), rep); err != nil {
+			return fail(io, "selftest", exitIndeterminate, err)
+		}
+	}
+	if err := selftestPrint(io.out, rep, asJSON); err != nil {
+		return fail(io, "selftest", exitIndeterminate, err)
+	}
+	return rep.Status
+}
+
+// selftestGuest boots the kernel with the in-guest selftest as the job and
+// reads the report it wrote.
+func selftestGuest(ctx context.Context, io *stdio, kernelArg, accel, results string, asJSON bool) int {
+	log := bootLogger(io)
+	bz, err := resolveKernel(ctx, kernelArg, log)
+	if err != nil {
+		return fail(io, "selftest", exitFail, err)
+	}
+	wantABI, err := selftestPinABI(kernelArg)
+	if err != nil {
+		return fail(io, "selftest", exitFail, err)
+	}
+	release, err := selftestRelease(bz)
+	if err != nil {
+		return fail(io, "selftest", exitFail, err)
+	}
+	dir := results
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "lockstep-selftest.")
+		if err != nil {
+			return fail(io, "selftest", exitFail, err)
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	guestOut := io.err
+	if !io.verbose {
+		guestOut = nil // the report is read from the results, not the console
+	}
+	res, err := harness.Run(ctx, harness.Options{
+		Kernel: bz, Accel: accel, ResultsDir: dir, Verbose: io.verbose, Log: log,
+		Command: []string{proto.GuestBinary, "selftest", "--in-guest", "--json",
+			"--want-release", release, "--want-abi", strconv.Itoa(wantABI)},
+		Stdout: guestOut, Stderr: io.err,
+	})
+	if res == nil {
+		return fail(io, "selftest", exitFail, err)
+	}
+	if err != nil {
+		code := exitIndeterminate
+		if errors.Is(err, harness.ErrGuestSetup) {
+			code = exitGuestSetup
+		}
+		return fail(io, "selftest", code, fmt.Errorf("guest on %s: %w", filepath.Base(bz), err))
+	}
+	b, err := os.ReadFile(filepath.Join(dir, selftestReport))
+	if err != nil {
+		return fail(io, "selftest", exitIndeterminate, fmt.Errorf("the guest wrote no report (status %d): %w", res.Status, err))
+	}
+	var rep proof.Report
+	if err := json.Unmarshal(b, &rep); err != nil || rep.Schema != proof.Schema {
+		return fail(io, "selftest", exitIndeterminate, fmt.Errorf("the guest's %s is not a schema-%d report: %v", selftestReport, proof.Schema, err))
+	}
+	if rep.Status != res.Status {
+		return fail(io, "selftest", exitIndeterminate, fmt.Errorf("the guest exited %d but its report says status %d", res.Status, rep.Status))
+	}
+	if !asJSON {
+		fmt.Fprintf(io.out, "kernel %s (%s), accel %s\n", release, filepath.Base(bz), res.Accel)
+	}
+	if err := selftestPrint(io.out, &rep, asJSON); err != nil {
+		return fail(io, "selftest", exitIndeterminate, err)
+	}
+	return rep.Status
+}
+
+func selftestPrint(w io.Writer, rep *proof.Report, asJSON bool) error {
+	if !asJSON {
+		return rep.WriteTable(w)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// selftestPinABI is the pin's Landlock ABI; a kernel file is held to the default
+// pin's.
+func selftestPinABI(kernelArg string) (int, error) {
+	pin := kernelArg
+	if strings.ContainsRune(kernelArg, '/') {
+		pin = kernel.DefaultPin
+	} else if fi, err := os.Stat(kernelArg); err == nil && fi.Mode().IsRegular() {
+		pin = kernel.DefaultPin
+	}
+	p, err := kernel.Lookup(pin)
+	if err != nil {
+		return 0, err
+	}
+	return p.ABI, nil
+}
+
+// selftestRelease is the release (first word of the version string) that a
+// bzImage's setup header names: what uname -r must say in the guest.
+func selftestRelease(bz string) (string, error) {
+	f, err := os.Open(bz)
+	if err != nil {
+		return "", fmt.Errorf("kernel release: %w", err)
+	}
+	defer f.Close()
+	v, err := kernel.HeaderVersion(f)
+	if err != nil {
+		return "", fmt.Errorf("kernel release of %s: %w", bz, err)
+	}
+	release, _, _ := strings.Cut(v, " ")
+	return release, nil
+}
+
+// selftestWriteJSON writes v as indented JSON to path through a temporary file
+// in the same directory.
+func selftestWriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
