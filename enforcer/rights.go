@@ -316,3 +316,49 @@ func netRules(p *policy.Policy, row ABIRow) ([]PortRule, uint64, string) {
 	sort.Slice(ports, func(i, j int) bool { return ports[i].Port < ports[j].Port })
 	return ports, handled, strings.Join(desc, ",")
 }
+
+var fsNames = []string{"EXECUTE", "WRITE_FILE", "READ_FILE", "READ_DIR", "REMOVE_DIR", "REMOVE_FILE", "MAKE_CHAR", "MAKE_DIR",
+	"MAKE_REG", "MAKE_SOCK", "MAKE_FIFO", "MAKE_BLOCK", "MAKE_SYM", "REFER", "TRUNCATE", "IOCTL_DEV", "RESOLVE_UNIX"}
+
+var netNames = []string{"BIND_TCP", "CONNECT_TCP", "BIND_UDP", "CONNECT_SEND_UDP"}
+
+func bitNames(v uint64, names []string) string {
+	var out []string
+	for i, n := range names {
+		if v&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "|")
+}
+
+// FSRightNames spells a filesystem access mask with the kernel's names,
+// e.g. "READ_FILE|READ_DIR".
+func FSRightNames(v uint64) string { return bitNames(v, fsNames) }
+
+// NetRightNames spells a network access mask, e.g. "BIND_TCP|CONNECT_TCP".
+func NetRightNames(v uint64) string { return bitNames(v, netNames) }
+
+// Describe lists the ruleset one line each: what is handled, every path and
+// port rule with its rights, and the paths that grant nothing because they
+// are missing. `lockstep -v run` prints it.
+func (r *Ruleset) Describe() []string {
+	lines := []string{
+		"handled fs: " + FSRightNames(r.HandledFS),
+		"handled net: " + NetRightNames(r.HandledNet),
+		fmt.Sprintf("scoped: %s", bitNames(r.Scoped, []string{"ABSTRACT_UNIX_SOCKET", "SIGNAL"})),
+	}
+	for _, p := range r.Paths {
+		lines = append(lines, fmt.Sprintf("path %s: %s", p.Path, FSRightNames(p.Access)))
+	}
+	for _, p := range r.Ports {
+		lines = append(lines, fmt.Sprintf("port %d: %s", p.Port, NetRightNames(p.Access)))
+	}
+	for _, m := range r.Missing {
+		lines = append(lines, fmt.Sprintf("missing %s: does not exist here, grants nothing", m))
+	}
+	return lines
+}

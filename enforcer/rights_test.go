@@ -217,3 +217,25 @@ func TestLimitsOf(t *testing.T) {
 		t.Errorf("rlimits = %+v, want cpu nproc nofile fsize_mb (16 MiB)", rl)
 	}
 }
+
+func TestDescribe(t *testing.T) {
+	rs, err := Compile(mustParse(t, "[read]\n/usr\n/gone\n[bind]\nallow 0\n"), ABITable[7], false, fakeFS{"/usr": KindDir}.stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(rs.Describe(), "\n")
+	for _, w := range []string{
+		"handled net: BIND_TCP|CONNECT_TCP",
+		"scoped: ABSTRACT_UNIX_SOCKET|SIGNAL",
+		"path /usr: READ_FILE|READ_DIR",
+		"port 0: BIND_TCP",
+		"missing /gone",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("Describe() =\n%s\nlacks %q", got, w)
+		}
+	}
+	if len(fsNames) != 17 || len(netNames) != 4 {
+		t.Errorf("name tables: %d fs, %d net; want 17 and 4 (one per right of ABITable's last row)", len(fsNames), len(netNames))
+	}
+}

@@ -61,7 +61,7 @@ $ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1
 					}
 					return fail(io, "run", exitRefused, fmt.Errorf("%w. Nothing ran", err))
 				}
-				status, err := enforcer.Run(ctx, enforcer.Options{
+				opts := enforcer.Options{
 					Policy:          p,
 					Command:         args,
 					LogSubprocesses: *logSub,
@@ -70,7 +70,16 @@ $ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1
 					Stdout:          io.out,
 					Stderr:          io.err,
 					Quiet:           *quiet,
-				})
+				}
+				if io.verbose {
+					// The ruleset as the kernel will get it; Run prepares it again.
+					if prep, err := enforcer.Prepare(opts); err == nil {
+						for _, l := range prep.Ruleset.Describe() {
+							fmt.Fprintf(io.err, "lockstep run: %s\n", l)
+						}
+					}
+				}
+				status, err := enforcer.Run(ctx, opts)
 				if err != nil {
 					var ue *enforcer.UnenforceableError
 					if errors.As(err, &ue) {
