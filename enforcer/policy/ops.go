@@ -52,6 +52,32 @@ func Letters(secs map[Section]bool) string {
 	return b.String()
 }
 
+// rights is a set of letters as bits, in letterOrder.
+type rights uint16
+
+var sectionRights = func() map[Section]rights {
+	m := map[Section]rights{}
+	for s, l := range sectionLetters {
+		for _, c := range l {
+			m[s] |= 1 << strings.IndexRune(letterOrder, c)
+		}
+	}
+	return m
+}()
+
+func maskOf(secs map[Section]bool) rights {
+	var r rights
+	for s, ok := range secs {
+		if ok {
+			r |= sectionRights[s]
+		}
+	}
+	return r
+}
+
+// strictSubset reports whether a is a strict subset of b.
+func strictSubset(a, b rights) bool { return a != b && a&^b == 0 }
+
 // subset reports whether every letter of a is in b.
 func subset(a, b string) bool {
 	for _, c := range a {
@@ -159,18 +185,16 @@ func Intersect(a, b *Policy) *Policy {
 	return out
 }
 
-// granted returns the letters base grants on path: its own and every
+// granted returns the rights base grants on path: its own and every
 // ancestor's.
-func (p *Policy) granted(path string) string {
-	secs := map[Section]bool{}
-	for _, anc := range append(Ancestors(path), path) {
-		for k, ok := range p.FS[anc] {
-			if ok {
-				secs[k] = true
-			}
+func (p *Policy) granted(path string) rights {
+	r := maskOf(p.FS[path])
+	for _, anc := range Ancestors(path) {
+		if secs, ok := p.FS[anc]; ok {
+			r |= maskOf(secs)
 		}
 	}
-	return Letters(secs)
+	return r
 }
 
 // Ancestors lists the strict ancestors of a normal absolute path, root first:
@@ -203,7 +227,7 @@ func Remainder(exercise, base *Policy) *Policy {
 	for path, secs := range exercise.FS {
 		have := base.granted(path)
 		for s, ok := range secs {
-			if ok && !subset(sectionLetters[s], have) {
+			if ok && sectionRights[s]&^have != 0 {
 				if out.FS[path] == nil {
 					out.FS[path] = map[Section]bool{}
 				}
@@ -267,11 +291,14 @@ func (n Nesting) String() string {
 func (p *Policy) StrictSubsets() []Nesting {
 	var out []Nesting
 	for _, path := range p.sortedPaths() {
-		own := Letters(p.FS[path])
+		own := maskOf(p.FS[path])
 		for _, anc := range Ancestors(path) {
-			al := Letters(p.FS[anc])
-			if al != "" && own != al && subset(own, al) {
-				out = append(out, Nesting{Path: path, Ancestor: anc, Letters: own, AncestorLetters: al})
+			secs, ok := p.FS[anc]
+			if !ok {
+				continue
+			}
+			if al := maskOf(secs); al != 0 && strictSubset(own, al) {
+				out = append(out, Nesting{Path: path, Ancestor: anc, Letters: Letters(p.FS[path]), AncestorLetters: Letters(secs)})
 			}
 		}
 	}
@@ -281,7 +308,7 @@ func (p *Policy) StrictSubsets() []Nesting {
 func (p *Policy) sortedPaths() []string {
 	var paths []string
 	for path, secs := range p.FS {
-		if len(Letters(secs)) > 0 {
+		if maskOf(secs) != 0 {
 			paths = append(paths, path)
 		}
 	}
@@ -306,10 +333,14 @@ func (p *Policy) NormaliseHierarchy() (*Policy, error) {
 	// against its ancestors root first; one pass reaches the fixed point
 	// (a raised path only grows, so it never becomes a strict subset of an
 	// ancestor it was checked against).
+	masks := map[string]rights{}
+	for path, secs := range q.FS {
+		masks[path] = maskOf(secs)
+	}
 	for _, path := range q.sortedPaths() {
 		for _, anc := range Ancestors(path) {
-			own, al := Letters(q.FS[path]), Letters(q.FS[anc])
-			if al == "" || own == al || !subset(own, al) {
+			al, ok := masks[anc]
+			if !ok || al == 0 || !strictSubset(masks[path], al) {
 				continue
 			}
 			for s, ok := range q.FS[anc] {
@@ -317,6 +348,7 @@ func (p *Policy) NormaliseHierarchy() (*Policy, error) {
 					q.FS[path][s] = true
 				}
 			}
+			masks[path] |= al
 		}
 	}
 	return q, nil

@@ -73,8 +73,9 @@ func (p *Policy) Render() []byte {
 		blocks = append(blocks, b.String())
 	}
 	written := map[string]bool{}
+	bySection := p.pathsBySection()
 	for _, s := range FilesystemSections {
-		paths := p.Paths(s)
+		paths := bySection[s]
 		if len(paths) == 0 {
 			continue
 		}
@@ -195,6 +196,23 @@ func sortedBind(rs []BindRule) []BindRule {
 	return out
 }
 
+// pathsBySection lists the paths of every section, each list sorted, in
+// one pass over the policy.
+func (p *Policy) pathsBySection() map[Section][]string {
+	out := map[Section][]string{}
+	for path, secs := range p.FS {
+		for s, ok := range secs {
+			if ok {
+				out[s] = append(out[s], path)
+			}
+		}
+	}
+	for _, l := range out {
+		sort.Strings(l)
+	}
+	return out
+}
+
 // Paths returns the paths holding section s, sorted.
 func (p *Policy) Paths(s Section) []string {
 	var out []string
@@ -226,7 +244,17 @@ func (p *Policy) Rules() *Policy {
 // same hash alike. (A record vouching for a file hashes its raw bytes
 // instead: FileSHA256.)
 func (p *Policy) Hash() string {
-	return FileSHA256(p.Rules().Render())
+	// A shallow copy: Render reads FS and Limits and never changes them.
+	q := &Policy{FS: p.FS, Limits: p.Limits}
+	for _, r := range p.Connect {
+		r.Comment = ""
+		q.Connect = append(q.Connect, r)
+	}
+	for _, r := range p.Bind {
+		r.Comment = ""
+		q.Bind = append(q.Bind, r)
+	}
+	return FileSHA256(q.Render())
 }
 
 // FileSHA256 is "sha256:" and the hex SHA-256 of data, raw bytes as read.

@@ -43,6 +43,7 @@ type exercise struct {
 	cfgSHA           string
 	pol              *policy.Policy
 	rows             []policy.BindRule // from the ABI-10 sidecar, if any
+	remainder        *policy.Policy    // what the exercise needs beyond its base
 }
 
 // problems collects refusal reasons in order.

@@ -149,7 +149,8 @@ func render(langs []*language, chdir string, warn func(string)) []output {
 		bases = append(bases, l.base)
 		add("BaseLanguage-"+l.name+".cfg", l.base)
 		for _, ex := range l.exercises {
-			add("exercises/"+ex.stem+".cfg", policy.Remainder(ex.pol, l.base).Rules())
+			ex.remainder = policy.Remainder(ex.pol, l.base).Rules()
+			add("exercises/"+ex.stem+".cfg", ex.remainder)
 			if len(ex.rows) > 0 {
 				add("exercises/"+ex.stem+".abi10.cfg", bindOnly(ex.rows))
 			}

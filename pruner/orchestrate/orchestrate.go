@@ -199,7 +199,7 @@ func Run(o Options) (*Summary, error) {
 		for _, ex := range l.exercises {
 			ls.Exercises = append(ls.Exercises, Exercise{
 				Name: ex.name, CfgSHA256: ex.cfgSHA,
-				Rows:      rowCount(policy.Remainder(ex.pol, l.base)),
+				Rows:      rowCount(ex.remainder),
 				ABI10Rows: ruleStrings(ex.rows),
 			})
 		}
