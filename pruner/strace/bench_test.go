@@ -5,9 +5,7 @@ import (
 	"compress/gzip"
 	"io"
 	"os"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // readCapture returns a committed capture, decompressing .gz files.
@@ -62,13 +60,4 @@ func BenchmarkParse(b *testing.B) {
 			}
 		})
 	}
-}
-
-// cpuTime is the user and system time this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
