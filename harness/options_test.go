@@ -1,0 +1,59 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	err := Options{Root: "/no/such/dir", Accel: "xen", MemMB: -1, Shares: []Share{{Source: "/no/share", GuestPath: "rel"}}}.validate()
+	if err == nil {
+		t.Fatal("validate() of bad options succeeded")
+	}
+	for _, want := range []string{"no kernel", "no command", "root /no/such/dir", "share /no/share: want an existing", "guest path \"rel\"", "accel \"xen\"", "negative"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("validate() error lacks %q:\n%v", want, err)
+		}
+	}
+	if _, err := Run(t.Context(), Options{}); err == nil {
+		t.Error("Run(Options{}) succeeded")
+	}
+}
+
+func TestAccelFactor(t *testing.T) {
+	if AccelFactor(AccelTCG) != 10 || AccelFactor(AccelKVM) != 1 {
+		t.Errorf("AccelFactor(tcg, kvm) = %d, %d; want 10, 1", AccelFactor(AccelTCG), AccelFactor(AccelKVM))
+	}
+}
+
+func TestPoolBounds(t *testing.T) {
+	p := NewPool(1)
+	if p.maxCPUs != 1 {
+		t.Errorf("NewPool(1) allows %d CPUs, want 1", p.maxCPUs)
+	}
+	if p.maxMem < 128 {
+		t.Errorf("NewPool memory bound %d MiB", p.maxMem)
+	}
+	// With the only CPU taken, a second guest waits and gives up with its
+	// context, never booting.
+	if err := p.cpus.Acquire(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	defer p.cpus.Release(1)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	res, err := p.Run(ctx, Options{Kernel: filepath.Join(t.TempDir(), "never-read"), Command: []string{"true"}})
+	if res != nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Pool.Run with no CPU free = %v, %v; want a context deadline error", res, err)
+	}
+}
+
+func TestAvailableMem(t *testing.T) {
+	if m := availableMemMB(); m <= 0 {
+		t.Errorf("availableMemMB() = %d", m)
+	}
+}
