@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
+	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
 )
 
 // buildLockstep builds cmd/lockstep into a temporary folder, so the runner
@@ -54,6 +55,7 @@ func TestRunUnderEnforcer(t *testing.T) {
 		"[write]\n/dev/null\nWORK\n[create]\nWORK\n[delete]\nWORK\n")
 	readOnly := write("read-only.cfg", "[read]\n/usr\n/etc\n/proc\n/dev/null\nWORK\n[execute]\n/usr/bin\n/usr/lib\n[write]\n/dev/null\n")
 	nothing := write("nothing.cfg", "[read]\n/usr/share/doc\n")
+	broken := write("broken.cfg", "[reed]\n/usr\n")
 
 	res, err := e.Run(t.Context(), RunOptions{WorkDir: work, Prefix: []string{bin, "run", "--config", enough, "--"}})
 	if err != nil {
@@ -80,5 +82,19 @@ func TestRunUnderEnforcer(t *testing.T) {
 	if res.Started || res.Status != 126 || !bytes.Contains(res.BeforeStart(), []byte("lockstep run: ")) {
 		t.Errorf("under a policy that grants nothing: started %v, status %d, before start %q; want false, 126, the enforcer's words",
 			res.Started, res.Status, res.BeforeStart())
+	}
+	if line := verdict.Stopped(res.Status, res.BeforeStart()); line != "" {
+		t.Errorf("verdict.Stopped(a refused exec) = %q, want \"\" (a refusal to attribute, not a stop)", line)
+	}
+
+	// A policy the enforcer refuses: a stop, not a verdict.
+	res, err = e.Run(t.Context(), RunOptions{WorkDir: work, Prefix: []string{bin, "run", "--config", broken, "--"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line := verdict.Stopped(res.Status, res.BeforeStart()); res.Started || res.Status != verdict.RefusedStatus ||
+		!strings.Contains(line, "unknown section [reed]") {
+		t.Errorf("under a broken policy: started %v, status %d, Stopped = %q; want false, 125, the enforcer's line",
+			res.Started, res.Status, line)
 	}
 }

@@ -276,3 +276,36 @@ func (v Verdict) ReferenceProblem() error {
 	}
 	return nil
 }
+
+// RefusedStatus is the status lockstep's enforcer exits with when it refused
+// to run anything (bad policy, a rule the kernel cannot enforce, a hash
+// mismatch); UsageStatus the one for a wrong command line.
+const (
+	RefusedStatus = 125
+	UsageStatus   = 2
+)
+
+// Stopped tells a run the enforcer stopped before the command started from
+// one the command ended: it returns the enforcer's own line when the status
+// is one the enforcer stops with (125 refused, 2 usage) and that line is in
+// beforeStart, the output printed before the command's start sentinel (all
+// of it if the command never started; see exercise.Result.BeforeStart).
+// Otherwise "". The enforcer's "lockstep: OK …" status line is not a stop,
+// and neither is the command's own 125 or 2: the pruner treats a stop as a
+// defect of its own, never as a policy that is too narrow, and a status of
+// 126 (cannot execute) or 127 as a refusal to attribute.
+func Stopped(status int, beforeStart []byte) string {
+	if status != RefusedStatus && status != UsageStatus {
+		return ""
+	}
+	for _, line := range strings.Split(string(beforeStart), "\n") {
+		line = strings.TrimRight(line, "\r")
+		switch {
+		case status == RefusedStatus && strings.HasPrefix(line, "lockstep run: "),
+			status == RefusedStatus && strings.HasPrefix(line, "lockstep: ") && !strings.HasPrefix(line, "lockstep: OK "),
+			status == UsageStatus && strings.HasPrefix(line, "usage: lockstep run"):
+			return line
+		}
+	}
+	return ""
+}

@@ -397,3 +397,28 @@ func BenchmarkJudge(b *testing.B) {
 		Judge(r)
 	}
 }
+
+func TestStopped(t *testing.T) {
+	tests := []struct {
+		Name   string
+		Status int
+		Before string
+		Want   string
+	}{
+		{"policy refused", 125, "lockstep run: p.cfg:3: unknown section [reed]\n", "lockstep run: p.cfg:3: unknown section [reed]"},
+		// The enforcer's words, as `lockstep run` printed them on this host.
+		{"kernel cannot enforce", 125, "lockstep run: unenforceable: [bind] allow 5000 udp needs Landlock ABI 10 (UDP port rules)\nlockstep run: refused. Nothing ran.\n",
+			"lockstep run: unenforceable: [bind] allow 5000 udp needs Landlock ABI 10 (UDP port rules)"},
+		{"other lockstep line", 125, "lockstep: cannot read policy\n", "lockstep: cannot read policy"},
+		{"usage", 2, "lockstep run: no command given after --\nusage: lockstep run --config <file>… -- <cmd>…\n", "usage: lockstep run --config <file>… -- <cmd>…"},
+		{"command's own 125", 125, "lockstep: OK abi=7 handled=fs,net,scope rules=3 net=tcp-ports hash=sha256:00\n", ""},
+		{"marker beside another status", 1, "lockstep run: p.cfg:3: unknown section [reed]\n", ""},
+		{"cannot execute is a refusal", 126, "lockstep run: fork/exec /bin/bash: permission denied\n", ""},
+		{"usage text with 125", 125, "usage: lockstep run --config <file>\n", ""},
+	}
+	for _, tt := range tests {
+		if got := Stopped(tt.Status, []byte(tt.Before)); got != tt.Want {
+			t.Errorf("%s: Stopped(%d, %q) = %q, want %q", tt.Name, tt.Status, tt.Before, got, tt.Want)
+		}
+	}
+}
