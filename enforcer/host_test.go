@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,6 +27,16 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(RoleEnv) {
 	case ChildRole:
 		os.Exit(ChildMain())
+	}
+	if os.Getenv("LOCKSTEP_TEST_RUNLOG") != "" {
+		// Run one command with --log-subprocesses, for TestLogFlagReachesKernel.
+		forceReexec = os.Getenv("LOCKSTEP_TEST_REEXEC") == "1"
+		p := &policy.Policy{FS: map[string]map[policy.Section]bool{"/usr": {policy.Read: true, policy.Execute: true}}}
+		status, err := Run(context.Background(), Options{Policy: p, Command: []string{"/usr/bin/true"}, LogSubprocesses: true, Quiet: true})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		os.Exit(status)
 	}
 	if mode := os.Getenv("LOCKSTEP_TEST_NET"); mode != "" {
 		os.Exit(netHelper(mode, os.Getenv("LOCKSTEP_TEST_PORT")))
@@ -607,5 +619,89 @@ func TestMemoryCap(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Join(d, "x")); err == nil && st.Size() > 80<<20 {
 		t.Errorf("the write reached %d bytes, want it stopped near 64 MiB", st.Size())
+	}
+}
+
+// TestLogFlagReachesKernel traces this test binary running one command with
+// LogSubprocesses and checks that landlock_restrict_self got
+// LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON (0x2), on both start paths.
+func TestLogFlagReachesKernel(t *testing.T) {
+	needABI(t, ABILogFlags, "audit log flags")
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace not on PATH")
+	}
+	self, _ := os.Executable()
+	for _, re := range []string{"", "1"} {
+		out := filepath.Join(t.TempDir(), "trace")
+		cmd := exec.Command(strace, "-f", "-qq", "-e", "trace=landlock_restrict_self", "-o", out, self)
+		cmd.Env = append(os.Environ(), "LOCKSTEP_TEST_RUNLOG=1", "LOCKSTEP_TEST_REEXEC="+re)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("strace run (reexec=%q): %v\n%s", re, err, b)
+		}
+		trace, _ := os.ReadFile(out)
+		if !bytes.Contains(trace, []byte("landlock_restrict_self(")) ||
+			!(bytes.Contains(trace, []byte("LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON")) || bytes.Contains(trace, []byte(", 0x2)"))) {
+			t.Errorf("reexec=%q: trace has no landlock_restrict_self with LOG_NEW_EXEC_ON:\n%s", re, trace)
+		}
+		t.Logf("reexec=%q: %s", re, bytes.TrimSpace(trace))
+	}
+}
+
+// TestCgroupV2OnHybrid exercises the cgroup v2 code on this machine's
+// hybrid layout (cgroup2 at /sys/fs/cgroup/unified without the pids and
+// memory controllers): the cap is refused with the reason, nothing is left
+// behind, and cgroup.kill empties a v2 cgroup.
+func TestCgroupV2OnHybrid(t *testing.T) {
+	unified := "/sys/fs/cgroup/unified"
+	var st unix.Statfs_t
+	if err := unix.Statfs(unified, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC || unix.Access(unified, unix.W_OK) != nil {
+		t.Skipf("%s is not a writable cgroup2 mount here", unified)
+	}
+	saved := CgroupRoot
+	CgroupRoot = unified
+	defer func() { CgroupRoot = saved }()
+	c := setupCaps(16, 0)
+	if c.ok() {
+		c.remove()
+		t.Skipf("%s has the pids controller; the refusal path is not reachable here", unified)
+	}
+	if !strings.HasPrefix(c.desc, "none:") || !strings.Contains(c.desc, "pids") {
+		t.Errorf("setupCaps on %s: desc %q, want none:<why> naming the pids controller", unified, c.desc)
+	}
+	if left, _ := filepath.Glob(fmt.Sprintf("%s/lockstep-%d-*", unified, os.Getpid())); len(left) > 0 {
+		t.Errorf("refused setup left %v behind", left)
+	}
+
+	// cgroup.kill on a v2 cgroup without controllers.
+	dir, err := os.MkdirTemp(unified, fmt.Sprintf("lockstep-%d-kill", os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := &caps{v2: true, dirs: []string{dir}, created: []string{dir}, desc: "v2"}
+	defer kc.remove()
+	token := fmt.Sprintf("3602.%d", time.Now().UnixNano()%1_000_000_000)
+	var cmds []*exec.Cmd
+	for i := 0; i < 3; i++ {
+		cmd := exec.Command("/usr/bin/sleep", token)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+			t.Fatalf("move pid into %s: %v", dir, err)
+		}
+	}
+	if err := kc.killAll(2 * time.Second); err != nil {
+		t.Errorf("killAll: %v", err)
+	}
+	for _, cmd := range cmds {
+		cmd.Wait()
+	}
+	if n := countProcs(token); n != 0 {
+		t.Errorf("%d processes survive cgroup.kill", n)
+	}
+	if err := kc.remove(); err != nil {
+		t.Errorf("remove: %v", err)
 	}
 }
