@@ -289,19 +289,26 @@ func matchClose(s string, i int) int {
 // skipString returns the index just past the string literal starting at
 // s[i] (including a "..." truncation mark), or -1 if it does not end.
 func skipString(s string, i int) int {
-	for j := i + 1; j < len(s); j++ {
-		switch s[j] {
-		case '\\':
-			j++
-		case '"':
-			j++
+	j := i + 1
+	for {
+		k := strings.IndexByte(s[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		// The quote is escaped when an odd number of backslashes precede it.
+		n := 0
+		for b := j - 1; b > i && s[b] == '\\'; b-- {
+			n++
+		}
+		j++
+		if n%2 == 0 {
 			if strings.HasPrefix(s[j:], "...") {
 				j += 3
 			}
 			return j
 		}
 	}
-	return -1
 }
 
 // splitTop splits s at the commas outside quotes, brackets, -y

@@ -44,7 +44,7 @@ type Stats struct {
 type pending struct {
 	call *Call
 	text string // the text after the name's '(' so far
-	slot *entry // reserved queue slot (clone family only)
+	slot int    // reserved queue slot (clone family only), or -1
 }
 
 // entry is one queued event; a clone family call reserves its entry at its
@@ -71,8 +71,11 @@ type Parser struct {
 	line    int
 
 	pend    map[int]*pending
-	queue   []*entry
+	queue   []entry
 	head    int
+	calls   []Call // slab the calls are cut from
+	args    []Arg  // slab the argument lists are cut from
+	scratch []Arg
 	threads map[int]*thread
 	root    int
 	stats   Stats
@@ -259,17 +262,50 @@ func (p *Parser) pop() *Call {
 	if !e.ready {
 		return nil
 	}
-	p.queue[p.head] = nil
+	p.queue[p.head] = entry{}
 	p.head++
 	p.apply(e.call)
 	p.stats.Calls++
 	return e.call
 }
 
-func (p *Parser) push(c *Call) *entry {
-	e := &entry{call: c, ready: c != nil}
-	p.queue = append(p.queue, e)
-	return e
+// push queues c, or reserves a slot for a call yet to come (c nil); it
+// returns the slot's index.
+func (p *Parser) push(c *Call) int {
+	p.queue = append(p.queue, entry{call: c, ready: c != nil})
+	return len(p.queue) - 1
+}
+
+// fill puts c in a reserved slot.
+func (p *Parser) fillSlot(slot int, c *Call) {
+	p.queue[slot] = entry{call: c, ready: true}
+}
+
+// newCall cuts a call from the slab.
+func (p *Parser) newCall() *Call {
+	if len(p.calls) == 0 {
+		p.calls = make([]Call, 256)
+	}
+	c := &p.calls[0]
+	p.calls = p.calls[1:]
+	return c
+}
+
+// scan splits a call's arguments into an exactly sized slice cut from the
+// slab.
+func (p *Parser) scan(body string) ([]Arg, int, bool) {
+	args, end, ok := scanArgs(body, p.scratch[:0], true)
+	p.scratch = args[:0]
+	if !ok || len(args) == 0 {
+		return nil, end, ok
+	}
+	if len(p.args) < len(args) {
+		p.args = make([]Arg, max(1024, len(args)))
+	}
+	out := p.args[:len(args):len(args)]
+	p.args = p.args[len(args):]
+	copy(out, args)
+	return out, end, true
 }
 
 // finish ends the input: every call still waiting for its second half is
@@ -303,10 +339,10 @@ func (p *Parser) abandon(pid int) {
 	delete(p.pend, pid)
 	c := pe.call
 	c.Unfinished = true
-	c.Args, _, _ = scanArgs(pe.text, c.Args[:0], true)
+	c.Args, _, _ = p.scan(pe.text)
 	p.stats.Unfinished++
-	if pe.slot != nil {
-		pe.slot.call, pe.slot.ready = c, true
+	if pe.slot >= 0 {
+		p.fillSlot(pe.slot, c)
 		return
 	}
 	p.push(c)
@@ -382,7 +418,8 @@ func (p *Parser) signal(pid int, rest, line string) error {
 		return &SyntaxError{Line: p.line, Text: line, Msg: "signal line without closing ---"}
 	}
 	body := rest[4 : len(rest)-4]
-	c := &Call{Kind: Signal, Line: p.line, PID: pid}
+	c := p.newCall()
+	c.Kind, c.Line, c.PID = Signal, p.line, pid
 	if name, info, ok := strings.Cut(body, " "); ok && strings.HasPrefix(name, "SIG") {
 		c.Name = name
 		c.Detail = strings.TrimSuffix(strings.TrimPrefix(info, "{"), "}")
@@ -403,7 +440,8 @@ func (p *Parser) exit(pid int, rest, line string) error {
 		return &SyntaxError{Line: p.line, Text: line, Msg: "exit line without closing +++"}
 	}
 	body := rest[4 : len(rest)-4]
-	c := &Call{Line: p.line, PID: pid}
+	c := p.newCall()
+	c.Line, c.PID = p.line, pid
 	switch {
 	case strings.HasPrefix(body, "exited with "):
 		n, ok := parseInt(body[len("exited with "):])
@@ -453,16 +491,18 @@ func (p *Parser) syscall(pid int, rest, line string) error {
 		if old := p.pend[pid]; old != nil {
 			p.abandon(pid)
 		}
-		c := &Call{Kind: Syscall, Line: p.line, PID: pid, Name: name}
-		pe := &pending{call: c, text: text}
+		c := p.newCall()
+		c.Kind, c.Line, c.PID, c.Name = Syscall, p.line, pid, name
+		pe := &pending{call: c, text: text, slot: -1}
 		if isCloneFamily(name) {
 			pe.slot = p.push(nil)
 		}
 		p.pend[pid] = pe
 		return nil
 	}
-	c := &Call{Kind: Syscall, Line: p.line, PID: pid, Name: name}
-	if msg := completeCall(c, body); msg != "" {
+	c := p.newCall()
+	c.Kind, c.Line, c.PID, c.Name = Syscall, p.line, pid, name
+	if msg := p.complete(c, body); msg != "" {
 		return &SyntaxError{Line: p.line, Text: line, Msg: msg}
 	}
 	p.push(c)
@@ -505,15 +545,15 @@ func (p *Parser) resumed(pid int, rest, line string) error {
 		p.pend[pid] = pe
 		return nil
 	}
-	if msg := completeCall(c, body); msg != "" {
-		if pe.slot != nil {
+	if msg := p.complete(c, body); msg != "" {
+		if pe.slot >= 0 {
 			c.Unfinished = true
-			pe.slot.call, pe.slot.ready = c, true
+			p.fillSlot(pe.slot, c)
 		}
 		return &SyntaxError{Line: p.line, Text: line, Msg: msg}
 	}
-	if pe.slot != nil {
-		pe.slot.call, pe.slot.ready = c, true
+	if pe.slot >= 0 {
+		p.fillSlot(pe.slot, c)
 		return nil
 	}
 	p.push(c)
@@ -530,10 +570,10 @@ func isName(s string) bool {
 	return s != ""
 }
 
-// completeCall parses `args) = result …` into c; it returns a message for
+// complete parses `args) = result …` into c; it returns a message for
 // text that does not parse.
-func completeCall(c *Call, body string) string {
-	args, end, ok := scanArgs(body, nil, true)
+func (p *Parser) complete(c *Call, body string) string {
+	args, end, ok := p.scan(body)
 	if !ok {
 		return "arguments do not scan"
 	}
