@@ -16,10 +16,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ChildMain is the restricted child's entry point: the program that Run
-// re-executes must call it, and exit with its result, when the environment
-// has RoleEnv=ChildRole (cmd/lockstep registers it as a hidden role; tests
-// call it from TestMain). It reads its instructions from fd 3, joins the
+// init makes every binary that links this package a valid re-executed child:
+// with RoleEnv=ChildRole it becomes the child before main (or a test
+// binary's TestMain) runs, so a program or test calling Run can never start
+// itself again by mistake.
+func init() {
+	if os.Getenv(RoleEnv) == ChildRole {
+		os.Exit(ChildMain())
+	}
+}
+
+// ChildMain is the restricted child's entry point. The package's init calls
+// it when the environment has RoleEnv=ChildRole; cmd/lockstep also lists it
+// as a hidden role. It reads its instructions from fd 3, joins the
 // cgroups, changes directory, builds the Landlock ruleset, restricts itself,
 // writes the status line, sets the rlimits and executes the command. Any
 // failure before the exec is written to fd 4 (closed on exec) and returned

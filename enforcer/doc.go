@@ -25,7 +25,9 @@
 // # Environment
 //
 //   - LOCKSTEP_ROLE: "enforcer-child" selects ChildMain in a re-executed
-//     binary (set by Run, removed before the command runs).
+//     binary (set by Run, removed before the command runs). The package's
+//     init does the dispatch, so any binary that imports enforcer (a test
+//     binary too) can be Options.Self.
 //
 // # Limitations
 //
