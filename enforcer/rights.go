@@ -177,8 +177,10 @@ type StatFunc func(path string, followLink bool) (FileKind, error)
 
 // Compile turns a policy into the ruleset for ABI row row. It refuses
 // (ErrUnenforceable) a policy with a rule the row cannot enforce, naming each,
-// and any path rule that cannot be applied (a changeable section naming a
-// symlink, a directory-only section naming a file), all at once. stat tells
+// a path whose rights are a strict subset of an ancestor's (as Phobos's
+// enforcer does: Landlock cannot narrow beneath a grant), and any path rule
+// that cannot be applied (a changeable section naming a symlink, a
+// directory-only section naming a file), all at once. stat tells
 // what each path is; missing paths grant nothing and are listed in Missing.
 //
 // Every right the row knows is handled: FS, Net and Scope of the row, so that
@@ -194,6 +196,9 @@ func Compile(p *policy.Policy, row ABIRow, logSubprocesses bool, stat StatFunc) 
 	var problems []string
 	for _, u := range CheckEnforceable(p, row) {
 		problems = append(problems, u.String())
+	}
+	for _, n := range p.StrictSubsets() {
+		problems = append(problems, n.String()+"; Landlock grants the ancestor's rights beneath it, so the narrower row misleads (policy.NormaliseHierarchy raises it)")
 	}
 	rs := &Ruleset{ABI: row.Version, HandledFS: row.FS, HandledNet: row.Net, Scoped: row.Scope}
 	if logSubprocesses {

@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"errors"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -159,13 +160,18 @@ func TestCompileRefusesEveryProblem(t *testing.T) {
 /var/run
 [bind]
 allow 53 udp
+[read]
+/usr
+/usr/share
+[execute]
+/usr
 `)
 	_, err := Compile(p, ABITable[7], true, fs.stat)
 	var ue *UnenforceableError
 	if !errors.As(err, &ue) || !errors.Is(err, ErrUnenforceable) || Status(err) != StatusRefused {
 		t.Fatalf("Compile error = %v, want an UnenforceableError (exit 125)", err)
 	}
-	want := []string{"ABI 10", "/etc/passwd is not a directory", "/var/run is a symbolic link"}
+	want := []string{"ABI 10", "/etc/passwd is not a directory", "/var/run is a symbolic link", `"/usr/share" is granted "r" but lies beneath "/usr", which is granted the wider "rx"`}
 	if len(ue.Problems) != len(want) {
 		t.Fatalf("problems = %q, want %d", ue.Problems, len(want))
 	}
@@ -237,5 +243,35 @@ func TestDescribe(t *testing.T) {
 	}
 	if len(fsNames) != 17 || len(netNames) != 4 {
 		t.Errorf("name tables: %d fs, %d net; want 17 and 4 (one per right of ABITable's last row)", len(fsNames), len(netNames))
+	}
+}
+
+// TestCompileTestdataBases compiles every policy of testdata/policies for
+// every ABI row with a stat that says every path is a directory: a base
+// must never be refused for its shape (only for rules an old ABI lacks).
+func TestCompileTestdataBases(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "policies", "*.cfg"))
+	if len(files) == 0 {
+		t.Skip("no testdata/policies")
+	}
+	dirs := func(string, bool) (FileKind, error) { return KindDir, nil }
+	for _, f := range files {
+		p, err := policy.ParseFile(f)
+		if err != nil {
+			continue // a deliberately broken policy is the policy package's test
+		}
+		for _, row := range ABITable[1:] {
+			_, err := Compile(p, row, false, dirs)
+			var ue *UnenforceableError
+			if errors.As(err, &ue) {
+				for _, pr := range ue.Problems {
+					if !strings.Contains(pr, "needs Landlock ABI") {
+						t.Errorf("%s at ABI %d: %s", filepath.Base(f), row.Version, pr)
+					}
+				}
+			} else if err != nil {
+				t.Errorf("%s at ABI %d: %v", filepath.Base(f), row.Version, err)
+			}
+		}
 	}
 }
