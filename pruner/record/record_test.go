@@ -34,7 +34,7 @@ func capturedVerdict(t testing.TB, name string) verdict.Verdict {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "reports", "*.xml"))
+	files, _ := filepath.Glob(filepath.Join(dir, "reports", "test-reports", "*.xml"))
 	r := verdict.Run{Status: status, Log: log}
 	for _, f := range files {
 		data, err := os.ReadFile(f)

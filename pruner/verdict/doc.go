@@ -21,8 +21,9 @@
 //   - tests_ran is false when no report was found, when a report is
 //     unreadable or cut short, or when the reports hold no test case;
 //   - no_source marks a build that ran no tests and said so: Gradle's
-//     "> Task :compileJava NO-SOURCE" (and the other compile and test tasks,
-//     in subprojects too, never tasks such as :processResources), Maven's
+//     "> Task :compileJava NO-SOURCE" or, from Gradle 4's plain console,
+//     ":compileJava NO-SOURCE" (and the other compile and test tasks, in
+//     subprojects too, never tasks such as :processResources), Maven's
 //     "No tests to run." / "No tests to run!" / "Tests are skipped.", pytest's
 //     "no tests ran" (which it ends with status 5);
 //   - infra_failure marks a run whose own machinery broke: a Python

@@ -107,8 +107,10 @@ type Verdict struct {
 
 var (
 	ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
-	// Gradle's compile and test tasks without sources, in any (sub)project.
-	gradleNoSource = regexp.MustCompile(`^> Task (?::[^\s:]+)*:(?:compile(?:Test)?(?:Java|Kotlin|Groovy|Scala)|test) NO-SOURCE$`)
+	// Gradle's compile and test tasks without sources, in any (sub)project:
+	// "> Task :app:test NO-SOURCE" (Gradle 5+), ":app:test NO-SOURCE" (the
+	// plain console of Gradle 4, as Debian ships it).
+	gradleNoSource = regexp.MustCompile(`^(?:> Task )?(?::[^\s:]+)*:(?:compile(?:Test)?(?:Java|Kotlin|Groovy|Scala)|test) NO-SOURCE$`)
 	mavenNoTests   = regexp.MustCompile(`^(?:\[(?:INFO|WARNING|WARN)\] )?(?:No tests to run[.!]|Tests are skipped\.)$`)
 	pytestNoTests  = regexp.MustCompile(`^(?:=+ )?no tests ran(?: in [0-9.]+s)?(?: \([^)]*\))?(?: =+)?$`)
 	traceback      = "Traceback (most recent call last):"

@@ -29,19 +29,35 @@ func loadRun(t testing.TB, name string) Run {
 		t.Fatal(err)
 	}
 	r := Run{Status: status, Log: log}
-	files, err := filepath.Glob(filepath.Join(dir, "reports", "*.xml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(files)
-	for _, f := range files {
-		data, err := os.ReadFile(f)
+	for _, f := range reportFiles(t, dir) {
+		data, err := os.ReadFile(filepath.Join(dir, "reports", f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.Reports = append(r.Reports, Report{Path: "test-reports/" + filepath.Base(f), Data: data})
+		r.Reports = append(r.Reports, Report{Path: f, Data: data})
 	}
 	return r
+}
+
+// reportFiles lists the captured reports of a run, relative to its
+// reports/ folder (which is the working directory's layout), sorted.
+func reportFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	var out []string
+	root := filepath.Join(dir, "reports")
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".xml") {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		out = append(out, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // TestJudgeCapturedRuns judges real runs of the reference exercises and of
@@ -76,6 +92,9 @@ func TestJudgeCapturedRuns(t *testing.T) {
 		{Name: "generic-killed", Class: Signalled, Ran: true, Problem: ErrFailsOwnTests, Passed: 6},
 		{Name: "generic-cut-report", Class: TestsFailed, Problem: ErrNoTests,
 			Unreadble: []string{"test-reports/shell-tests.xml"}},
+		{Name: "gradle-no-source", Class: Success, NoSource: true, Problem: ErrNoTests},
+		{Name: "gradle-junit", Class: TestsFailed, Ran: true, Problem: ErrFailsOwnTests, Passed: 2, Skipped: 1,
+			Failed: []string{"calc.CalcTest.failsOnPurpose"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.Name, func(t *testing.T) {
@@ -125,20 +144,22 @@ func TestJudgeCapturedRuns(t *testing.T) {
 
 // TestSameAcrossCaptures checks that different captured runs never agree,
 // in particular a cut report and a run without tests. The one pair that does
-// agree is pinned: two failures without any test agree whatever their
-// status, as in Phobos (the status is not part of the outcome).
+// agree are pinned: two failures without any test agree whatever their
+// status, as in Phobos (the status is not part of the outcome), and so do
+// two successes without any test.
 func TestSameAcrossCaptures(t *testing.T) {
 	names := []string{"generic-pass", "python-pass", "c-pass", "fixture-pass", "python-skip", "broken-fail",
 		"python-fail-native-tb", "python-no-tests", "python-module-not-found", "python-traceback-first",
-		"generic-no-reports", "generic-killed", "generic-cut-report"}
+		"generic-no-reports", "generic-killed", "generic-cut-report", "gradle-no-source", "gradle-junit"}
 	vs := map[string]Verdict{}
 	for _, n := range names {
 		vs[n] = Judge(loadRun(t, n))
 	}
 	for _, a := range names {
 		for _, b := range names {
-			sameByDesign := (a == "python-no-tests" && b == "python-traceback-first") ||
-				(b == "python-no-tests" && a == "python-traceback-first")
+			pair := map[string]bool{a: true, b: true}
+			sameByDesign := pair["python-no-tests"] && pair["python-traceback-first"] ||
+				pair["generic-no-reports"] && pair["gradle-no-source"]
 			if got := vs[a].Same(vs[b]); a != b && got != sameByDesign {
 				t.Errorf("Judge(%s).Same(Judge(%s)) = %v, want %v", a, b, got, sameByDesign)
 			}
@@ -172,9 +193,11 @@ func TestSameIgnoresOrderAndFindings(t *testing.T) {
 	}
 }
 
-// TestLogFindings covers the log lines of tools this host cannot run
-// offline: Gradle is not installed and Debian's Maven has no plugins here,
-// so these lines are the tools' documented output forms, not captures.
+// TestLogFindings covers log lines one at a time. Gradle 4's plain lines
+// (":compileJava NO-SOURCE") are as the gradle-no-source capture shows them;
+// the "> Task" form of Gradle 5 and later and the Maven lines are the tools'
+// documented output forms, not captures (Debian's Maven has no plugins
+// offline here, and Debian ships no newer Gradle).
 func TestLogFindings(t *testing.T) {
 	tests := []struct {
 		Name     string
@@ -183,6 +206,9 @@ func TestLogFindings(t *testing.T) {
 		Infra    bool
 	}{
 		{"gradle compileJava", "> Task :compileJava NO-SOURCE", true, false},
+		{"gradle 4 plain compileJava", ":compileJava NO-SOURCE", true, false},
+		{"gradle 4 plain subproject test", ":app:test NO-SOURCE", true, false},
+		{"gradle 4 plain processResources", ":processResources NO-SOURCE", false, false},
 		{"gradle subproject compileTestJava", "> Task :app:lib:compileTestJava NO-SOURCE", true, false},
 		{"gradle kotlin", "> Task :compileKotlin NO-SOURCE", true, false},
 		{"gradle test", "> Task :test NO-SOURCE", true, false},
@@ -330,13 +356,15 @@ func TestParseJUnitDialects(t *testing.T) {
 }
 
 func FuzzParseJUnit(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "runs", "*", "reports", "*.xml"))
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
+	dirs, _ := filepath.Glob(filepath.Join("testdata", "runs", "*"))
+	for _, dir := range dirs {
+		for _, file := range reportFiles(f, dir) {
+			data, err := os.ReadFile(filepath.Join(dir, "reports", file))
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
 		}
-		f.Add(data)
 	}
 	f.Add([]byte("<testsuite><testcase name='a'><failure/></testcase></testsuite>"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -376,7 +404,7 @@ func FuzzParseJUnit(f *testing.F) {
 }
 
 func BenchmarkParseJUnit(b *testing.B) {
-	data, err := os.ReadFile(filepath.Join("testdata", "runs", "python-pass", "reports", "pytest.xml"))
+	data, err := os.ReadFile(filepath.Join("testdata", "runs", "python-pass", "reports", "test-reports", "pytest.xml"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,9 +8,12 @@
 #   status      the build script's exit status,
 #   log         its stdout and stderr, interleaved (2>&1),
 #   command     the variant applied and the command that ran,
-#   reports/    every file matching test-reports/*.xml afterwards, as written.
-# A case runs a fresh copy of testdata/exercises/<family>/<exercise> in a scratch working
-# directory, as `/bin/bash ./build_script.sh` with a clean environment, like pruner/exercise.
+#   reports/    every file the default report globs match afterwards (build/test-results/**/*.xml,
+#               target/surefire-reports/*.xml, test-reports/*.xml), at its relative path.
+# A case runs a fresh copy of testdata/exercises/<family>/<exercise> (or of
+# pruner/verdict/testdata/projects/<project>) in a scratch working directory, as
+# `/bin/bash ./build_script.sh` with a clean environment, like pruner/exercise. The Gradle cases
+# need Debian's gradle (4.4.1), junit4 and libhamcrest-java packages; they run offline.
 set -euo pipefail
 root=$(pwd)
 out=$root/pruner/verdict/testdata/runs
@@ -20,12 +23,16 @@ trap 'rm -rf "$work"' EXIT
 rm -rf "$out"
 mkdir -p "$out"
 
+shopt -s globstar nullglob
+
 # capture <case> <exercise> <variant description> [variant shell command run in the copy]
+# An exercise named projects/<name> is pruner/verdict/testdata/projects/<name>.
 capture() {
 	local name=$1 exercise=$2 what=$3 change=${4:-}
-	local dir=$work/testing-dir
+	local dir=$work/testing-dir src=$ex/$exercise
+	[[ $exercise != projects/* ]] || src=$root/pruner/verdict/testdata/$exercise
 	rm -rf "$dir"
-	cp -a "$ex/$exercise" "$dir"
+	cp -a "$src" "$dir"
 	if [[ -n $change ]]; then
 		(cd "$dir" && eval "$change")
 	fi
@@ -36,15 +43,18 @@ capture() {
 	printf '%d\n' "$status" >"$out/$name/status"
 	cp "$work/log" "$out/$name/log"
 	{
-		printf 'exercise: testdata/exercises/%s\n' "$exercise"
+		printf 'exercise: %s\n' "${src#"$root"/}"
 		printf 'variant: %s\n' "$what"
 		[[ -z $change ]] || printf 'change: %s\n' "$change"
 		printf 'command: env -i PATH=... LANG=C.UTF-8 HOME=<dir> /bin/bash ./build_script.sh 2>&1 (in a fresh copy)\n'
 		printf 'host: %s, %s\n' "$(uname -sr)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	} >"$out/$name/command"
-	if [[ -d $dir/test-reports ]]; then
-		find "$dir/test-reports" -maxdepth 1 -name '*.xml' -exec cp {} "$out/$name/reports/" \;
-	fi
+	local f
+	for f in "$dir"/build/test-results/**/*.xml "$dir"/target/surefire-reports/*.xml "$dir"/test-reports/*.xml; do
+		f=${f#"$dir"/}
+		mkdir -p "$out/$name/reports/$(dirname "$f")"
+		cp "$dir/$f" "$out/$name/reports/$f"
+	done
 	echo "capture: $name status=$status" >&2
 }
 
@@ -69,3 +79,5 @@ capture generic-killed generic/shell-reference "the build kills itself after its
 	"printf 'kill -KILL \$\$\\n' >>build_script.sh"
 capture generic-cut-report generic/shell-reference "the report is cut short after the tests (head -c 300)" \
 	"printf 'head -c 300 test-reports/shell-tests.xml >test-reports/cut && mv test-reports/cut test-reports/shell-tests.xml\\n' >>build_script.sh"
+capture gradle-no-source projects/gradle-no-source "a Gradle 4.4.1 build without sources (plain console)"
+capture gradle-junit projects/gradle-junit "Gradle 4.4.1 with JUnit 4: pass, expected exception, a deliberate failure, a skip"
