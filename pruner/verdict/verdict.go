@@ -173,7 +173,7 @@ func (v *Verdict) readLog(full []byte, names []string) {
 		if strings.IndexByte(s, 0x1b) >= 0 {
 			s = ansi.ReplaceAllString(s, "")
 		}
-		if !v.NoSource && (gradleNoSource.MatchString(s) || mavenNoTests.MatchString(s) || pytestNoTests.MatchString(strings.TrimSpace(s))) {
+		if !v.NoSource && noSourceLine(s) {
 			v.NoSource = true
 			v.note(s)
 		}
@@ -192,6 +192,20 @@ func (v *Verdict) readLog(full []byte, names []string) {
 			v.note(s)
 		}
 	}
+}
+
+// noSourceLine reports whether a log line says the build ran no tests; cheap
+// substring checks keep the regular expressions off ordinary lines.
+func noSourceLine(s string) bool {
+	switch {
+	case strings.HasSuffix(s, " NO-SOURCE"):
+		return gradleNoSource.MatchString(s)
+	case strings.Contains(s, "No tests to run") || strings.Contains(s, "Tests are skipped."):
+		return mavenNoTests.MatchString(s)
+	case strings.Contains(s, "no tests ran"):
+		return pytestNoTests.MatchString(strings.TrimSpace(s))
+	}
+	return false
 }
 
 // note keeps the first finding's line as evidence.
