@@ -235,7 +235,7 @@ func (a *Attributor) track(c *strace.Call) {
 	for _, arg := range c.Args {
 		if strings.HasPrefix(string(arg), "AT_FDCWD<") {
 			if fd, ok := arg.FD(); ok && fd.Path != "" {
-				a.cwd[c.PID] = fd.Path
+				a.cwd[c.PID] = path.Clean(fd.Path)
 			}
 		}
 	}
@@ -248,7 +248,7 @@ func (a *Attributor) track(c *strace.Call) {
 			a.cwd[c.PID] = p
 		}
 	case "fchdir":
-		if fd, ok := c.Args[0].FD(); ok && fd.Path != "" {
+		if fd, ok := argFD(c, 0); ok && fd.Path != "" {
 			a.cwd[c.PID] = fd.Path
 		}
 	case "clone", "clone3", "fork", "vfork":
@@ -388,11 +388,16 @@ func fsRefusal(op string, needs ...Need) *Refusal {
 		Reason: "Landlock governs this access; grantable once the control replay succeeds"}
 }
 
+// argFD reads descriptor argument i, its path lexically cleaned.
 func argFD(c *strace.Call, i int) (strace.FD, bool) {
 	if i < 0 || i >= len(c.Args) {
 		return strace.FD{}, false
 	}
-	return c.Args[i].FD()
+	fd, ok := c.Args[i].FD()
+	if fd.Path != "" {
+		fd.Path = path.Clean(fd.Path)
+	}
+	return fd, ok
 }
 
 // path resolves the path argument pi of c against the directory descriptor

@@ -34,6 +34,9 @@ type Stats struct {
 	// `<unfinished ...>` half before them (dropped), Unfinished the number
 	// of calls that never resumed (returned with Unfinished set).
 	Orphans, Unfinished int
+	// Messages is the number of strace's own lines skipped ("strace: …",
+	// "[ Process PID=… runs in … mode. ]").
+	Messages int
 	// Unplaced is the number of threads that appeared without a visible
 	// creator (counted outside every domain), Reused the number of pids a
 	// clone returned twice.
@@ -172,11 +175,20 @@ func Parse(r io.Reader, fn func(*Call) error) (Stats, error) {
 type Trace struct {
 	Calls []*Call
 	Stats Stats
+	// Errors holds the lines ParseFileLenient skipped.
+	Errors []*SyntaxError
 }
 
 // ParseFile parses a whole strace output file, gzip-compressed or not
 // (such as an observer's .trace.gz). Every line must parse.
-func ParseFile(path string) (*Trace, error) {
+func ParseFile(path string) (*Trace, error) { return parseFile(path, false) }
+
+// ParseFileLenient is ParseFile for a trace that may hold damaged lines (a
+// strace killed in the middle of a line): they are collected in
+// Trace.Errors instead of ending the parse.
+func ParseFileLenient(path string) (*Trace, error) { return parseFile(path, true) }
+
+func parseFile(path string, lenient bool) (*Trace, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open strace output: %w", err)
@@ -193,14 +205,23 @@ func ParseFile(path string) (*Trace, error) {
 		r = zr
 	}
 	t := &Trace{}
-	st, err := Parse(r, func(c *Call) error {
+	p := NewParser(r)
+	for {
+		c, err := p.Next()
+		if err == io.EOF {
+			break
+		}
+		var se *SyntaxError
+		if lenient && errors.As(err, &se) {
+			t.Errors = append(t.Errors, se)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 		t.Calls = append(t.Calls, c)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	t.Stats = st
+	t.Stats = p.Stats()
 	return t, nil
 }
 
@@ -372,8 +393,9 @@ func (p *Parser) parseLine(line string) error {
 		p.root = pid
 	}
 	switch {
-	case strings.HasPrefix(rest, "strace: "):
-		return nil // strace's own message; -qq keeps these rare
+	case strings.HasPrefix(rest, "strace: "), strings.HasPrefix(rest, "[ ") && strings.HasSuffix(rest, " ]"):
+		p.stats.Messages++
+		return nil // strace's own messages; -qq keeps these rare
 	case strings.HasPrefix(rest, "--- "):
 		return p.signal(pid, rest, line)
 	case strings.HasPrefix(rest, "+++ "):

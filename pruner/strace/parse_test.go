@@ -3,6 +3,7 @@ package strace
 import (
 	"io"
 	"net/netip"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -290,5 +291,23 @@ func TestSyntaxErrors(t *testing.T) {
 	}
 	if errs != 3 || calls != 2 {
 		t.Errorf("got %d errors and %d calls, want 3 and 2", errs, calls)
+	}
+}
+
+func TestParseFileLenient(t *testing.T) {
+	p := t.TempDir() + "/cut.strace"
+	text := "[ Process PID=5 runs in 32 bit mode. ]\n5 close(3) = 0\n5 openat(AT_FDCWD</w>, \"/et"
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseFile(p); err == nil {
+		t.Error("ParseFile of a cut trace: no error")
+	}
+	tr, err := ParseFileLenient(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Calls) != 1 || len(tr.Errors) != 1 || tr.Errors[0].Line != 3 || tr.Stats.Messages != 1 {
+		t.Errorf("lenient parse = %d calls, errors %v, stats %+v", len(tr.Calls), tr.Errors, tr.Stats)
 	}
 }
