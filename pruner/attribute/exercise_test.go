@@ -21,6 +21,10 @@ func TestCaptureExercise(t *testing.T) {
 		Want: []string{"filesystem write /dev/tty:read,write=read_file,write_file", "filesystem read /proc/filesystems:read=read_file"},
 		Deny: []string{w},
 	}, {
+		Name: "generic-limits.strace.gz",
+		Want: []string{"filesystem read /proc/filesystems:read=read_file"},
+		Deny: []string{w},
+	}, {
 		Name: "generic-readonly.strace",
 		Want: []string{"filesystem create " + w + ":create=make_dir"},
 	}} {
