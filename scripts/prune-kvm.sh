@@ -14,7 +14,8 @@
 #   --exercises DIR          exercise tree (<family>/<exercise>/prune.json)
 #                                                          [<repo>/testdata/exercises]
 #   --out DIR                results: default-prune/, kvm-<name>/, merged-base/,
-#                            summary.json, summary.md       [<repo>/out/prune-kvm/<key>]
+#                            summary.json (orchestrate --json), summary.md
+#                                                           [<repo>/out/prune-kvm/<key>]
 #   --pin P                  kernel pin of the observers                   [7.2.13]
 #   --prune-kernel K         where the default prune runs: a pin or bzImage (a guest;
 #                            it should stand for the container kernels, below
@@ -175,7 +176,7 @@ do_merge() {
 	mkdir -p "$out/merged-base"
 	step merge "orchestrate $key: default prune + observers ${kvms[*]}, which must agree" \
 		lockstep orchestrate --langs "$key" --path-dir "$out/default-prune" --core-dir "$out/merged-base" \
-		"${kdirs[@]}" --json >"$out/summary.json"
+		"${kdirs[@]}" --json --summary "$out/orchestrate.md" >"$out/summary.json"
 }
 
 check_fixture() {
@@ -268,14 +269,9 @@ do_summary() {
 				echo '```'
 			fi
 		fi
-		if [[ -s $out/summary.json ]]; then
+		if [[ -s $out/orchestrate.md ]]; then
 			echo
-			echo "<details><summary>lockstep orchestrate --json</summary>"
-			echo
-			echo '```json'
-			cat "$out/summary.json"
-			echo '```'
-			echo "</details>"
+			cat "$out/orchestrate.md"
 		fi
 	} >"$md"
 	cat "$md"
@@ -300,7 +296,7 @@ check)
 	;;
 summary) do_summary ;;
 all)
-	rm -rf "$out/status" "$out/summary.json" "$out/summary.md" && mkdir -p "$out/status"
+	rm -rf "$out/status" "$out/summary.json" "$out/summary.md" "$out/orchestrate.md" && mkdir -p "$out/status"
 	trap 'do_summary >/dev/null 2>&1 || true' EXIT
 	do_prune
 	do_observe small 1024 1

@@ -132,9 +132,20 @@ func parseVerbs(dir string) (map[string]*verbInfo, error) {
 						vi.subs = usageSubs(u)
 					}
 				case "Flags":
-					if fl, ok := kv.Value.(*ast.FuncLit); ok && len(fl.Type.Params.List) > 0 && len(fl.Type.Params.List[0].Names) > 0 {
+					// A function literal, or the name of a package function.
+					var ft *ast.FuncType
+					var body *ast.BlockStmt
+					switch fv := kv.Value.(type) {
+					case *ast.FuncLit:
+						ft, body = fv.Type, fv.Body
+					case *ast.Ident:
+						if fd := funcs[fv.Name]; fd != nil {
+							ft, body = fd.Type, fd.Body
+						}
+					}
+					if ft != nil && body != nil && len(ft.Params.List) > 0 && len(ft.Params.List[0].Names) > 0 {
 						vi.flags = map[string]bool{}
-						if !collectFlags(fl.Body, fl.Type.Params.List[0].Names[0].Name, funcs, vi.flags, 0) {
+						if !collectFlags(body, ft.Params.List[0].Names[0].Name, funcs, vi.flags, 0) {
 							vi.flags = nil
 						}
 					}
@@ -837,7 +848,7 @@ func TestPruneKVMWorkflowShape(t *testing.T) {
 			t.Errorf("no artefact named %q is uploaded (have %v)", name, sortedKeys(uploads))
 		}
 	}
-	for _, a := range []string{"./workflows/kernel", "./workflows/observe", "./workflows/orchestrate", "./workflows/enable-kvm"} {
+	for _, a := range []string{"./workflows/setup", "./workflows/prune", "./workflows/kernel", "./workflows/observe", "./workflows/orchestrate", "./workflows/enable-kvm"} {
 		if !uses[a] {
 			t.Errorf("prune-kvm.yml does not use %s", a)
 		}
@@ -938,6 +949,7 @@ func init() {
 			f.BoolVar(new(bool), "log-subprocesses", false, "")
 			return nil
 		}})
+	register(&verb{Name: "named", Usage: "named [--n <x>]", Flags: namedFlags})
 	register(&verb{Name: "odd", Usage: "odd",
 		Flags: func(fs *flag.FlagSet) func() int {
 			fs.String(flagName, "", "")
@@ -946,6 +958,7 @@ func init() {
 }
 const flagName = "x"
 func addCommon(set *flag.FlagSet) { set.Bool("json", false, "") }
+func namedFlags(fs *flag.FlagSet) func() int { fs.Int("n", 0, ""); return nil }
 `
 	if err := os.WriteFile(filepath.Join(dir, "v.go"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -961,6 +974,9 @@ func addCommon(set *flag.FlagSet) { set.Bool("json", false, "") }
 	r := verbs["run"]
 	if r == nil || r.subs != nil || strings.Join(sortedKeys(r.flags), ",") != "config,log-subprocesses" {
 		t.Fatalf("run = %+v, want no subs and flags config,log-subprocesses", r)
+	}
+	if n := verbs["named"]; n == nil || strings.Join(sortedKeys(n.flags), ",") != "n" {
+		t.Fatalf("named = %+v, want the flag n read from namedFlags", n)
 	}
 	if o := verbs["odd"]; o == nil || o.flags != nil {
 		t.Fatalf("odd = %+v, want unknown flags (nil)", o)
