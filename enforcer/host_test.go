@@ -52,12 +52,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// netHelper binds or connects a plain TCP socket (raw syscalls: Go's net
+// netHelper binds or connects a plain TCP (or, with a "-udp" mode, UDP) socket (raw syscalls: Go's net
 // package would use Multipath TCP, which Landlock does not restrict) and
 // exits 0 on success, 13 on EACCES, 1 otherwise.
 func netHelper(mode, portS string) int {
 	port, _ := strconv.Atoi(portS)
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+	typ := unix.SOCK_STREAM
+	if m, ok := strings.CutSuffix(mode, "-udp"); ok {
+		mode, typ = m, unix.SOCK_DGRAM
+	}
+	fd, err := unix.Socket(unix.AF_INET, typ, 0)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "socket:", err)
 		return 1
@@ -703,5 +707,34 @@ func TestCgroupV2OnHybrid(t *testing.T) {
 	}
 	if err := kc.remove(); err != nil {
 		t.Errorf("remove: %v", err)
+	}
+}
+
+// TestNetworkUDP: UDP port rules, enforced from ABI 10 (a pinned 7.2 guest
+// kernel); below it they are refused (TestRefusalsRunNothing).
+func TestNetworkUDP(t *testing.T) {
+	needABI(t, ABIUDP, "UDP port rules")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := pickFreePort(t)
+	selfRules := fmt.Sprintf("[read]\n%s\n[execute]\n%s\n", self, self)
+	for _, tc := range []struct {
+		Name, Mode, Rule string
+		Want             int
+	}{
+		{"bind allowed", "bind-udp", fmt.Sprintf("[bind]\nallow %d udp\n", port), 0},
+		{"bind refused", "bind-udp", "[bind]\nallow 0 udp\n", 13},
+		{"connect allowed", "connect-udp", fmt.Sprintf("[connect]\nallow 127.0.0.1:%d udp\n", port), 0},
+		{"connect refused", "connect-udp", fmt.Sprintf("[connect]\nallow 127.0.0.1:%d udp\n", port+1), 13},
+	} {
+		t.Run(tc.Name, func(t *testing.T) {
+			env := []string{"LOCKSTEP_TEST_NET=" + tc.Mode, "LOCKSTEP_TEST_PORT=" + strconv.Itoa(port)}
+			r := runUnder(t, selfRules+tc.Rule, env, self)
+			if r.err != nil || r.status != tc.Want {
+				t.Errorf("%s 127.0.0.1:%d under %q = %d, %v; want %d\nstderr: %s", tc.Mode, port, tc.Rule, r.status, r.err, tc.Want, r.stderr)
+			}
+		})
 	}
 }
