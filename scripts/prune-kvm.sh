@@ -34,7 +34,8 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-if [[ -x $repo/bin/lockstep ]]; then
+# The lockstep on PATH (make prune-kvm puts the fresh bin/ first), else bin/.
+if ! command -v lockstep >/dev/null && [[ -x $repo/bin/lockstep ]]; then
 	PATH="$repo/bin:$PATH"
 fi
 
@@ -96,7 +97,9 @@ fi
 
 # note STAGE STATUS TEXT: remember a stage's outcome for the summary.
 note() {
-	printf '%s\t%s\n' "$2" "$3" >"$out/status/$1"
+	local n
+	n=$(find "$out/status" -type f | wc -l)
+	printf '%s\t%s\n' "$2" "$3" >"$out/status/$(printf %02d $((n + 1)))-$1"
 }
 
 # step NAME TEXT CMD…: run one stage's command, note its status, stop on failure.
@@ -258,7 +261,7 @@ do_summary() {
 			echo "### merged base"
 			echo
 			for f in "$out"/merged-base/*.cfg; do
-				[[ -e $f ]] && echo "- \`$(basename "$f")\`: $(grep -cv '^\(#\|$\)' "$f") rule lines"
+				[[ -e $f ]] && echo "- \`$(basename "$f")\`: $(grep -cv '^\(#\|$\)' "$f") lines"
 			done
 			if [[ -e $out/merged-base/Abi10-$key.cfg ]]; then
 				echo

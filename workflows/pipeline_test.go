@@ -1,0 +1,189 @@
+package workflows
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// buildLockstep builds the lockstep binary into a temporary directory and
+// returns that directory, for PATH.
+func buildLockstep(t *testing.T, root string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(dir, "lockstep"), "./cmd/lockstep")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/lockstep: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// stageFixture lays out what the merge job downloads, from the orchestrator's
+// committed fixture (testdata/orchestrate/fixture, whose records vouch for the
+// raw bytes beside them): the java exercises renamed to key fixture, the
+// default prune's .cfg/.json in default-prune/, and every file of both
+// exercises in kvm-small/ and kvm-large/ as two observer runs would leave them.
+func stageFixture(t *testing.T, root, out string) {
+	t.Helper()
+	src := filepath.Join(root, "testdata", "orchestrate", "fixture")
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"default-prune", "kvm-small", "kvm-large"} {
+		if err := os.MkdirAll(filepath.Join(out, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "java_") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "fixture_" + strings.TrimPrefix(e.Name(), "java_")
+		if strings.HasSuffix(name, ".json") {
+			// Only the records name the key; the hashed .cfg bytes stay as they are.
+			b = bytes.Replace(b, []byte(`"key": "java"`), []byte(`"key": "fixture"`), 1)
+		}
+		dirs := []string{"kvm-small", "kvm-large"}
+		if !strings.Contains(name, ".abi10.") {
+			dirs = append(dirs, "default-prune")
+		}
+		for _, d := range dirs {
+			if err := os.WriteFile(filepath.Join(out, d, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n++
+	}
+	if n < 7 {
+		t.Fatalf("staged %d files from %s, want the 7 files of java_one and java_two", n, src)
+	}
+}
+
+// treeHash hashes every file's path and bytes under dir.
+func treeHash(t *testing.T, dir string) string {
+	t.Helper()
+	var names []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			names = append(names, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, p := range names {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write([]byte(p + "\x00"))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// TestPipelineMergeStages runs the merge, check and summary stages of
+// scripts/prune-kvm.sh with the real lockstep orchestrate on a staged
+// fixture: the rows land in Abi10-fixture.cfg and never in the base, a
+// tampered sidecar is refused (the check stage proves it), and two observers
+// that disagree make the merge fail red and leave the previous tree as it was.
+func TestPipelineMergeStages(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is not installed")
+	}
+	root := repoRoot(t)
+	if _, err := os.Stat(filepath.Join(root, "cmd", "lockstep", "orchestrate.go")); err != nil {
+		t.Fatalf("the orchestrate verb is missing: %v", err)
+	}
+	bin := buildLockstep(t, root)
+	out := t.TempDir()
+	stageFixture(t, root, out)
+	script := filepath.Join(root, "scripts", "prune-kvm.sh")
+	run := func(stage string, args ...string) (int, string) {
+		cmd := exec.CommandContext(t.Context(), script, append([]string{stage, "--key", "fixture", "--out", out}, args...)...)
+		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "GITHUB_STEP_SUMMARY="+filepath.Join(out, "step-summary.md"))
+		b, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(b)
+		} else if err != nil {
+			t.Fatalf("%s: %v", stage, err)
+		}
+		return 0, string(b)
+	}
+	for _, stage := range []string{"merge", "check", "summary"} {
+		if code, o := run(stage, "--kvm", "small", "--kvm", "large"); code != 0 {
+			t.Fatalf("stage %s exited %d:\n%s", stage, code, o)
+		}
+	}
+	base := filepath.Join(out, "merged-base")
+	abi10, err := os.ReadFile(filepath.Join(base, "Abi10-fixture.cfg"))
+	if err != nil || !strings.Contains(string(abi10), "\nallow 5000 udp\n") {
+		t.Errorf("Abi10-fixture.cfg = %q, %v; want the row allow 5000 udp", abi10, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(base, "BaseLanguage-fixture.cfg")); err != nil || bytes.Contains(b, []byte("udp")) {
+		t.Errorf("BaseLanguage-fixture.cfg: %v, holds udp: %v", err, bytes.Contains(b, []byte("udp")))
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "step-summary.md")); err != nil || !bytes.Contains(b, []byte("allow 5000 udp")) || !bytes.Contains(b, []byte("| passed |")) {
+		t.Errorf("step summary = %q, %v; want the row and passed stages", b, err)
+	}
+
+	// The two observers disagree: the merge fails and writes nothing.
+	before := treeHash(t, base)
+	side := filepath.Join(out, "kvm-large", "fixture_two.abi10.cfg")
+	if err := os.WriteFile(side, []byte("# another header\n[bind]\nallow 6000 udp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, o := run("merge", "--kvm", "small", "--kvm", "large")
+	if code != 1 || !strings.Contains(o, "disagree") {
+		t.Errorf("merge of disagreeing observers exited %d, want 1 naming the disagreement:\n%s", code, o)
+	}
+	if after := treeHash(t, base); after != before {
+		t.Error("a refused merge changed merged-base")
+	}
+	// And the check stage itself fails when the merged rows are not the fixture's.
+	if err := os.WriteFile(filepath.Join(base, "Abi10-fixture.cfg"), []byte("[bind]\nallow 6000 udp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, o := run("check", "--kvm", "small", "--kvm", "large"); code == 0 {
+		t.Errorf("check passed with Abi10-fixture.cfg lacking allow 5000 udp:\n%s", o)
+	}
+}
+
+// TestPipelineUsage checks the script refuses bad command lines with exit 2.
+func TestPipelineUsage(t *testing.T) {
+	root := repoRoot(t)
+	script := filepath.Join(root, "scripts", "prune-kvm.sh")
+	for _, args := range [][]string{
+		{},
+		{"--key", "Bad Key"},
+		{"--key", "generic"}, // source fixture needs key fixture
+		{"--key", "generic", "--source", "other"},
+		{"observe", "--key", "fixture", "--out", t.TempDir()}, // no --name/--mem/--cpus
+		{"--key", "fixture", "--bogus"},
+	} {
+		cmd := exec.CommandContext(t.Context(), script, args...)
+		err := cmd.Run()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 {
+			t.Errorf("prune-kvm.sh %q: %v, want exit 2", args, err)
+		}
+	}
+}
