@@ -25,6 +25,12 @@ func TestCaptureExercise(t *testing.T) {
 		Want: []string{"filesystem read /proc/filesystems:read=read_file"},
 		Deny: []string{w},
 	}, {
+		Name: "c-broad.strace.gz",
+		Deny: []string{w, " /tmp", " /usr"},
+	}, {
+		Name: "python-broad.strace.gz",
+		Deny: []string{w, " /tmp", " /usr"},
+	}, {
 		Name: "generic-readonly.strace",
 		Want: []string{"filesystem create " + w + ":create=make_dir"},
 	}} {

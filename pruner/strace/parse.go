@@ -39,8 +39,10 @@ type Stats struct {
 	Messages int
 	// Unplaced is the number of threads that appeared without a visible
 	// creator (counted outside every domain), Reused the number of pids a
-	// clone returned twice.
-	Unplaced, Reused int
+	// clone returned twice. Inferred counts threads placed as the child of a
+	// clone that returned no pid (`= ? <unavailable>`: the creating process
+	// died meanwhile), the next thread without a creator.
+	Unplaced, Reused, Inferred int
 }
 
 // pending is the first half of a call waiting for its resumption.
@@ -80,6 +82,10 @@ type Parser struct {
 	args    []Arg  // slab the argument lists are cut from
 	scratch []Arg
 	threads map[int]*thread
+	// lost is the would-be state of a thread whose creating clone returned
+	// no pid (`= ? <unavailable>`, its process died meanwhile); the next
+	// thread without a creator takes it.
+	lost    *thread
 	root    int
 	stats   Stats
 	done    bool
@@ -657,7 +663,16 @@ func (p *Parser) apply(c *Call) {
 	th := p.threads[c.PID]
 	if th == nil {
 		th = &thread{tgid: c.PID}
-		if c.PID != p.root {
+		switch {
+		case c.PID == p.root:
+		case p.lost != nil:
+			th.depth = p.lost.depth
+			if p.lost.tgid != 0 {
+				th.tgid = p.lost.tgid
+			}
+			p.lost = nil
+			p.stats.Inferred++
+		default:
 			p.stats.Unplaced++
 		}
 		p.threads[c.PID] = th
@@ -697,15 +712,26 @@ func (p *Parser) apply(c *Call) {
 		}
 		th.depth++
 	case isCloneFamily(c.Name):
+		sameGroup := false
+		for _, a := range c.Args {
+			if strings.Contains(string(a), "CLONE_THREAD") {
+				sameGroup = true
+			}
+		}
 		child, ok := c.Result()
+		if c.Ret == "?" {
+			p.lost = &thread{depth: th.depth}
+			if sameGroup {
+				p.lost.tgid = th.tgid
+			}
+			return
+		}
 		if !ok || child <= 0 || child > 1<<31-1 {
 			return
 		}
 		nt := &thread{depth: th.depth, tgid: int(child)}
-		for _, a := range c.Args {
-			if strings.Contains(string(a), "CLONE_THREAD") {
-				nt.tgid = th.tgid
-			}
+		if sameGroup {
+			nt.tgid = th.tgid
 		}
 		if _, seen := p.threads[int(child)]; seen || int(child) == p.root {
 			p.stats.Reused++

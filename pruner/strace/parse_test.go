@@ -311,3 +311,27 @@ func TestParseFileLenient(t *testing.T) {
 		t.Errorf("lenient parse = %d calls, errors %v, stats %+v", len(tr.Calls), tr.Errors, tr.Stats)
 	}
 }
+
+// TestLostClone: a clone cut short by its process's death returns no pid
+// (`= ? <unavailable>`); the thread it made appears without a creator and
+// takes the creator's domain and group.
+func TestLostClone(t *testing.T) {
+	const trace = `50 landlock_restrict_self(3<anon_inode:[landlock-ruleset]>, 0) = 0
+50 clone(child_stack=0x1, flags=CLONE_VM|CLONE_THREAD|CLONE_SETTLS <unfinished ...>
+51 ???( <unfinished ...>
+50 <... clone resumed>) = ? <unavailable>
+51 <... ??? resumed>) = ?
+51 +++ killed by SIGKILL +++
+`
+	calls, st := parseAll(t, trace)
+	if st.Inferred != 1 || st.Unplaced != 0 {
+		t.Fatalf("stats = %+v, want one inferred thread", st)
+	}
+	c := calls[2]
+	if c.PID != 51 || !c.InDomain || c.TGID != 50 || c.Name != "???" {
+		t.Errorf("call of the lost thread = %+v", c)
+	}
+	if calls[1].Detail != "<unavailable>" || calls[1].Ret != "?" {
+		t.Errorf("lost clone = %+v", calls[1])
+	}
+}

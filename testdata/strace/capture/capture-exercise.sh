@@ -18,7 +18,8 @@ CGO_ENABLED=0 go build -o "$C/lockstep" ./cmd/lockstep
 cp -a "$ex" "$W"
 cd "$W"
 status=0
-strace -f -qq -y -s 4096 -e trace=%file,%network,%process,%desc,landlock_restrict_self,setsid,setpgid,ioctl \
+# A clean PATH, as in a guest: no per-user shims.
+PATH=/usr/bin:/bin strace -f -qq -y -s 4096 -e trace=%file,%network,%process,%desc,landlock_restrict_self,setsid,setpgid,ioctl \
   -o "$out" \
   "$C/lockstep" run --config "$policy" -- /bin/bash -c 'printf "%s\n" "$1" >&2; exec /bin/bash ./build_script.sh' \
   lockstep-prune "lockstep-prune: the command starts" </dev/null >"$C/log" 2>&1 || status=$?
