@@ -85,10 +85,10 @@ type Parser struct {
 	// lost is the would-be state of a thread whose creating clone returned
 	// no pid (`= ? <unavailable>`, its process died meanwhile); the next
 	// thread without a creator takes it.
-	lost    *thread
-	root    int
-	stats   Stats
-	done    bool
+	lost  *thread
+	root  int
+	stats Stats
+	done  bool
 }
 
 // chunk is how much input the parser reads at a time.
