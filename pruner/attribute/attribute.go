@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -810,4 +811,26 @@ func (r *Refusal) Add(needs ...Need) {
 	r.Needs = append(r.Needs, needs...)
 	r.Paths, r.Sections, r.Rights = nil, nil, nil
 	r.summarise()
+}
+
+// ResolveSymlinks is an Options.Resolve that names what Landlock sees: the
+// longest existing prefix of p resolved through symlinks, the rest
+// appended (a file the run failed to create does not exist). Paths under
+// /proc and /dev are kept as written, as their links name per-process
+// objects (/proc/self, /dev/fd, /dev/stdin).
+func ResolveSymlinks(p string) string {
+	if p == "/proc" || p == "/dev" || strings.HasPrefix(p, "/proc/") || strings.HasPrefix(p, "/dev/") {
+		return p
+	}
+	rest := ""
+	for cur := p; ; {
+		if real, err := filepath.EvalSymlinks(cur); err == nil {
+			return path.Join(real, rest)
+		}
+		if cur == "/" || cur == "." {
+			return p
+		}
+		rest = path.Join(path.Base(cur), rest)
+		cur = path.Dir(cur)
+	}
 }

@@ -47,5 +47,6 @@
 // (`AT_FDCWD</work>`, `3</dir>`) or the thread's last known working
 // directory; `/proc/self` and `/proc/thread-self` become the refusing
 // process's own entries. Paths are lexically cleaned, not resolved through
-// symlinks unless [Options.Resolve] says how.
+// symlinks unless [Options.Resolve] says how ([ResolveSymlinks] names what
+// Landlock sees, which a changeable section must name).
 package attribute

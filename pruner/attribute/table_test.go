@@ -2,6 +2,8 @@ package attribute
 
 import (
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -170,5 +172,30 @@ func TestResolveOption(t *testing.T) {
 		Options{Resolve: func(p string) string { return strings.Replace(p, "/bin", "/usr/bin", 1) }})
 	if len(rs) != 1 || len(rs[0].Paths) != 1 || rs[0].Paths[0] != "/usr/bin/sh" {
 		t.Fatalf("refusals = %v, want one on /usr/bin/sh", rs)
+	}
+}
+
+func TestResolveSymlinks(t *testing.T) {
+	d := t.TempDir()
+	if err := os.Mkdir(d+"/real", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", d+"/link"); err != nil {
+		t.Fatal(err)
+	}
+	real, err := filepath.EvalSymlinks(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ In, Want string }{
+		{d + "/link", real + "/real"},
+		{d + "/link/new/file", real + "/real/new/file"},
+		{d + "/real", real + "/real"},
+		{"/proc/self/status", "/proc/self/status"},
+		{"/dev/stdin", "/dev/stdin"},
+	} {
+		if got := ResolveSymlinks(tc.In); got != tc.Want {
+			t.Errorf("ResolveSymlinks(%q) = %q, want %q", tc.In, got, tc.Want)
+		}
 	}
 }
