@@ -31,7 +31,9 @@ const (
 func (l Layer) Grantable() bool { return l == Filesystem || l == Network }
 
 // Right is a Landlock access right, spelled as the kernel's audit records
-// spell their blockers, so a refusal compares directly with a record.
+// spell their blockers, so a refusal compares directly with a record. A
+// refusal lists every right the call needs; a record's blockers are only
+// the missing ones, a subset of them.
 type Right string
 
 // The rights (security/landlock/audit.c).
