@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -21,6 +22,10 @@ import (
 var CgroupRoot = "/sys/fs/cgroup"
 
 var cgroupSeq atomic.Int64
+
+// liveCgroups holds every cgroup directory this process created and has not
+// removed (TestMain fails the package if one survives).
+var liveCgroups sync.Map
 
 // caps is a cgroup (v2, or a v1 pids and/or memory pair) that holds the
 // command's processes and caps their number and memory.
@@ -109,6 +114,7 @@ func (c *caps) setupV2(name string) error {
 		return fmt.Errorf("cgroup2 not writable: %w", err)
 	}
 	c.created = append(c.created, dir)
+	liveCgroups.Store(dir, true)
 	var want []string
 	if c.nproc > 0 {
 		want = append(want, "pids")
@@ -165,6 +171,7 @@ func (c *caps) setupV1(name string) error {
 			return fmt.Errorf("no writable v1 %s hierarchy: %w", h.ctl, err)
 		}
 		c.created = append(c.created, dir)
+		liveCgroups.Store(dir, true)
 		if err := os.WriteFile(filepath.Join(dir, h.limitFile), []byte(h.value), 0); err != nil {
 			return fmt.Errorf("set %s: %w", h.limitFile, err)
 		}
@@ -277,6 +284,7 @@ func (c *caps) remove() error {
 		for i := 0; i < 200; i++ {
 			if err = os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
 				err = nil
+				liveCgroups.Delete(d)
 				break
 			}
 			time.Sleep(5 * time.Millisecond)

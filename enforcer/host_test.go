@@ -43,9 +43,14 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	// Nothing left behind: no cgroup this process created survives.
-	left, _ := filepath.Glob(fmt.Sprintf("%s/*/lockstep-%d-*", CgroupRoot, os.Getpid()))
-	left2, _ := filepath.Glob(fmt.Sprintf("%s/lockstep-%d-*", CgroupRoot, os.Getpid()))
-	if left = append(left, left2...); len(left) > 0 && code == 0 {
+	var left []string
+	liveCgroups.Range(func(k, _ any) bool {
+		if _, err := os.Stat(k.(string)); err == nil {
+			left = append(left, k.(string))
+		}
+		return true
+	})
+	if len(left) > 0 && code == 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: cgroups left behind: %v\n", left)
 		code = 1
 	}
