@@ -119,7 +119,7 @@ var ErrNoLandlock = fmt.Errorf("landlock is not available on this kernel: %w", E
 var hostABI = sync.OnceValues(func() (int, error) {
 	v, err := ll.LandlockGetABIVersion()
 	if err != nil {
-		return 0, fmt.Errorf("%w: landlock_create_ruleset(VERSION): %v", ErrNoLandlock, err)
+		return 0, errorf(ErrNoLandlock, "landlock is not available on this kernel (landlock_create_ruleset: %v): not built, or not in the lsm= boot list; refusing to run unprotected. Nothing ran.", err)
 	}
 	return v, nil
 })

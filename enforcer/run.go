@@ -39,8 +39,8 @@ type Options struct {
 	// kernel audits denials after the exec (ABI 7+; refused below).
 	LogSubprocesses bool
 	// Dir is the command's working directory; "" keeps the caller's. It
-	// need not be granted by the policy (the child changes into it before
-	// restricting itself).
+	// need not be granted by the policy (changing directory is not an
+	// operation Landlock restricts).
 	Dir string
 	// Env is the command's environment; nil means os.Environ().
 	Env []string
@@ -54,8 +54,10 @@ type Options struct {
 	// ExpectHash, when set, must equal Hash, or nothing runs
 	// (ErrHashMismatch, exit 125).
 	ExpectHash string
-	// Self is the executable re-executed as the restricted child (it must
-	// dispatch RoleEnv=ChildRole to ChildMain); "" means os.Executable().
+	// Self is the executable re-executed as the restricted child when
+	// rlimits or cgroups are needed; any binary importing this package
+	// qualifies (its init dispatches RoleEnv=ChildRole to ChildMain). ""
+	// means os.Executable().
 	Self string
 	// KillGrace is how long the process group has between SIGTERM and
 	// SIGKILL when the timeout passes; 0 means 2 s.
