@@ -552,10 +552,11 @@ func cutUnfinished(body string) (string, bool) {
 }
 
 func (p *Parser) resumed(pid int, rest, line string) error {
-	end := strings.Index(rest, " resumed>")
+	end := strings.Index(rest[5:], " resumed>")
 	if end < 0 {
-		return &SyntaxError{Line: p.line, Text: line, Msg: "resumed half without 'resumed>'"}
+		return &SyntaxError{Line: p.line, Text: line, Msg: "resumed half without '<... name resumed>'"}
 	}
+	end += 5
 	name := rest[5:end]
 	tail := rest[end+len(" resumed>"):]
 	pe := p.pend[pid]
