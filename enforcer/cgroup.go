@@ -103,12 +103,34 @@ func parseProcCgroup(data []byte, ctl string) (string, error) {
 	return "", fmt.Errorf("/proc/self/cgroup has no %q hierarchy", ctl)
 }
 
+// setupV2 creates the cgroup below this process's own cgroup, or, when the
+// controllers cannot be had there (a non-root cgroup holding processes
+// cannot enable controllers for children), below the hierarchy's root, which
+// is exempt from that rule (root only).
 func (c *caps) setupV2(name string) error {
 	own, err := ownCgroup("")
 	if err != nil {
 		return err
 	}
-	parent := filepath.Join(CgroupRoot, own)
+	parents := []string{filepath.Join(CgroupRoot, own)}
+	if own != "/" {
+		parents = append(parents, CgroupRoot)
+	}
+	var errs []string
+	for _, parent := range parents {
+		err := c.setupV2In(parent, name)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err.Error())
+		if rmErr := c.remove(); rmErr != nil {
+			return fmt.Errorf("%s; and %v", strings.Join(errs, "; "), rmErr)
+		}
+	}
+	return errors.New(strings.Join(errs, "; "))
+}
+
+func (c *caps) setupV2In(parent, name string) error {
 	dir := filepath.Join(parent, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("cgroup2 not writable: %w", err)

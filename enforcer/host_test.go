@@ -682,6 +682,29 @@ func TestCgroupV2OnHybrid(t *testing.T) {
 		t.Errorf("refused setup left %v behind", left)
 	}
 
+	// From a non-root cgroup the enforcer also tries the hierarchy's root;
+	// both attempts are named when both fail. Move this process into a
+	// child cgroup for the check, and back.
+	own, err := os.MkdirTemp(unified, fmt.Sprintf("lockstep-%d-own", os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(own)
+	self := []byte(strconv.Itoa(os.Getpid()))
+	if err := os.WriteFile(filepath.Join(own, "cgroup.procs"), self, 0); err != nil {
+		t.Fatalf("move this process into %s: %v", own, err)
+	}
+	c2 := setupCaps(16, 0)
+	if err := os.WriteFile(filepath.Join(unified, "cgroup.procs"), self, 0); err != nil {
+		t.Fatalf("move this process back: %v", err)
+	}
+	if c2.ok() {
+		c2.remove()
+	} else if !strings.Contains(c2.desc, "in_"+own) || !strings.Contains(c2.desc, "in_"+unified+";") && !strings.HasSuffix(c2.desc, "in_"+unified) {
+		t.Errorf("setupCaps from %s: desc %q, want both %s and %s named", own, c2.desc, own, unified)
+	}
+	t.Logf("from a child cgroup: %s", c2.desc)
+
 	// cgroup.kill on a v2 cgroup without controllers.
 	dir, err := os.MkdirTemp(unified, fmt.Sprintf("lockstep-%d-kill", os.Getpid()))
 	if err != nil {
