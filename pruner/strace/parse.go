@@ -395,13 +395,14 @@ func (p *Parser) parseLine(line string) error {
 	if !ok {
 		return &SyntaxError{Line: p.line, Text: line, Msg: "malformed pid prefix"}
 	}
+	if strings.HasPrefix(rest, "strace: ") || strings.HasPrefix(rest, "[ ") && strings.HasSuffix(rest, " ]") {
+		p.stats.Messages++
+		return nil // strace's own messages; -qq keeps these rare
+	}
 	if p.root < 0 {
 		p.root = pid
 	}
 	switch {
-	case strings.HasPrefix(rest, "strace: "), strings.HasPrefix(rest, "[ ") && strings.HasSuffix(rest, " ]"):
-		p.stats.Messages++
-		return nil // strace's own messages; -qq keeps these rare
 	case strings.HasPrefix(rest, "--- "):
 		return p.signal(pid, rest, line)
 	case strings.HasPrefix(rest, "+++ "):
