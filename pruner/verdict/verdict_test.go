@@ -95,6 +95,11 @@ func TestJudgeCapturedRuns(t *testing.T) {
 		{Name: "gradle-no-source", Class: Success, NoSource: true, Problem: ErrNoTests},
 		{Name: "gradle-junit", Class: TestsFailed, Ran: true, Problem: ErrFailsOwnTests, Passed: 2, Skipped: 1,
 			Failed: []string{"calc.CalcTest.failsOnPurpose"}},
+		{Name: "maven-junit", Class: TestsFailed, Ran: true, Problem: ErrFailsOwnTests, Passed: 2, Skipped: 1,
+			Failed: []string{"calc.CalcTest.failsOnPurpose"}},
+		{Name: "maven-skip-tests", Class: Success, NoSource: true, Problem: ErrNoTests},
+		{Name: "maven-no-tests", Class: Success, NoSource: true, Problem: ErrNoTests},
+		{Name: "maven-offline-missing", Class: Failure, Infra: true, Problem: ErrInfrastructure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.Name, func(t *testing.T) {
@@ -143,25 +148,34 @@ func TestJudgeCapturedRuns(t *testing.T) {
 }
 
 // TestSameAcrossCaptures checks that different captured runs never agree,
-// in particular a cut report and a run without tests. The one pair that does
-// agree are pinned: two failures without any test agree whatever their
-// status, as in Phobos (the status is not part of the outcome), and so do
-// two successes without any test.
+// in particular a cut report and a run without tests, except within the
+// pinned groups: runs without any test agree when their exit class does,
+// whatever their status (as in Phobos, the status is not part of the
+// outcome), and the Gradle and Maven builds of the same JUnit tests agree.
 func TestSameAcrossCaptures(t *testing.T) {
-	names := []string{"generic-pass", "python-pass", "c-pass", "fixture-pass", "python-skip", "broken-fail",
-		"python-fail-native-tb", "python-no-tests", "python-module-not-found", "python-traceback-first",
-		"generic-no-reports", "generic-killed", "generic-cut-report", "gradle-no-source", "gradle-junit"}
-	vs := map[string]Verdict{}
-	for _, n := range names {
-		vs[n] = Judge(loadRun(t, n))
+	groups := [][]string{
+		{"generic-pass"}, {"python-pass"}, {"c-pass"}, {"fixture-pass"}, {"python-skip"}, {"broken-fail"},
+		{"python-fail-native-tb"}, {"python-module-not-found"}, {"generic-killed"}, {"generic-cut-report"},
+		{"python-no-tests", "python-traceback-first", "maven-offline-missing"},
+		{"generic-no-reports", "gradle-no-source", "maven-skip-tests", "maven-no-tests"},
+		{"gradle-junit", "maven-junit"},
 	}
-	for _, a := range names {
-		for _, b := range names {
-			pair := map[string]bool{a: true, b: true}
-			sameByDesign := pair["python-no-tests"] && pair["python-traceback-first"] ||
-				pair["generic-no-reports"] && pair["gradle-no-source"]
-			if got := vs[a].Same(vs[b]); a != b && got != sameByDesign {
-				t.Errorf("Judge(%s).Same(Judge(%s)) = %v, want %v", a, b, got, sameByDesign)
+	group := map[string]int{}
+	vs := map[string]Verdict{}
+	for i, g := range groups {
+		for _, n := range g {
+			group[n] = i
+			vs[n] = Judge(loadRun(t, n))
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join("testdata", "runs", "*"))
+	if len(dirs) != len(vs) {
+		t.Errorf("testdata/runs holds %d captures, the groups name %d", len(dirs), len(vs))
+	}
+	for a := range vs {
+		for b := range vs {
+			if want := group[a] == group[b]; vs[a].Same(vs[b]) != want {
+				t.Errorf("Judge(%s).Same(Judge(%s)) = %v, want %v", a, b, !want, want)
 			}
 		}
 	}
@@ -193,11 +207,10 @@ func TestSameIgnoresOrderAndFindings(t *testing.T) {
 	}
 }
 
-// TestLogFindings covers log lines one at a time. Gradle 4's plain lines
-// (":compileJava NO-SOURCE") are as the gradle-no-source capture shows them;
-// the "> Task" form of Gradle 5 and later and the Maven lines are the tools'
-// documented output forms, not captures (Debian's Maven has no plugins
-// offline here, and Debian ships no newer Gradle).
+// TestLogFindings covers log lines one at a time. Gradle 4's plain lines and
+// the Maven lines are as the gradle-* and maven-* captures show them; the
+// "> Task" form of Gradle 5 and later is its documented output form, not a
+// capture (Debian ships no newer Gradle).
 func TestLogFindings(t *testing.T) {
 	tests := []struct {
 		Name     string

@@ -2,8 +2,9 @@
 # Captures real runs of the reference exercises (and variants of them) on this host, for
 # verdict_test.go. Run from the repository root:
 #
-#   pruner/verdict/testdata/capture.sh
+#   pruner/verdict/testdata/capture.sh [case…]
 #
+# With case names, only those cases are captured again; without, all of them.
 # Each case becomes pruner/verdict/testdata/runs/<case>/ with
 #   status      the build script's exit status,
 #   log         its stdout and stderr, interleaved (2>&1),
@@ -13,14 +14,19 @@
 # A case runs a fresh copy of testdata/exercises/<family>/<exercise> (or of
 # pruner/verdict/testdata/projects/<project>) in a scratch working directory, as
 # `/bin/bash ./build_script.sh` with a clean environment, like pruner/exercise. The Gradle cases
-# need Debian's gradle (4.4.1), junit4 and libhamcrest-java packages; they run offline.
+# need Debian's gradle (4.4.1), junit4 and libhamcrest-java packages, the Maven cases its maven,
+# libsurefire-java, libmaven-compiler-plugin-java, libmaven-resources-plugin-java and
+# libmaven-jar-plugin-java; all run offline.
 set -euo pipefail
 root=$(pwd)
 out=$root/pruner/verdict/testdata/runs
 ex=$root/testdata/exercises
 work=$(mktemp -d /var/tmp/lockstep-capture.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-rm -rf "$out"
+only=("$@")
+if ((${#only[@]} == 0)); then
+	rm -rf "$out"
+fi
 mkdir -p "$out"
 
 shopt -s globstar nullglob
@@ -29,6 +35,10 @@ shopt -s globstar nullglob
 # An exercise named projects/<name> is pruner/verdict/testdata/projects/<name>.
 capture() {
 	local name=$1 exercise=$2 what=$3 change=${4:-}
+	if ((${#only[@]} > 0)) && [[ " ${only[*]} " != *" $name "* ]]; then
+		return
+	fi
+	rm -rf "${out:?}/$name"
 	local dir=$work/testing-dir src=$ex/$exercise
 	[[ $exercise != projects/* ]] || src=$root/pruner/verdict/testdata/$exercise
 	rm -rf "$dir"
@@ -81,3 +91,10 @@ capture generic-cut-report generic/shell-reference "the report is cut short afte
 	"printf 'head -c 300 test-reports/shell-tests.xml >test-reports/cut && mv test-reports/cut test-reports/shell-tests.xml\\n' >>build_script.sh"
 capture gradle-no-source projects/gradle-no-source "a Gradle 4.4.1 build without sources (plain console)"
 capture gradle-junit projects/gradle-junit "Gradle 4.4.1 with JUnit 4: pass, expected exception, a deliberate failure, a skip"
+capture maven-junit projects/maven-junit "Maven 3.8 + Surefire 2.22.3 with JUnit 4: pass, expected exception, a deliberate failure, a skip"
+capture maven-skip-tests projects/maven-junit "Maven with -DskipTests" \
+	"sed -i 's/\\\${MAVEN_ARGS:-}/-DskipTests/' build_script.sh"
+capture maven-no-tests projects/maven-junit "Maven with no test sources" \
+	'rm -r src/test'
+capture maven-offline-missing projects/maven-junit "the repository copied with its relative links, which then dangle: offline, the plugin jar is missing" \
+	"sed -i 's/cp -rL /cp -r /' build_script.sh"
