@@ -78,16 +78,6 @@ func maskOf(secs map[Section]bool) rights {
 // strictSubset reports whether a is a strict subset of b.
 func strictSubset(a, b rights) bool { return a != b && a&^b == 0 }
 
-// subset reports whether every letter of a is in b.
-func subset(a, b string) bool {
-	for _, c := range a {
-		if !strings.ContainsRune(b, c) {
-			return false
-		}
-	}
-	return true
-}
-
 // Beneath reports whether child lies strictly beneath ancestor (component-wise).
 func Beneath(child, ancestor string) bool {
 	if ancestor == "/" {

@@ -26,6 +26,21 @@ func Capitalised(k string) string {
 	return strings.ToUpper(k[:1]) + strings.ToLower(k[1:])
 }
 
+// stripped removes limits, comments and header from p in place (for a
+// policy this package made) and returns it.
+func stripped(p *policy.Policy) *policy.Policy {
+	p.Limits = map[policy.LimitKey]policy.Limit{}
+	p.Comments = map[string]string{}
+	p.Header = nil
+	for i := range p.Connect {
+		p.Connect[i].Comment = ""
+	}
+	for i := range p.Bind {
+		p.Bind[i].Comment = ""
+	}
+	return p
+}
+
 // bareBase returns p without limits, comments or header.
 func bareBase(p *policy.Policy) *policy.Policy {
 	q := p.Rules()
@@ -39,7 +54,7 @@ func mergeLanguage(name string, exs []*exercise, probs *problems) *language {
 	for _, ex := range exs {
 		ps = append(ps, ex.pol)
 	}
-	u, err := bareBase(policy.Union(ps...)).NormaliseHierarchy()
+	u, err := stripped(policy.Union(ps...)).NormaliseHierarchy()
 	if err != nil {
 		probs.add("the %s base cannot be written: %v", name, err)
 		return nil
