@@ -52,7 +52,9 @@ ABI lacks is "not offered". The records are also kept: --results gets
 selftest.json and selftest-records.txt (every record, netlink form).
 
 With --in-guest the checks run on the running kernel instead (what the guest
-runs; also usable on a disposable machine as root).
+runs; also usable on a disposable machine as root); --capture then also keeps
+every record form (netlink, /dev/kmsg, dmesg) of every refusal and of extra
+scenarios (hex and deleted paths, a rename, lport, autobind) as test data.
 
 Exit status: 0 every check held; 1 a check failed; 3 indeterminate: the LSM
 list, the ABI (below the pin's, never 0) or audit failed, records were lost, a
@@ -74,6 +76,7 @@ func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args [
 	inGuest := fs.Bool("in-guest", false, "run the checks on the running kernel (what the guest runs)")
 	wantRelease := fs.String("want-release", "", "with --in-guest: the `release` uname -r must equal (empty: not checked)")
 	wantABI := fs.Int("want-abi", 0, "with --in-guest: the pin's Landlock `abi` (default: the default pin's)")
+	capture := fs.String("capture", "", "with --in-guest: after the proof, capture every record form of every refusal and capture scenario into `dir` (test data)")
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["selftest"]
 		if len(args) > 0 {
@@ -91,7 +94,13 @@ func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args [
 			if out == "" && os.Getenv("LOCKSTEP_GUEST") == "1" {
 				out = proto.ResultsDir
 			}
-			return selftestHere(ctx, io, out, *wantRelease, *wantABI, *asJSON)
+			code := selftestHere(ctx, io, out, *wantRelease, *wantABI, *asJSON)
+			if *capture != "" {
+				if err := proof.Capture(ctx, proof.CaptureOptions{Out: *capture}); err != nil {
+					return fail(io, "selftest", exitIndeterminate, err)
+				}
+			}
+			return code
 		}
 		switch *accel {
 		case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:

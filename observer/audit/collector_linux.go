@@ -430,3 +430,38 @@ func (r *Run) End(ctx context.Context, owns func(pid int) bool, wait time.Durati
 	}
 	return &RunResult{Result: res, Records: recs, LostBefore: r.lostBefore, LostAfter: st.Lost}, nil
 }
+
+// EnableWithoutDaemon enables audit with the collector's backlog and rate
+// limits but registers no daemon, so that the kernel prints every record
+// (the kmsg and dmesg forms). restore puts the previous settings back.
+func EnableWithoutDaemon() (restore func() error, err error) {
+	c, err := libaudit.NewAuditClient(nil)
+	if err != nil {
+		return nil, fmt.Errorf("audit: open netlink socket: %w", err)
+	}
+	st, err := c.GetStatus()
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("audit: get status: %w", err)
+	}
+	if st.PID != 0 {
+		c.Close()
+		return nil, fmt.Errorf("audit: pid %d is registered as the audit daemon; its records would not be printed", st.PID)
+	}
+	err = errors.Join(c.SetEnabled(true, libaudit.WaitForReply),
+		c.SetBacklogLimit(DefaultBacklogLimit, libaudit.WaitForReply),
+		c.SetRateLimit(0, libaudit.WaitForReply))
+	restore = func() error {
+		defer c.Close()
+		var err error
+		if st.Enabled == 0 {
+			err = c.SetEnabled(false, libaudit.WaitForReply)
+		}
+		return errors.Join(err, c.SetBacklogLimit(st.BacklogLimit, libaudit.WaitForReply), c.SetRateLimit(st.RateLimit, libaudit.WaitForReply))
+	}
+	if err != nil {
+		restore()
+		return nil, fmt.Errorf("audit: enable: %w", err)
+	}
+	return restore, nil
+}

@@ -34,7 +34,7 @@ func checkRecord(t *testing.T, in string, r Record, err error, form Form) {
 	if err != nil {
 		t.Fatalf("ParseNetlink(Body()) of %q = %v (body %q)", in, err, r.Body())
 	}
-	if back.Type != r.Type || back.Serial != r.Serial || back.Sec != r.Sec || back.Milli != r.Milli || !reflect.DeepEqual(back.Fields, r.Fields) {
+	if back.Type != r.Type || back.Serial != r.Serial || back.Sec != r.Sec || back.Milli != r.Milli || !reflect.DeepEqual(back.Fields(), r.Fields()) {
 		t.Fatalf("round trip of %q: %+v, want %+v", in, back, r)
 	}
 	// Typed views must never panic; an error leaves the zero value.

@@ -142,8 +142,8 @@ func (r *Record) Access() (Access, error) {
 		return a, fmt.Errorf("record type %v is not LANDLOCK_ACCESS", r.Type)
 	}
 	var haveDomain, haveBlockers bool
-	for i := range r.Fields {
-		f := &r.Fields[i]
+	for i := 0; i < r.n; i++ {
+		f := r.Field(i)
 		var err error
 		switch f.Key {
 		case "domain":
@@ -236,8 +236,8 @@ func (r *Record) Domain() (DomainStatus, error) {
 		return d, fmt.Errorf("record type %v is not LANDLOCK_DOMAIN", r.Type)
 	}
 	var haveDomain, haveDenials, havePid bool
-	for i := range r.Fields {
-		f := &r.Fields[i]
+	for i := 0; i < r.n; i++ {
+		f := r.Field(i)
 		var err error
 		switch f.Key {
 		case "domain":
@@ -303,8 +303,8 @@ func (r *Record) Syscall() (Syscall, error) {
 		return s, fmt.Errorf("record type %v is not SYSCALL", r.Type)
 	}
 	var haveNr, havePid bool
-	for i := range r.Fields {
-		f := &r.Fields[i]
+	for i := 0; i < r.n; i++ {
+		f := r.Field(i)
 		var err error
 		switch f.Key {
 		case "arch":

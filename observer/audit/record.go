@@ -96,13 +96,51 @@ type Record struct {
 	Sec    int64
 	Milli  uint16
 	Serial uint64
-	// Fields in the order written; a key may repeat (Get returns the last).
-	Fields []Field
 	// KmsgSeq is the /dev/kmsg sequence number (FormKmsg only); Monotonic is
 	// the time since boot that kmsg or dmesg stamped on the line (zero when
 	// the line carried none).
 	KmsgSeq   uint64
 	Monotonic time.Duration
+
+	// The fields, in the order written (a key may repeat; Get returns the
+	// last), as offsets into text: no pointers, so parsing costs the
+	// garbage collector nothing beyond text itself.
+	text   string
+	n      int
+	inline [inlineFields]span
+	more   []span
+}
+
+// inlineFields covers every Landlock record; SYSCALL records spill over.
+const inlineFields = 12
+
+// span locates one field in Record.text.
+type span struct {
+	k0, k1, v0, v1 uint32
+	q              byte
+}
+
+// NumFields returns the number of fields.
+func (r *Record) NumFields() int { return r.n }
+
+// Field returns field i (0 <= i < NumFields()); its strings alias the input.
+func (r *Record) Field(i int) Field {
+	var sp *span
+	if i < inlineFields {
+		sp = &r.inline[i]
+	} else {
+		sp = &r.more[i-inlineFields]
+	}
+	return Field{Key: r.text[sp.k0:sp.k1], Value: r.text[sp.v0:sp.v1], Quoted: sp.q}
+}
+
+// Fields returns every field in order, in a new slice.
+func (r *Record) Fields() []Field {
+	fs := make([]Field, r.n)
+	for i := range fs {
+		fs[i] = r.Field(i)
+	}
+	return fs
 }
 
 // Time returns the record's timestamp.
@@ -113,9 +151,9 @@ func (r *Record) Time() time.Time {
 // Raw returns the value of the last field named key as written (quotes
 // removed, not decoded).
 func (r *Record) Raw(key string) (string, bool) {
-	for i := len(r.Fields) - 1; i >= 0; i-- {
-		if r.Fields[i].Key == key {
-			return r.Fields[i].Value, true
+	for i := r.n - 1; i >= 0; i-- {
+		if f := r.Field(i); f.Key == key {
+			return f.Value, true
 		}
 	}
 	return "", false
@@ -124,8 +162,8 @@ func (r *Record) Raw(key string) (string, bool) {
 // Get returns the value of the last field named key, hex-decoded when key is
 // one of the kernel's untrusted strings and the kernel wrote it unquoted.
 func (r *Record) Get(key string) (string, bool, error) {
-	for i := len(r.Fields) - 1; i >= 0; i-- {
-		f := &r.Fields[i]
+	for i := r.n - 1; i >= 0; i-- {
+		f := r.Field(i)
 		if f.Key != key {
 			continue
 		}
@@ -196,7 +234,7 @@ func unhex(c byte) int {
 // gives r back (but for Form and the kmsg/dmesg stamps).
 func (r *Record) Body() string {
 	var b strings.Builder
-	b.Grow(32 + 24*len(r.Fields))
+	b.Grow(32 + len(r.text))
 	b.WriteString("audit(")
 	b.WriteString(strconv.FormatInt(r.Sec, 10))
 	b.WriteByte('.')
@@ -206,7 +244,8 @@ func (r *Record) Body() string {
 	b.WriteByte(':')
 	b.WriteString(strconv.FormatUint(r.Serial, 10))
 	b.WriteString("):")
-	for _, f := range r.Fields {
+	for i := 0; i < r.n; i++ {
+		f := r.Field(i)
 		b.WriteByte(' ')
 		b.WriteString(f.Key)
 		b.WriteByte('=')
@@ -280,7 +319,9 @@ func ParseNetlink(typ uint16, data []byte) (Record, error) {
 // its start); a trailing newline or NUL is ignored. Lines of the kernel log that are not audit records give an error
 // matching ErrNotAudit.
 func ParseLine(line string) (Record, error) {
-	line = strings.TrimRight(line, "\r\n\x00")
+	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r' || line[len(line)-1] == 0) {
+		line = line[:len(line)-1]
+	}
 	var r Record
 	var err error
 	switch {
@@ -477,50 +518,46 @@ func parseBody(r *Record, form Form, line, body string) error {
 	if dot < 0 || colon < dot {
 		return perr(form, line, "stamp %q is not <sec>.<ms>:<serial>", stamp)
 	}
-	sec, err := strconv.ParseInt(stamp[:dot], 10, 64)
-	if err != nil || sec < 0 {
+	sec, ok := digits(stamp[:dot], 1<<62)
+	if !ok {
 		return perr(form, line, "stamp seconds %q are not a number", stamp[:dot])
 	}
-	ms, err := strconv.ParseUint(stamp[dot+1:colon], 10, 16)
-	if err != nil || ms > 999 || colon-dot-1 != 3 {
+	ms, ok := digits(stamp[dot+1:colon], 999)
+	if !ok || colon-dot-1 != 3 {
 		return perr(form, line, "stamp milliseconds %q are not 3 digits", stamp[dot+1:colon])
 	}
-	serial, err := strconv.ParseUint(stamp[colon+1:], 10, 64)
-	if err != nil {
+	serial, ok := digits(stamp[colon+1:], 1<<63)
+	if !ok {
 		return perr(form, line, "stamp serial %q is not a number", stamp[colon+1:])
 	}
 	rest, ok = strings.CutPrefix(rest, ":")
 	if !ok {
 		return perr(form, line, "no ':' after the stamp")
 	}
-	r.Sec, r.Milli, r.Serial = sec, uint16(ms), serial
-	fields, err := parseFields(rest)
-	if err != nil {
+	r.Sec, r.Milli, r.Serial = int64(sec), uint16(ms), serial
+	if err := r.parseFields(rest); err != nil {
+		*r = Record{}
 		return perr(form, line, "%v", err)
 	}
-	r.Fields = fields
 	return nil
 }
 
-// parseFields splits ` key=value key="value" …`. Keys are [a-z0-9_-]+ as
-// the kernel writes them; values end at a space, or at the closing quote. The
-// kernel never writes a control byte in a value (it hex-encodes such
-// strings), so one is an error.
-func parseFields(s string) ([]Field, error) {
-	n := 1
-	for i := 0; i < len(s); i++ {
-		if s[i] == '=' {
-			n++
-		}
+// parseFields splits ` key=value key="value" …` into r. Keys are
+// [a-z0-9_-]+ as the kernel writes them; values end at a space, or at the
+// closing quote. The kernel never writes a control byte in a value (it
+// hex-encodes such strings), so one is an error.
+func (r *Record) parseFields(s string) error {
+	if uint64(len(s)) >= 1<<32 {
+		return errors.New("record longer than 4 GiB")
 	}
-	fields := make([]Field, 0, n)
+	r.text = s
 	i := 0
 	for {
 		for i < len(s) && s[i] == ' ' {
 			i++
 		}
 		if i == len(s) {
-			return fields, nil
+			return nil
 		}
 		k := i
 		for i < len(s) && isKeyByte(s[i]) {
@@ -531,37 +568,61 @@ func parseFields(s string) ([]Field, error) {
 			if end < 0 {
 				end = len(s) - k
 			}
-			return nil, fmt.Errorf("%q is not key=value", clip(s[k:k+end]))
+			return fmt.Errorf("%q is not key=value", clip(s[k:k+end]))
 		}
-		f := Field{Key: s[k:i]}
+		sp := span{k0: uint32(k), k1: uint32(i)}
+		key := s[k:i]
 		i++
 		if i < len(s) && (s[i] == '"' || s[i] == '\'') {
 			q := s[i]
 			end := strings.IndexByte(s[i+1:], q)
 			if end < 0 {
-				return nil, fmt.Errorf("%s: quote not closed", f.Key)
+				return fmt.Errorf("%s: quote not closed", key)
 			}
-			f.Quoted = q
-			f.Value = s[i+1 : i+1+end]
-			if j := strings.IndexFunc(f.Value, func(r rune) bool { return r < 0x20 }); j >= 0 {
-				return nil, fmt.Errorf("%s: control byte %#x in a quoted value", f.Key, f.Value[j])
+			sp.q, sp.v0, sp.v1 = q, uint32(i+1), uint32(i+1+end)
+			for j := i + 1; j < i+1+end; j++ {
+				if s[j] < 0x20 {
+					return fmt.Errorf("%s: control byte %#x in a quoted value", key, s[j])
+				}
 			}
 			i += end + 2
 			if i < len(s) && s[i] != ' ' {
-				return nil, fmt.Errorf("%s: text after the closing quote", f.Key)
+				return fmt.Errorf("%s: text after the closing quote", key)
 			}
 		} else {
 			v := i
 			for i < len(s) && s[i] > ' ' {
 				i++
 			}
-			f.Value = s[v:i]
+			sp.v0, sp.v1 = uint32(v), uint32(i)
 			if i < len(s) && s[i] != ' ' {
-				return nil, fmt.Errorf("%s: control byte %#x in a value", f.Key, s[i])
+				return fmt.Errorf("%s: control byte %#x in a value", key, s[i])
 			}
 		}
-		fields = append(fields, f)
+		if r.n < inlineFields {
+			r.inline[r.n] = sp
+		} else {
+			r.more = append(r.more, sp)
+		}
+		r.n++
 	}
+}
+
+// digits parses a non-empty decimal number of at most max (< 1<<63 + 1), or
+// reports false: the stamp's numbers, without strconv's generality.
+func digits(s string, max uint64) (uint64, bool) {
+	if s == "" || len(s) > 19 {
+		return 0, false
+	}
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		v = v*10 + uint64(c)
+	}
+	return v, v <= max
 }
 
 func isKeyByte(c byte) bool {

@@ -112,7 +112,7 @@ func TestParseLineForms(t *testing.T) {
 			if r.Form != tt.Form || r.Monotonic != tt.Mono {
 				t.Errorf("ParseLine(%q) form %v mono %v, want %v %v", tt.Line, r.Form, r.Monotonic, tt.Form, tt.Mono)
 			}
-			if r.Type != want.Type || r.Serial != want.Serial || r.Sec != want.Sec || !reflect.DeepEqual(r.Fields, want.Fields) {
+			if r.Type != want.Type || r.Serial != want.Serial || r.Sec != want.Sec || !reflect.DeepEqual(r.Fields(), want.Fields()) {
 				t.Errorf("ParseLine(%q) = %+v, want %+v", tt.Line, r, want)
 			}
 		})
@@ -215,7 +215,7 @@ func TestBodyRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ParseNetlink(Body()) of %q = %v", line, err)
 		}
-		if back.Serial != r.Serial || back.Sec != r.Sec || back.Milli != r.Milli || !reflect.DeepEqual(back.Fields, r.Fields) {
+		if back.Serial != r.Serial || back.Sec != r.Sec || back.Milli != r.Milli || !reflect.DeepEqual(back.Fields(), r.Fields()) {
 			t.Errorf("round trip of %q = %q", line, back.Body())
 		}
 		if want := line[strings.IndexByte(line, ';')+1:]; r.String() != want {
@@ -284,4 +284,22 @@ func readCapture(t testing.TB, path string) []Record {
 		t.Fatal(err)
 	}
 	return recs
+}
+
+func TestDigits(t *testing.T) {
+	tests := []struct {
+		In   string
+		Max  uint64
+		Want uint64
+		OK   bool
+	}{
+		{"0", 9, 0, true}, {"999", 999, 999, true}, {"1000", 999, 0, false}, {"", 9, 0, false},
+		{"1a", 99, 0, false}, {"-1", 99, 0, false}, {"9223372036854775808", 1 << 63, 1 << 63, true},
+		{"18446744073709551615", 1 << 63, 0, false},
+	}
+	for _, tt := range tests {
+		if got, ok := digits(tt.In, tt.Max); ok != tt.OK || ok && got != tt.Want {
+			t.Errorf("digits(%q, %d) = %d, %v; want %d, %v", tt.In, tt.Max, got, ok, tt.Want, tt.OK)
+		}
+	}
 }

@@ -283,6 +283,22 @@ func expectObject(rf Refusal, fx fixture, a *audit.Access) error {
 	return nil
 }
 
+// runChild re-executes fx.exe as the refusal child for case name and
+// waits for it.
+func runChild(ctx context.Context, name string, fx fixture) (pid int, stdout []byte, stderr string, err error) {
+	cmd := exec.CommandContext(ctx, fx.exe)
+	cmd.Env = append(os.Environ(), "LOCKSTEP_ROLE="+Role, envCase+"="+name,
+		envDir+"="+filepath.Dir(fx.file), envPort+"="+strconv.Itoa(fx.port), envExe+"="+fx.exe)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = 5 * time.Second
+	err = cmd.Run()
+	if cmd.Process != nil {
+		pid = cmd.Process.Pid
+	}
+	return pid, out.Bytes(), errb.String(), err
+}
+
 // refuse runs one refusal child and judges its records.
 func refuse(ctx context.Context, coll *audit.Collector, rf Refusal, fx fixture, wait time.Duration) Check {
 	c := Check{Name: rf.Name, Blocker: rf.Blocker}
@@ -292,17 +308,7 @@ func refuse(ctx context.Context, coll *audit.Collector, rf Refusal, fx fixture, 
 		c.Outcome, c.Detail = Indeterminate, err.Error()
 		return c
 	}
-	cmd := exec.CommandContext(ctx, fx.exe)
-	cmd.Env = append(os.Environ(), "LOCKSTEP_ROLE="+Role, envCase+"="+rf.Name,
-		envDir+"="+filepath.Dir(fx.file), envPort+"="+strconv.Itoa(fx.port), envExe+"="+fx.exe)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 5 * time.Second
-	runErr := cmd.Run()
-	pid := 0
-	if cmd.Process != nil {
-		pid = cmd.Process.Pid
-	}
+	pid, stdout, stderr, runErr := runChild(ctx, rf.Name, fx)
 	res, endErr := run.End(ctx, func(p int) bool { return p == pid }, wait)
 	if endErr != nil {
 		c.Outcome, c.Detail = Indeterminate, endErr.Error()
@@ -310,8 +316,8 @@ func refuse(ctx context.Context, coll *audit.Collector, rf Refusal, fx fixture, 
 	}
 	c.Evidence = evidence(res)
 	var rep childReport
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &rep); err != nil {
-		c.Outcome, c.Detail = Failed, fmt.Sprintf("the refusal child gave no report (%v): %s", runErr, oneLine(stderr.String()))
+	if err := json.Unmarshal(bytes.TrimSpace(stdout), &rep); err != nil {
+		c.Outcome, c.Detail = Failed, fmt.Sprintf("the refusal child gave no report (%v): %s", runErr, oneLine(stderr))
 		return c
 	}
 	if unix.Errno(rep.Errno) != sp.want {

@@ -38,6 +38,10 @@ type fixture struct {
 	dst    string // REFER is not granted here
 	exe    string
 	port   int
+	// Objects of the capture scenarios only.
+	spaced string // a file whose name holds a space: its path is logged as hex
+	gone   string // a file unlinked while open: its path ends " (deleted)"
+	moved2 string // moved across directories with REFER granted nowhere
 }
 
 func newFixture(dir, exe string, port int) fixture {
@@ -50,6 +54,9 @@ func newFixture(dir, exe string, port int) fixture {
 		dst:    filepath.Join(dir, "dst"),
 		exe:    exe,
 		port:   port,
+		spaced: filepath.Join(dir, "with space"),
+		gone:   filepath.Join(dir, "gone"),
+		moved2: filepath.Join(dir, "src", "moved2"),
 	}
 }
 
