@@ -59,8 +59,8 @@ var captureSpecs = map[string]spec{
 	"capture.rw_both": specFS(ll.AccessFSReadFile|ll.AccessFSWriteFile, unix.SYS_OPENAT, func(fx fixture) unix.Errno {
 		return openat(fx.file, unix.O_RDWR, 0)
 	}),
-	"capture.tcp_lport":    lportSpec(unix.SOCK_STREAM, ll.AccessNetBindTCP, ll.AccessNetConnectTCP),
-	"capture.udp_lport":    lportSpec(unix.SOCK_DGRAM, ll.AccessNetBindUDP, ll.AccessNetConnectSendUDP),
+	"capture.tcp_lport": lportSpec(unix.SOCK_STREAM, ll.AccessNetBindTCP, ll.AccessNetConnectTCP),
+	"capture.udp_lport": lportSpec(unix.SOCK_DGRAM, ll.AccessNetBindUDP, ll.AccessNetConnectSendUDP),
 	"capture.udp_autobind": {
 		attr: ll.RulesetAttr{HandledAccessNet: ll.AccessNetBindUDP | ll.AccessNetConnectSendUDP},
 		grant: func(fd int, fx fixture) error {
