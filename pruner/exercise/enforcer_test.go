@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -17,7 +16,10 @@ import (
 // can be tested behind the real enforcer.
 func buildLockstep(t *testing.T) string {
 	t.Helper()
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is not on PATH: %v", err)
+	}
 	bin := filepath.Join(t.TempDir(), "lockstep")
 	cmd := exec.Command(goTool, "build", "-o", bin, "../../cmd/lockstep")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
