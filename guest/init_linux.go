@@ -98,6 +98,9 @@ func (p *pid1) setup() error {
 	}
 	p.job = job
 	p.verbose = job.Verbose
+	if err := loadModules(job.Modules); err != nil {
+		return setupf("%w", err)
+	}
 	if job.Probe {
 		return nil
 	}
@@ -367,4 +370,25 @@ func (p *pid1) finish(status int) {
 		unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART)
 		time.Sleep(time.Second)
 	}
+}
+
+// loadModules loads kernel modules from the initramfs in order; one that is
+// already loaded (or built in) is fine.
+func loadModules(paths []string) error {
+	for _, m := range paths {
+		f, err := os.Open(m)
+		if err != nil {
+			return fmt.Errorf("load module %s: %w", m, err)
+		}
+		flags := 0
+		if strings.HasSuffix(m, ".xz") || strings.HasSuffix(m, ".zst") {
+			flags = unix.MODULE_INIT_COMPRESSED_FILE
+		}
+		err = unix.FinitModule(int(f.Fd()), "", flags)
+		f.Close()
+		if err != nil && err != unix.EEXIST {
+			return fmt.Errorf("load module %s: %w", m, err)
+		}
+	}
+	return nil
 }

@@ -44,6 +44,9 @@ type InitramfsOptions struct {
 	// Strace, when not "", is a host strace binary to carry (with its
 	// shared libraries) under /extra, for a root that lacks strace.
 	Strace string
+	// Modules are kernel module files to carry, in load order, for a
+	// kernel that has virtio, 9p or overlayfs as modules.
+	Modules []string
 	// Output is the path of the initramfs file to write.
 	Output string
 	// Compression is CompressGzip, CompressZstd or CompressNone; "" is
@@ -93,6 +96,10 @@ func Initramfs(ctx context.Context, o InitramfsOptions) (string, error) {
 		}
 	}
 	o.Job.Extra = extra
+	o.Job.Modules = nil
+	for i, m := range o.Modules {
+		o.Job.Modules = append(o.Job.Modules, moduleArchivePath(i, m))
+	}
 	base, err := baseArchive(ctx, o, init, extra, tmp)
 	if err != nil {
 		return "", err
@@ -134,7 +141,7 @@ func baseArchive(ctx context.Context, o InitramfsOptions, init string, extra []s
 	}
 	target := filepath.Join(tmp, "base.cpio")
 	if o.CacheDir != "" {
-		key, err := baseKey(init, extra, comp)
+		key, err := baseKey(init, append(append([]string{}, extra...), o.Modules...), comp)
 		if err != nil {
 			return "", err
 		}
@@ -154,6 +161,9 @@ func baseArchive(ctx context.Context, o InitramfsOptions, init string, extra []s
 	files := []string{init + ":init"}
 	for _, f := range extra {
 		files = append(files, f+":"+filepath.Join(strings.TrimPrefix(extraDir, "/"), strings.TrimPrefix(f, "/")))
+	}
+	for i, m := range o.Modules {
+		files = append(files, m+":"+strings.TrimPrefix(moduleArchivePath(i, m), "/"))
 	}
 	records, err := cpio.ArchiveFromRecords([]cpio.Record{
 		cpio.Directory("dev", 0o755),
@@ -357,4 +367,9 @@ func (w *cpioFileWriter) appendPadded() error {
 	defer in.Close()
 	_, err = io.Copy(w.w, in)
 	return err
+}
+
+// moduleArchivePath is where the i-th module lands in the initramfs.
+func moduleArchivePath(i int, host string) string {
+	return fmt.Sprintf("/modules/%02d-%s", i, filepath.Base(host))
 }

@@ -76,6 +76,10 @@ type Options struct {
 	// Verbose drops "quiet" from the kernel command line and logs the
 	// QEMU command line and every guest log event at info level.
 	Verbose bool
+	// Modules are kernel module files loaded by PID 1 in this order before
+	// anything else; a pinned kernel needs none, a distribution kernel
+	// needs ResolveModules(dir, GuestModules).
+	Modules []string
 	// KernelArgs are appended to the kernel command line.
 	KernelArgs []string
 	// TestHook is passed as lockstep.hook= to make PID 1 misbehave on
@@ -387,7 +391,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	t0 := time.Now()
 	initrd := filepath.Join(dir, "initramfs")
 	res.InitramfsSHA256, err = guest.Initramfs(ctx, guest.InitramfsOptions{
-		Init: o.Init, Job: job, Output: initrd, Strace: strace, Compression: initramfsCompression,
+		Init: o.Init, Job: job, Output: initrd, Strace: strace, Compression: initramfsCompression, Modules: o.Modules,
 		CacheDir: filepath.Join(CacheDir(), "initramfs"), Log: log,
 	})
 	if err != nil {

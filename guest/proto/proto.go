@@ -97,6 +97,9 @@ type Job struct {
 	// libraries, for a root without strace), each copied to the same path
 	// in the new root unless the root has it already.
 	Extra []string `json:"extra,omitempty"`
+	// Modules are kernel modules in the initramfs, loaded in this order
+	// before anything else (for distribution kernels).
+	Modules []string `json:"modules,omitempty"`
 	// Probe makes PID 1 skip the root and the job: it reports status 0 as
 	// soon as it runs. The accel probe uses it.
 	Probe bool `json:"probe,omitempty"`

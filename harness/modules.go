@@ -1,0 +1,108 @@
+package harness
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+)
+
+// GuestModules are the modules a distribution kernel (built with virtio,
+// 9p and overlayfs as modules, as Debian's are) needs for a guest; a
+// pinned kernel has them built in and needs none.
+var GuestModules = []string{"virtio_pci", "virtio_mmio", "virtio_console", "9pnet_virtio", "9p", "overlay", "virtio_rng"}
+
+// ResolveModules finds each named module under dir (a /lib/modules/<release>
+// tree, .ko, .ko.xz or .ko.zst) and returns the files in load order, every
+// module after the modules it depends on (from its .modinfo "depends=").
+// A name not found is an error unless optional lists it.
+func ResolveModules(dir string, names []string) ([]string, error) {
+	index := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		base := d.Name()
+		for _, ext := range []string{".ko", ".ko.xz", ".ko.zst"} {
+			if n, ok := strings.CutSuffix(base, ext); ok {
+				index[modName(n)] = p
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("modules %s: %w", dir, err)
+	}
+	var order []string
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(name, from string) error
+	visit = func(name, from string) error {
+		name = modName(name)
+		switch state[name] {
+		case 1:
+			return fmt.Errorf("module %s: dependency cycle through %s", name, from)
+		case 2:
+			return nil
+		}
+		p, ok := index[name]
+		if !ok {
+			if from == "" {
+				return fmt.Errorf("module %s: not found under %s", name, dir)
+			}
+			return fmt.Errorf("module %s (needed by %s): not found under %s", name, from, dir)
+		}
+		state[name] = 1
+		deps, err := moduleDepends(p)
+		if err != nil {
+			return err
+		}
+		for _, d := range deps {
+			if err := visit(d, name); err != nil {
+				return err
+			}
+		}
+		state[name] = 2
+		order = append(order, p)
+		return nil
+	}
+	for _, n := range names {
+		if err := visit(n, ""); err != nil {
+			return nil, err
+		}
+	}
+	return order, nil
+}
+
+func modName(n string) string { return strings.ReplaceAll(n, "-", "_") }
+
+// moduleDepends reads "depends=" from a module's .modinfo section
+// (uncompressed modules only; a compressed one is taken as having none).
+func moduleDepends(path string) ([]string, error) {
+	if !strings.HasSuffix(path, ".ko") {
+		return nil, nil
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("module %s: %w", path, err)
+	}
+	defer f.Close()
+	sec := f.Section(".modinfo")
+	if sec == nil {
+		return nil, nil
+	}
+	data, err := sec.Data()
+	if err != nil {
+		return nil, fmt.Errorf("module %s: .modinfo: %w", path, err)
+	}
+	for _, kv := range bytes.Split(data, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("depends=")); ok {
+			if len(v) == 0 {
+				return nil, nil
+			}
+			return strings.Split(string(v), ","), nil
+		}
+	}
+	return nil, nil
+}
