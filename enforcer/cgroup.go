@@ -327,3 +327,29 @@ func CgroupCaps() string {
 	defer c.remove()
 	return c.desc
 }
+
+// setupContainment creates a cgroup v2 that only holds the command's
+// processes (no controller, no cap), so that whatever the command starts,
+// even a process that leaves its process group with setsid, is killed when
+// it ends. It looks at CgroupRoot and, on a hybrid layout, CgroupRoot/unified.
+// It returns nil when neither is a cgroup2 mount this process may write
+// (then only the process group is killed).
+func setupContainment() *caps {
+	own, err := ownCgroup("")
+	if err != nil {
+		return nil
+	}
+	for _, root := range []string{CgroupRoot, filepath.Join(CgroupRoot, "unified")} {
+		var st unix.Statfs_t
+		if unix.Statfs(root, &st) != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+			continue
+		}
+		dir := filepath.Join(root, own, fmt.Sprintf("lockstep-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
+		if os.Mkdir(dir, 0o755) != nil {
+			return nil
+		}
+		liveCgroups.Store(dir, true)
+		return &caps{desc: "contain", v2: true, dirs: []string{dir}, created: []string{dir}}
+	}
+	return nil
+}

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -488,7 +489,8 @@ func TestForkLoopCap(t *testing.T) {
 	needHostLandlock(t)
 	needCgroupCaps(t)
 	token := fmt.Sprintf("3600.%d", time.Now().UnixNano()%1_000_000_000)
-	cfg := baseRules + "[limits]\nnproc=16\ntimeout=20\n"
+	// [read] /dev/null: sh gives each background job /dev/null as stdin.
+	cfg := baseRules + "[read]\n/dev/null\n[limits]\nnproc=16\ntimeout=20\n"
 	start := time.Now()
 	r := runUnder(t, cfg, []string{"PATH=/usr/bin"}, "/bin/sh", "-c", "while :; do sleep "+token+" & done")
 	if r.status != StatusCapPassed || !errors.Is(r.err, ErrCapPassed) {
@@ -509,9 +511,19 @@ func firstLine(s string) string {
 }
 
 // countProcs counts live (non-zombie) processes whose command line holds token.
-func countProcs(token string) int {
+func countProcs(token string) int { return len(procsWith(token)) }
+
+// killProcs kills, by pid, the live processes whose command line holds token
+// (a test's own leftovers, so a failing test leaves nothing behind).
+func killProcs(token string) {
+	for _, pid := range procsWith(token) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+func procsWith(token string) []int {
+	var pids []int
 	ents, _ := os.ReadDir("/proc")
-	n := 0
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
@@ -524,16 +536,21 @@ func countProcs(token string) int {
 		if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && st[i+2] == 'Z' {
 			continue
 		}
-		n++
+		pid, _ := strconv.Atoi(e.Name())
+		pids = append(pids, pid)
 	}
-	return n
+	return pids
 }
 
 func TestLeftoversAreKilled(t *testing.T) {
 	needHostLandlock(t)
 	eachPath(t, func(t *testing.T) {
 		token := fmt.Sprintf("3601.%d", time.Now().UnixNano()%1_000_000_000)
-		r := runUnder(t, baseRules, nil, "/bin/sh", "-c", "/usr/bin/sleep "+token+" & exit 0")
+		// [read] /dev/null: sh gives a background job /dev/null as stdin.
+		r := runUnder(t, baseRules+"[read]\n/dev/null\n", nil, "/bin/sh", "-c", "/usr/bin/sleep "+token+" & sleep 0.1; exit 0")
+		if strings.Contains(r.stderr, "denied") {
+			t.Fatalf("the background job did not start: %s", r.stderr)
+		}
 		if r.status != 0 || r.err != nil {
 			t.Fatalf("Run = %d, %v", r.status, r.err)
 		}
@@ -765,4 +782,32 @@ func TestNetworkUDP(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSetsidEscapeIsKilled: a process that leaves the command's process
+// group (setsid) is still killed when the command ends, through the
+// containment cgroup; without one only the process group is killed.
+func TestSetsidEscapeIsKilled(t *testing.T) {
+	needHostLandlock(t)
+	if c := setupContainment(); c == nil {
+		t.Skip("no writable cgroup2 mount for a containment cgroup on this machine")
+	} else {
+		c.remove()
+	}
+	eachPath(t, func(t *testing.T) {
+		token := fmt.Sprintf("3603.%d", time.Now().UnixNano()%1_000_000_000)
+		// [read] /dev/null: sh gives a background job /dev/null as stdin.
+		r := runUnder(t, baseRules+"[read]\n/dev/null\n", []string{"PATH=/usr/bin"}, "/bin/sh", "-c", "setsid /usr/bin/sleep "+token+" & sleep 0.2; exit 0")
+		if !strings.Contains(r.stderr, "lockstep: OK") || strings.Contains(r.stderr, "denied") {
+			t.Fatalf("the setsid job did not start: %s", r.stderr)
+		}
+		if r.status != 0 || r.err != nil {
+			t.Fatalf("Run = %d, %v\nstderr: %s", r.status, r.err, r.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if n := countProcs(token); n != 0 {
+			t.Errorf("%d setsid processes outlived the command", n)
+			killProcs(token)
+		}
+	})
 }

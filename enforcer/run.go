@@ -238,11 +238,15 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		return Status(err), err
 	}
 	cg := setupCaps(prep.nproc, prep.memMB)
-	defer cg.remove()
 	cgDesc := ""
 	if cg != nil {
 		cgDesc = cg.desc
 	}
+	if !cg.ok() && !noContainment {
+		cg.remove()
+		cg = setupContainment()
+	}
+	defer cg.remove()
 	env := opts.Env
 	if env == nil {
 		env = os.Environ()
@@ -277,6 +281,10 @@ func withoutRole(env []string) []string {
 // would do (tests run both paths).
 var forceReexec = false
 
+// noContainment turns off the containment cgroup (tests of the process-group
+// kill alone).
+var noContainment = false
+
 // startChild starts the command and waits for it. Two ways lead to the same
 // restricted exec:
 //
@@ -291,7 +299,7 @@ func startChild(ctx context.Context, opts Options, prep *Prepared, cg *caps, spe
 	var cmd *exec.Cmd
 	var status int
 	var err error
-	if len(spec.Rlimits) == 0 && len(spec.Cgroups) == 0 && !forceReexec {
+	if len(spec.Rlimits) == 0 && (len(spec.Cgroups) == 0 || cg.v2 && len(spec.Cgroups) == 1) && !forceReexec {
 		cmd, status, err = startDirect(opts, spec)
 	} else {
 		cmd, status, err = startReexec(opts, spec)
@@ -340,6 +348,17 @@ func startDirect(opts Options, spec *childSpec) (*exec.Cmd, int, error) {
 		WaitDelay:   time.Second,
 	}
 	commandStreams(opts, cmd)
+	if len(spec.Cgroups) == 1 {
+		// Born in the cgroup (clone3 CLONE_INTO_CGROUP): no instruction
+		// of the command runs outside it.
+		fd, err := unix.Open(spec.Cgroups[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, StatusRefused, errorf(ErrRefused, "open cgroup %s: %v. Nothing ran.", spec.Cgroups[0], err)
+		}
+		defer unix.Close(fd)
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = fd
+	}
 	if cmd.Stdin == nil {
 		// os/exec would open /dev/null on the restricted thread.
 		devNull, err := os.Open(os.DevNull)
@@ -444,6 +463,16 @@ func wait(ctx context.Context, opts Options, prep *Prepared, cg *caps, cmd *exec
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	// cmd.Wait also waits for the output pipes, which a leftover process
+	// may hold open; learn of the exit itself without reaping (WNOWAIT),
+	// so the leftovers die at once.
+	exited := make(chan struct{})
+	go func() {
+		var info unix.Siginfo
+		for unix.Waitid(unix.P_PID, pgid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+		}
+		close(exited)
+	}()
 	var timer <-chan time.Time
 	if prep.timeout > 0 {
 		t := time.NewTimer(prep.timeout)
@@ -451,7 +480,7 @@ func wait(ctx context.Context, opts Options, prep *Prepared, cg *caps, cmd *exec
 		timer = t.C
 	}
 	var poll <-chan time.Time
-	if cg.ok() {
+	if cg.ok() && (cg.pidsEv != "" || cg.memEv != "") {
 		tk := time.NewTicker(10 * time.Millisecond)
 		defer tk.Stop()
 		poll = tk.C
@@ -469,6 +498,10 @@ loop:
 		select {
 		case waitErr = <-done:
 			break loop
+		case <-exited:
+			exited = nil
+			killGroup(syscall.SIGKILL)
+			_ = cg.killAll(time.Second)
 		case <-timer:
 			timer = nil
 			why = errorf(ErrTimeout, "timeout %s passed; process group killed", prep.timeout)
