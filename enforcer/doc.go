@@ -11,8 +11,12 @@
 // the rule and the ABI it needs; never a silent no-op), then re-executes the
 // current binary with LOCKSTEP_ROLE=enforcer-child. That child (ChildMain)
 // joins the cgroup, restricts itself with go-landlock and executes the
-// command in its own process group. The parent waits, enforces the timeout,
-// watches the cgroup caps, and kills whatever the command leaves behind.
+// command in its own process group. Without rlimits or caps the parent
+// skips the re-execution: a goroutine restricts its own locked OS thread and
+// forks the command from it. The parent waits, enforces the timeout, watches
+// the cgroup caps, and kills whatever the command leaves behind, in its
+// process group and in its cgroup (a containment cgroup v2 when no cap needs
+// one, so even a setsid escape dies).
 //
 //	status, err := enforcer.Run(ctx, enforcer.Options{Policy: p, Command: []string{"cat", "/etc/hostname"}})
 //
