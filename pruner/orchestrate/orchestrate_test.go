@@ -431,6 +431,42 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+func TestOptionRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		Name string
+		Want string
+		Opts func(o *Options)
+	}{
+		{"path dir missing", "does not exist; want the directory of the pruner's results",
+			func(o *Options) { o.PathDir += "-missing" }},
+		{"kvm dir missing", "cannot list KVM directory",
+			func(o *Options) { o.KVMDirs = []string{o.PathDir + "-kvm-a", o.PathDir + "-kvm-b"} }},
+		{"runtime chdir relative", `runtime directory "var/tmp" is not an absolute, normal path`,
+			func(o *Options) { o.RuntimeChdir = "var/tmp" }},
+		{"runtime chdir with space", `runtime directory "/var/tmp/a b" is not an absolute, normal path without white space`,
+			func(o *Options) { o.RuntimeChdir = "/var/tmp/a b" }},
+		{"no language", "no language given", func(o *Options) { o.Langs = nil }},
+	} {
+		t.Run(tc.Name, func(t *testing.T) {
+			e := newEnv(t)
+			if _, err := Run(e.opts()); err != nil {
+				t.Fatal(err)
+			}
+			before := treeHash(t, e.core)
+			o := e.opts()
+			tc.Opts(&o)
+			_, err := Run(o)
+			var r *Refusal
+			if !errors.As(err, &r) || !strings.Contains(strings.Join(r.Problems, "\n"), tc.Want) {
+				t.Fatalf("Run = %v; want a refusal with %q", err, tc.Want)
+			}
+			if treeHash(t, e.core) != before {
+				t.Error("the refusal changed the output tree")
+			}
+		})
+	}
+}
+
 // splitKVM moves the fixture's ABI-10 files into n observer directories.
 func splitKVM(t *testing.T, e *env, n int) {
 	dir := filepath.Dir(e.path)
