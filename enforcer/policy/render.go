@@ -269,6 +269,7 @@ func (p *Policy) Clone() *Policy {
 		return nil
 	}
 	q := newPolicy()
+	q.FS = make(map[string]map[Section]bool, len(p.FS))
 	for path, secs := range p.FS {
 		m := make(map[Section]bool, len(secs))
 		for s, ok := range secs {
