@@ -23,8 +23,10 @@ test: deps build
 	$(MAKE) fuzz FUZZTIME=30s
 
 FUZZTIME ?= 30s
+# Each parser of outside input gets FUZZTIME of coverage-guided fuzzing.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./enforcer/policy
+	$(GO) test -run '^$$' -fuzz '^FuzzSidecarRows$$' -fuzztime $(FUZZTIME) ./pruner/orchestrate
 
 demo: deps build
 	@scripts/demo.sh
