@@ -200,7 +200,7 @@ func kvmVerdict(ctx context.Context, o *Options) (Verdict, error) {
 		probeSeen[key] = cached
 		return cached, nil
 	}
-	v, err = probeKVM(ctx, o.Kernel, o.QEMU, o.Init, o.Log)
+	v, err = probeKVM(ctx, o.Kernel, o.Machine, o.QEMU, o.Init, o.Log)
 	if err != nil {
 		return v, err
 	}
@@ -226,7 +226,7 @@ func ProbeAccel(ctx context.Context, kernel string, log *slog.Logger) (Verdict, 
 	}
 	probeMu.Lock()
 	defer probeMu.Unlock()
-	v, err = probeKVM(ctx, kernel, "", "", log)
+	v, err = probeKVM(ctx, kernel, "", "", "", log)
 	if err != nil {
 		return v, err
 	}
@@ -234,7 +234,7 @@ func ProbeAccel(ctx context.Context, kernel string, log *slog.Logger) (Verdict, 
 	return v, storeVerdict(v)
 }
 
-func probeKVM(ctx context.Context, kernel, qemu, init string, log *slog.Logger) (Verdict, error) {
+func probeKVM(ctx context.Context, kernel, machine, qemu, init string, log *slog.Logger) (Verdict, error) {
 	qv, err := QEMUVersion(qemu)
 	if err != nil {
 		return Verdict{}, err
@@ -256,7 +256,7 @@ func probeKVM(ctx context.Context, kernel, qemu, init string, log *slog.Logger) 
 	}
 	console := filepath.Join(dir, "console.log")
 	cfg := QEMUConfig{
-		Binary: qemu, Name: "lockstep-kvmprobe-" + id, Accel: AccelKVM, MemMB: 128, CPUs: 1,
+		Binary: qemu, Name: "lockstep-kvmprobe-" + id, Machine: machine, Accel: AccelKVM, MemMB: 128, CPUs: 1,
 		Kernel: kernel, Initramfs: initrd, Append: kernelCmdline(id, false, ""), ConsoleLog: console,
 	}
 	args, err := cfg.Args()

@@ -47,7 +47,7 @@ type Options struct {
 	// factor (1 for KVM, 10 for TCG).
 	Timeout time.Duration
 	// BootTimeout bounds QEMU start to the guest's first event, and
-	// ShutdownTimeout the command's exit to QEMU's; 0 is 3 s and 5 s times
+	// ShutdownTimeout the command's exit to QEMU's; 0 is 6 s and 5 s times
 	// the accel factor.
 	BootTimeout     time.Duration
 	ShutdownTimeout time.Duration
@@ -154,7 +154,7 @@ var (
 const (
 	defaultMemMB         = 512
 	defaultJobTimeout    = 10 * time.Minute
-	defaultBoot          = 3 * time.Second
+	defaultBoot          = 6 * time.Second
 	defaultShutdown      = 5 * time.Second
 	tcgFactor            = 10
 	consoleTailLines     = 100
@@ -611,7 +611,7 @@ wait:
 	res.ConsoleTail = consoleLines(console, consoleTailLines)
 	if interrupted {
 		res.Reason = "interrupted: " + ctx.Err().Error()
-		return fmt.Errorf("%w: %w", ErrIndeterminate, ctx.Err())
+		return fmt.Errorf("%w: interrupted: %w", ErrIndeterminate, ctx.Err())
 	}
 	status, statusOK := proto.ParseStatus(console)
 	if statusOK && status == proto.StatusSetupFailed {

@@ -32,7 +32,7 @@ what it writes under /run/lockstep/results is copied to --results with run.json.
 
 --accel auto uses KVM only if a probe boot under KVM works (cached per host
 kernel and QEMU version) and otherwise says once that it falls back to TCG;
---accel kvm fails at once when KVM cannot run guests. Deadlines: boot 3 s,
+--accel kvm fails at once when KVM cannot run guests. Deadlines: boot 6 s,
 shutdown 5 s, job --timeout (default 10 min), all ×10 under TCG unless given.
 When one passes, forensics.txt (vCPU registers, run state, console tail) is
 saved in --results (or the cache) and the guest is killed.
@@ -46,7 +46,9 @@ $ lockstep boot -- sh -c 'cat /etc/os-release; exit 7'
 # Keep what the command writes under /run/lockstep/results
 $ lockstep boot --results out -- sh -c 'uname -a > /run/lockstep/results/uname.txt'
 # Another kernel file, TCG, two vCPUs
-$ lockstep boot --kernel ./bzImage --accel tcg --cpus 2 -- nproc`,
+$ lockstep boot --kernel ./bzImage --accel tcg --cpus 2 -- nproc
+# Debian's distribution kernel (virtio, 9p and overlayfs are modules there)
+$ lockstep boot --kernel /boot/vmlinuz-6.1.0-50-amd64 --modules /lib/modules/6.1.0-50-amd64 --machine q35 -- uname -r`,
 		Flags: bootFlags,
 	})
 }
@@ -84,6 +86,7 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 	timeout := fs.Duration("timeout", 0, "job `duration` limit (default 10m, ×10 under TCG)")
 	results := fs.String("results", "", "`dir`ectory for /run/lockstep/results, run.json and forensics")
 	machine := fs.String("machine", harness.MachineMicrovm, "QEMU `machine`: microvm or q35")
+	modules := fs.String("modules", "", "a distribution kernel's /lib/modules/<release> `dir`: load virtio, 9p and overlayfs from it (use with --machine q35)")
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["boot"]
 		if len(args) == 0 {
@@ -102,13 +105,19 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 		if err != nil {
 			return fail(io, "boot", exitFail, err)
 		}
+		var mods []string
+		if *modules != "" {
+			if mods, err = harness.ResolveModules(*modules, harness.GuestModules); err != nil {
+				return fail(io, "boot", exitFail, err)
+			}
+		}
 		dir := ""
 		if *root == "/" {
 			dir, _ = os.Getwd()
 		}
 		res, err := harness.Run(ctx, harness.Options{
 			Kernel: bz, Root: *root, Shares: shares, Accel: *accel, Machine: *machine,
-			MemMB: *mem, CPUs: *cpus, Timeout: *timeout, Command: args, Dir: dir,
+			MemMB: *mem, CPUs: *cpus, Timeout: *timeout, Command: args, Dir: dir, Modules: mods,
 			Stdout: io.out, Stderr: io.err, ResultsDir: *results, Verbose: io.verbose, Log: log,
 		})
 		if res == nil {
@@ -132,7 +141,9 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 			if res.ForensicsFile != "" {
 				fmt.Fprintf(io.err, "lockstep boot: forensics saved in %s\n", res.ForensicsFile)
 			}
-			fmt.Fprintf(io.err, "lockstep boot: to replay the boot: %s\n", res.QEMUCommand)
+			if ctx.Err() == nil {
+				fmt.Fprintf(io.err, "lockstep boot: to replay the boot: %s\n", res.QEMUCommand)
+			}
 			code := exitIndeterminate
 			if errors.Is(err, harness.ErrGuestSetup) {
 				code = exitGuestSetup
