@@ -22,11 +22,14 @@ test: deps build
 	$(GO) test -count=1 -timeout 75m ./...
 	$(MAKE) fuzz FUZZTIME=30s
 
-FUZZTIME ?= 30s
+FUZZTIME ?= 20s
 # Each parser of outside input gets FUZZTIME of coverage-guided fuzzing.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./enforcer/policy
 	$(GO) test -run '^$$' -fuzz '^FuzzSidecarRows$$' -fuzztime $(FUZZTIME) ./pruner/orchestrate
+	$(GO) test -run '^$$' -fuzz '^FuzzParseJUnit$$' -fuzztime $(FUZZTIME) ./pruner/verdict
+	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./pruner/exercise
+	$(GO) test -run '^$$' -fuzz '^FuzzParseExercise$$' -fuzztime $(FUZZTIME) ./pruner/record
 
 demo: deps build
 	@scripts/demo.sh
