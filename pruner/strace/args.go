@@ -69,16 +69,22 @@ func (a Arg) FlagBits() uint64 {
 }
 
 func stripComments(s string) string {
+	if !strings.Contains(s, "/*") {
+		return strings.TrimSpace(s)
+	}
+	var b strings.Builder
 	for {
 		i := strings.Index(s, "/*")
 		if i < 0 {
-			return strings.TrimSpace(s)
+			b.WriteString(s)
+			return strings.TrimSpace(b.String())
 		}
+		b.WriteString(s[:i])
 		j := strings.Index(s[i:], "*/")
 		if j < 0 {
-			return strings.TrimSpace(s[:i])
+			return strings.TrimSpace(b.String())
 		}
-		s = s[:i] + s[i+j+2:]
+		s = s[i+j+2:]
 	}
 }
 

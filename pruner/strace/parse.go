@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -349,11 +350,7 @@ func sortedPIDs(m map[int]*pending) []int {
 	for pid := range m {
 		out = append(out, pid)
 	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.Sort(out)
 	return out
 }
 
