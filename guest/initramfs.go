@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -177,7 +176,12 @@ func baseArchive(ctx context.Context, o InitramfsOptions, init string, extra []s
 	if err != nil {
 		return "", fmt.Errorf("initramfs: base records: %w", err)
 	}
-	part := target + ".part" + strconv.Itoa(os.Getpid())
+	pf, err := os.CreateTemp(filepath.Dir(target), filepath.Base(target)+".part*")
+	if err != nil {
+		return "", fmt.Errorf("initramfs: %w", err)
+	}
+	part := pf.Name()
+	pf.Close()
 	out := &compressedCPIO{path: part, compression: comp}
 	err = uimage.Create(mkuimageLogger(o.Log),
 		uimage.WithTempDir(tmp),
