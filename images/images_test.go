@@ -299,12 +299,89 @@ func TestBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tampered := bytes.Replace(st, []byte("Package: bash\n"), []byte("Package: bash\nVersion: 0-tampered\n"), 1)
+	tampered := uninstall(t, st, "bash")
 	if err := os.WriteFile(status, tampered, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Lookup(r, opts); err == nil || !strings.Contains(err.Error(), "hash to") {
 		t.Errorf("Lookup after altering the root's dpkg status = %v, want a manifest hash refusal", err)
+	}
+}
+
+// uninstall marks pkg's stanza of a dpkg status file as removed (config
+// files left), as `dpkg --remove` would.
+func uninstall(t *testing.T, st []byte, pkg string) []byte {
+	t.Helper()
+	i := bytes.Index(st, []byte("\nPackage: "+pkg+"\n"))
+	if i < 0 {
+		t.Fatalf("no stanza of %s in the dpkg status", pkg)
+	}
+	const inst, removed = "Status: install ok installed\n", "Status: deinstall ok config-files\n"
+	j := bytes.Index(st[i:], []byte(inst))
+	end := bytes.Index(st[i+1:], []byte("\n\n"))
+	if j < 0 || (end >= 0 && j > end) {
+		t.Fatalf("the stanza of %s is not installed", pkg)
+	}
+	out := append([]byte{}, st[:i+j]...)
+	out = append(out, removed...)
+	return append(out, st[i+j+len(inst):]...)
+}
+
+// TestLookup checks a cached image against its record: a root whose dpkg
+// status matches image.json and manifest.txt is accepted; a package removed
+// from it, or a manifest.txt edited by hand, is refused. The root is the real
+// status file of a generic image (testdata), so no build is needed.
+func TestLookup(t *testing.T) {
+	r, err := LoadRecipe("generic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	dir := filepath.Join(cache, r.DirName())
+	status := filepath.Join(dir, "root", "var", "lib", "dpkg", "status")
+	if err := os.MkdirAll(filepath.Dir(status), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st := readStatus(t)
+	m, err := ParseDpkgStatus(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := `{"schema_version": 1, "name": "generic", "recipe_key": "` + r.Key() + `", "manifest_sha256": "` + m.Hash() + `"}`
+	for p, b := range map[string][]byte{status: st, filepath.Join(dir, "manifest.txt"): m.Render(), filepath.Join(dir, "image.json"): []byte(rec)} {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := Options{CacheDir: cache}
+	img, err := Lookup(r, opts)
+	if err != nil {
+		t.Fatalf("Lookup of a matching image: %v", err)
+	}
+	if want, _ := os.ReadFile("generic/manifest.sha256"); img.ManifestHash != strings.TrimSpace(string(want)) {
+		t.Errorf("manifest hash of the testdata root = %s, want images/generic/manifest.sha256 %s", img.ManifestHash, want)
+	}
+	if img.Root != filepath.Join(dir, "root") {
+		t.Errorf("Root = %s", img.Root)
+	}
+	if _, err := Lookup(r, Options{CacheDir: t.TempDir()}); !errors.Is(err, ErrNotBuilt) {
+		t.Errorf("Lookup in an empty cache = %v, want ErrNotBuilt", err)
+	}
+	removed := uninstall(t, st, "bash")
+	if err := os.WriteFile(status, removed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Lookup(r, opts); err == nil || !strings.Contains(err.Error(), "hash to") {
+		t.Errorf("Lookup with bash removed from the root = %v, want a manifest hash refusal", err)
+	}
+	if err := os.WriteFile(status, st, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifest.txt"), append(m.Render(), "extra=1 all\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Lookup(r, opts); err == nil {
+		t.Error("Lookup with an edited manifest.txt succeeded")
 	}
 }
 
