@@ -206,7 +206,7 @@ func FuzzParseStatus(f *testing.F) {
 		if n < 0 || n > 255 {
 			t.Fatalf("ParseStatus(%q) = %d, out of range", b, n)
 		}
-		if !bytes.Contains(b, []byte(StatusPrefix)) {
+		if !bytes.Contains(bytes.ReplaceAll(b, []byte{'\r'}, nil), []byte(StatusPrefix)) {
 			t.Fatalf("ParseStatus(%q) = %d without a status prefix", b, n)
 		}
 		// Appending a newer status line always wins.
