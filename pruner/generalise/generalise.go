@@ -1,0 +1,525 @@
+package generalise
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+)
+
+// DefaultFineRoots are the directories beneath which a read is granted file
+// by file (reference B.11).
+var DefaultFineRoots = []string{"/etc", "/dev", "/proc", "/sys", "/root", "/home", "/run"}
+
+// SpecificationAncestors are never given a write-class right: they hold the
+// working directory, so a write right there would let a run change what the
+// next run starts from.
+var SpecificationAncestors = []string{"/", "/var", "/var/tmp"}
+
+// MinimumDepth is the shallowest a grant may be widened to: never / (depth
+// 0) nor a top-level directory (depth 1).
+const MinimumDepth = 2
+
+// DefaultThreshold is Compact's default: three read-class siblings become
+// their parent.
+const DefaultThreshold = 3
+
+// Observation is one (object, section) a confirmed refusal needs.
+type Observation struct {
+	// Path is the object as attribution charged it (absolute, clean).
+	Path    string
+	Section policy.Section
+	// Run is the number of the observed run that showed it.
+	Run int
+	// TGID and TID are the refusing process and thread.
+	TGID, TID int
+}
+
+// Env is what placement needs to know about the machine. The zero value
+// treats every path as missing and climbs nowhere.
+type Env struct {
+	// Existed reports whether path existed before the run, and whether it
+	// was a directory. Nil: nothing existed.
+	Existed func(path string) (exists, dir bool)
+	// FineRoots, nil means DefaultFineRoots.
+	FineRoots []string
+	// Scanned are the roots inside which a missing object may climb to its
+	// nearest existing ancestor: the working directory and pre-existing
+	// directories the policy already grants a write-class right on.
+	Scanned []string
+	// CompiledPrograms is the directory whose programs the exercise runs
+	// ("" none): [execute] may sit there beside a write-class right, and a
+	// program the run wrote there may be executed.
+	CompiledPrograms string
+}
+
+func (e Env) existed(p string) (bool, bool) {
+	if e.Existed == nil {
+		return false, false
+	}
+	return e.Existed(p)
+}
+
+func (e Env) fineRoots() []string {
+	if e.FineRoots == nil {
+		return DefaultFineRoots
+	}
+	return e.FineRoots
+}
+
+// InFineRoot reports whether p is a fine-grained root or beneath one.
+func (e Env) InFineRoot(p string) bool {
+	for _, r := range e.fineRoots() {
+		if p == r || policy.Beneath(p, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e Env) inCompiled(p string) bool {
+	c := e.CompiledPrograms
+	return c != "" && (p == c || policy.Beneath(p, c))
+}
+
+// Grant is one placed (path, section) with the object that asked for it.
+type Grant struct {
+	Path    string
+	Section policy.Section
+	// Object is the observed object; Widened is Path != Object.
+	Object  string
+	Widened bool
+	// Comment is written above the path in the policy ("" none).
+	Comment string
+}
+
+// Report is an observed need that no grant covers, and why.
+type Report struct {
+	Object  string
+	Section policy.Section
+	Reason  string
+}
+
+func (r Report) String() string {
+	return fmt.Sprintf("[%s] %s: %s", r.Section, r.Object, r.Reason)
+}
+
+// Depth is the number of components of an absolute path: / is 0, /usr 1.
+func Depth(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
+}
+
+// IsReadClass reports whether s only lets a program look (read, execute).
+func IsReadClass(s policy.Section) bool { return s == policy.Read || s == policy.Execute }
+
+// Carriable reports whether a policy line can name p: absolute, lexically
+// normal, valid UTF-8, and none of * ? [ #, control characters, DEL,
+// U+0085, U+2028, U+2029, nor surrounding white space.
+func Carriable(p string) bool {
+	if p == "" || p[0] != '/' || path.Clean(p) != p || !utf8.ValidString(p) || strings.TrimSpace(p) != p {
+		return false
+	}
+	for _, r := range p {
+		switch {
+		case r == '*' || r == '?' || r == '[' || r == '#':
+			return false
+		case r < 0x20 || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x2029:
+			return false
+		}
+	}
+	return true
+}
+
+func isSpecAncestor(p string) bool {
+	for _, a := range SpecificationAncestors {
+		if p == a {
+			return true
+		}
+	}
+	return false
+}
+
+// climb returns the nearest ancestor of p that existed before the run, lies
+// inside one of the scanned roots (or is one) and has depth ≥ MinimumDepth.
+func (e Env) climb(p string) (string, bool) {
+	anc := policy.Ancestors(p)
+	for i := len(anc) - 1; i >= 0; i-- {
+		a := anc[i]
+		if Depth(a) < MinimumDepth {
+			return "", false
+		}
+		inside := false
+		for _, r := range e.Scanned {
+			if a == r || policy.Beneath(a, r) {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			return "", false
+		}
+		if ok, dir := e.existed(a); ok && dir {
+			return a, true
+		}
+	}
+	return "", false
+}
+
+// Place decides where one observation is granted. Per-run names are not
+// considered here (see Grants); a path under /proc/self or
+// /proc/thread-self is reported.
+func Place(o Observation, env Env) (Grant, *Report) {
+	g := Grant{Path: o.Path, Section: o.Section, Object: o.Path}
+	report := func(why string) (Grant, *Report) {
+		return Grant{}, &Report{Object: o.Path, Section: o.Section, Reason: why}
+	}
+	p := o.Path
+	if p == "/proc/self" || p == "/proc/thread-self" || policy.Beneath(p, "/proc/self") || policy.Beneath(p, "/proc/thread-self") {
+		return report("still a /proc/self link: no process number to place it by")
+	}
+	exists, dir := env.existed(p)
+	if o.Section == policy.Execute && !exists && !env.inCompiled(p) {
+		return report("the run executed what it wrote, outside a declared compiled-programs directory")
+	}
+	if !Carriable(p) {
+		if IsReadClass(o.Section) && !env.InFineRoot(p) {
+			for a := path.Dir(p); Depth(a) >= MinimumDepth; a = path.Dir(a) {
+				if Carriable(a) {
+					g.Path, g.Widened = a, true
+					g.Comment = fmt.Sprintf("widened: %q cannot be written in a policy; granted on its nearest nameable directory", p)
+					return g, nil
+				}
+			}
+		}
+		return report("the name cannot be written in a policy line")
+	}
+	if IsReadClass(o.Section) {
+		switch {
+		case !exists:
+			a, ok := env.climb(p)
+			if !ok {
+				return report("did not exist before the run, and no directory that did lies inside a scanned root at depth 2 or deeper")
+			}
+			g.Path, g.Widened = a, true
+		case dir:
+			if Depth(p) < MinimumDepth {
+				return report("a top-level directory is never granted whole")
+			}
+			if env.InFineRoot(p) {
+				g.Comment = fmt.Sprintf("listed: [%s] on the directory %s makes every entry beneath it readable; Landlock has no list-only right", o.Section, p)
+			}
+		case env.InFineRoot(p):
+			// file by file
+		default:
+			if parent := path.Dir(p); Depth(parent) >= MinimumDepth {
+				g.Path, g.Widened = parent, true
+			}
+		}
+		return g, nil
+	}
+	// Write class.
+	if !exists {
+		a, ok := env.climb(p)
+		if !ok {
+			return report("did not exist before the run, and no directory that did lies inside a scanned root at depth 2 or deeper")
+		}
+		g.Path, g.Widened = a, true
+	}
+	if isSpecAncestor(g.Path) {
+		return report("a write-class right on " + g.Path + " would reach the working directory's parents")
+	}
+	return g, nil
+}
+
+// perRun patterns: the whole path, first match wins. Each names, per
+// numeric capture, the placeholder it stands for.
+var perRunPatterns = []struct {
+	re    *regexp.Regexp
+	names []string
+}{
+	{regexp.MustCompile(`^/proc/(0|[1-9][0-9]*)/task/(0|[1-9][0-9]*)(/.*)?$`), []string{"<pid>", "<tid>"}},
+	{regexp.MustCompile(`^/proc/(0|[1-9][0-9]*)/(?:fd|fdinfo)/(0|[1-9][0-9]*)$`), []string{"<pid>", "<fd>"}},
+	{regexp.MustCompile(`^/proc/(0|[1-9][0-9]*)(/.*)?$`), []string{"<pid>"}},
+	{regexp.MustCompile(`^/dev/pts/(0|[1-9][0-9]*)$`), []string{"<n>"}},
+}
+
+// name is a path matching a per-run pattern: its shape (numbers replaced by
+// placeholders), and each number with the component index it sits at.
+type name struct {
+	shape  string
+	values []string
+	comps  []int // component index (1 = first after /) of each value
+	kinds  []string
+}
+
+func matchName(p string) (name, bool) {
+	for _, pat := range perRunPatterns {
+		m := pat.re.FindStringSubmatchIndex(p)
+		if m == nil {
+			continue
+		}
+		var n name
+		shape := []byte{}
+		last := 0
+		for i, kind := range pat.names {
+			s, e := m[2+2*i], m[3+2*i]
+			shape = append(shape, p[last:s]...)
+			shape = append(shape, kind...)
+			last = e
+			n.values = append(n.values, p[s:e])
+			n.comps = append(n.comps, strings.Count(p[:s], "/"))
+			n.kinds = append(n.kinds, kind)
+		}
+		n.shape = string(append(shape, p[last:]...))
+		return n, true
+	}
+	return name{}, false
+}
+
+// Grants places every observation: per-run names first (grouped by section
+// and shape over all runs), then Place. The result is sorted by path and
+// section, without duplicates; reports likewise.
+func Grants(obs []Observation, env Env) ([]Grant, []Report) {
+	type key struct {
+		section policy.Section
+		shape   string
+		pos     int
+	}
+	// values[key][run] = set of values at that position.
+	values := map[key]map[int]map[string]bool{}
+	names := make([]name, len(obs))
+	matched := make([]bool, len(obs))
+	for i, o := range obs {
+		n, ok := matchName(o.Path)
+		if !ok {
+			continue
+		}
+		names[i], matched[i] = n, true
+		for j, v := range n.values {
+			k := key{o.Section, n.shape, j}
+			if values[k] == nil {
+				values[k] = map[int]map[string]bool{}
+			}
+			if values[k][o.Run] == nil {
+				values[k][o.Run] = map[string]bool{}
+			}
+			values[k][o.Run][v] = true
+		}
+	}
+	// changes[key] = set of values that are per-run: those outside the
+	// values every run holds, when at least two runs hold such a value.
+	perRunValues := map[key]map[string]bool{}
+	for k, runs := range values {
+		var stable map[string]bool
+		for _, vs := range runs {
+			if stable == nil {
+				stable = map[string]bool{}
+				for v := range vs {
+					stable[v] = true
+				}
+				continue
+			}
+			for v := range stable {
+				if !vs[v] {
+					delete(stable, v)
+				}
+			}
+		}
+		outside := 0
+		set := map[string]bool{}
+		for _, vs := range runs {
+			hit := false
+			for v := range vs {
+				if !stable[v] {
+					set[v], hit = true, true
+				}
+			}
+			if hit {
+				outside++
+			}
+		}
+		if outside >= 2 {
+			perRunValues[k] = set
+		}
+	}
+
+	type perRunGroup struct {
+		dir, shape string
+		section    policy.Section
+		examples   []string
+	}
+	groups := map[string]*perRunGroup{}
+	var grants []Grant
+	var reports []Report
+	for i, o := range obs {
+		if matched[i] {
+			n := names[i]
+			cut := -1
+			for j, v := range n.values {
+				per := perRunValues[key{o.Section, n.shape, j}][v] || n.kinds[j] == "<n>"
+				if (n.kinds[j] == "<pid>" && (v == strconv.Itoa(o.TGID) || v == strconv.Itoa(o.TID))) ||
+					(n.kinds[j] == "<tid>" && v == strconv.Itoa(o.TID)) {
+					per = true
+				}
+				if per {
+					cut = n.comps[j]
+					break
+				}
+			}
+			if cut >= 0 {
+				parts := strings.Split(o.Path, "/")
+				dir := strings.Join(parts[:cut], "/")
+				if dir == "" {
+					dir = "/"
+				}
+				switch {
+				case !IsReadClass(o.Section):
+					reports = append(reports, Report{o.Path, o.Section, "a write-class right on a per-run name (" + n.shape + ") is never granted or widened"})
+				case Depth(dir) < MinimumDepth:
+					reports = append(reports, Report{o.Path, o.Section, "per-run name (" + n.shape + ") whose stable directory " + dir + " is / or a top-level directory; never widened there"})
+				default:
+					gk := dir + "\x00" + string(o.Section) + "\x00" + n.shape
+					g := groups[gk]
+					if g == nil {
+						g = &perRunGroup{dir: dir, shape: n.shape, section: o.Section}
+						groups[gk] = g
+					}
+					g.examples = append(g.examples, o.Path)
+				}
+				continue
+			}
+		}
+		g, r := Place(o, env)
+		if r != nil {
+			reports = append(reports, *r)
+			continue
+		}
+		grants = append(grants, g)
+	}
+	for _, g := range groups {
+		ex := uniqueSorted(g.examples)
+		shown := ex
+		more := ""
+		if len(ex) > 3 {
+			shown, more = ex[:3], fmt.Sprintf(" and %d more", len(ex)-3)
+		}
+		grants = append(grants, Grant{Path: g.dir, Section: g.section, Object: ex[0], Widened: true,
+			Comment: fmt.Sprintf("per-run name: %s, observed as %s%s; granted on %s", g.shape, strings.Join(shown, ", "), more, g.dir)})
+	}
+	sort.Slice(grants, func(i, j int) bool {
+		a, b := grants[i], grants[j]
+		if a.Path != b.Path {
+			return a.Path < b.Path
+		}
+		if a.Section != b.Section {
+			return a.Section < b.Section
+		}
+		return a.Object < b.Object
+	})
+	sort.Slice(reports, func(i, j int) bool {
+		a, b := reports[i], reports[j]
+		if a.Object != b.Object {
+			return a.Object < b.Object
+		}
+		return a.Section < b.Section
+	})
+	return dedupGrants(grants), dedupReports(reports)
+}
+
+func uniqueSorted(s []string) []string {
+	sort.Strings(s)
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func dedupGrants(gs []Grant) []Grant {
+	var out []Grant
+	for _, g := range gs {
+		if n := len(out); n > 0 && out[n-1].Path == g.Path && out[n-1].Section == g.Section {
+			if out[n-1].Comment == "" {
+				out[n-1].Comment = g.Comment
+			}
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+func dedupReports(rs []Report) []Report {
+	var out []Report
+	for _, r := range rs {
+		if n := len(out); n > 0 && out[n-1] == r {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// sectionCovers lists, per section, the sections that grant all of its
+// rights ([restructure] holds create and delete).
+var sectionCovers = map[policy.Section][]policy.Section{
+	policy.Create: {policy.Create, policy.Restructure},
+	policy.Delete: {policy.Delete, policy.Restructure},
+}
+
+// Covered reports whether p already grants section on path: the path or an
+// ancestor holds it (or a section holding all its rights).
+func Covered(p *policy.Policy, path string, s policy.Section) bool {
+	if p == nil {
+		return false
+	}
+	covers := sectionCovers[s]
+	if covers == nil {
+		covers = []policy.Section{s}
+	}
+	for _, a := range append(policy.Ancestors(path), path) {
+		for _, c := range covers {
+			if p.FS[a][c] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Add adds the grants to p (in place), with their comments on paths that
+// have none yet, and returns how many (path, section) pairs were new.
+func Add(p *policy.Policy, gs []Grant) int {
+	if p.FS == nil {
+		p.FS = map[string]map[policy.Section]bool{}
+	}
+	n := 0
+	for _, g := range gs {
+		if p.FS[g.Path] == nil {
+			p.FS[g.Path] = map[policy.Section]bool{}
+		}
+		if !p.FS[g.Path][g.Section] {
+			n++
+		}
+		p.FS[g.Path][g.Section] = true
+		if g.Comment != "" {
+			if p.Comments == nil {
+				p.Comments = map[string]string{}
+			}
+			if p.Comments[g.Path] == "" {
+				p.Comments[g.Path] = g.Comment
+			}
+		}
+	}
+	return n
+}
