@@ -836,3 +836,43 @@ func ResolveSymlinks(p string) string {
 		cur = path.Dir(cur)
 	}
 }
+
+// Policy returns the literal grant a confirmed refusal proves: each need's
+// sections on its path, and each network rule as written (a connect names
+// its address, or every host when none was printed). A refusal of a layer
+// no policy lifts grants nothing. Generalisation (a directory for its
+// files, the loopback wildcards of the reference's network stage) is the
+// search's business, not this.
+func (r *Refusal) Policy() *policy.Policy {
+	p := policy.Union()
+	if !r.Layer.Grantable() {
+		return p
+	}
+	for _, n := range r.Needs {
+		if p.FS[n.Path] == nil {
+			p.FS[n.Path] = map[policy.Section]bool{}
+		}
+		for _, s := range n.Sections {
+			p.FS[n.Path][s] = true
+		}
+	}
+	for _, n := range r.Net {
+		switch n.Section {
+		case policy.Bind:
+			b := policy.BindRule{Port: n.Port, Transport: n.Transport}
+			if !slices.Contains(p.Bind, b) {
+				p.Bind = append(p.Bind, b)
+			}
+		case policy.Connect:
+			host := "*"
+			if n.Addr.IsValid() {
+				host = n.Addr.Unmap().String()
+			}
+			c := policy.ConnectRule{Host: host, Port: n.Port, Transport: n.Transport}
+			if !slices.Contains(p.Connect, c) {
+				p.Connect = append(p.Connect, c)
+			}
+		}
+	}
+	return p
+}

@@ -4,9 +4,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
@@ -197,5 +199,34 @@ func TestResolveSymlinks(t *testing.T) {
 		if got := ResolveSymlinks(tc.In); got != tc.Want {
 			t.Errorf("ResolveSymlinks(%q) = %q, want %q", tc.In, got, tc.Want)
 		}
+	}
+}
+
+func TestPolicy(t *testing.T) {
+	rs := attributeTrace(t, inDomain+`7 open("/w/new", O_WRONLY|O_CREAT, 0644) = -1 EACCES (Permission denied)
+7 socket(AF_INET, SOCK_DGRAM, IPPROTO_IP) = 5<socket:[1]>
+7 connect(5<socket:[1]>, {sa_family=AF_INET6, sin6_port=htons(53), sin6_flowinfo=htonl(0), inet_pton(AF_INET6, "::ffff:127.0.0.1", &sin6_addr), sin6_scope_id=0}, 28) = -1 EACCES (Permission denied)
+7 setsid() = -1 EPERM (Operation not permitted)
+`, Options{})
+	if len(rs) != 3 {
+		t.Fatalf("got %d refusals, want 3", len(rs))
+	}
+	fsp := rs[0].Policy()
+	if !fsp.FS["/w"][policy.Create] || !fsp.FS["/w/new"][policy.Write] || len(fsp.FS) != 2 {
+		t.Errorf("filesystem grant = %v", fsp.FS)
+	}
+	np := rs[1].Policy()
+	wantC := []policy.ConnectRule{{Host: "127.0.0.1", Port: 53, Transport: policy.UDP}}
+	wantB := []policy.BindRule{{Port: 0, Transport: policy.UDP}}
+	if !reflect.DeepEqual(np.Connect, wantC) || !reflect.DeepEqual(np.Bind, wantB) {
+		t.Errorf("network grant = %+v %+v, want %+v %+v", np.Connect, np.Bind, wantC, wantB)
+	}
+	for _, p := range []*policy.Policy{fsp, np} {
+		if _, err := policy.Parse("grant.cfg", p.Render()); err != nil {
+			t.Errorf("the grant does not parse: %v\n%s", err, p.Render())
+		}
+	}
+	if p := rs[2].Policy(); len(p.FS)+len(p.Connect)+len(p.Bind) != 0 {
+		t.Errorf("a fixed refusal grants %+v", p)
 	}
 }

@@ -436,7 +436,10 @@ func Interpreter(p string) (string, error) {
 // WithInterpreter adds to an execute refusal what the kernel also opens for
 // execution: a script's interpreter and an ELF file's loader, recursively
 // (at most four deep), each needing [execute] and [read]. Other refusals
-// are returned unchanged. Interpreters that cannot be found are skipped.
+// are returned unchanged. An interpreter that cannot be found or executed
+// here is left out (with what it would load): the kernel would have
+// answered ENOENT or the file's own EACCES, so it cannot be what Landlock
+// refused.
 func WithInterpreter(r *attribute.Refusal) *attribute.Refusal {
 	if r.Layer != attribute.Filesystem || r.Op != "execute" {
 		return r
@@ -453,6 +456,9 @@ func WithInterpreter(r *attribute.Refusal) *attribute.Refusal {
 		for range 4 {
 			interp, err := Interpreter(p)
 			if err != nil || interp == "" || seen[interp] {
+				break
+			}
+			if _, err := replayExec(interp); err != nil {
 				break
 			}
 			seen[interp] = true

@@ -164,3 +164,15 @@ func TestMapPath(t *testing.T) {
 		}
 	}
 }
+
+func TestWithInterpreterSkipsTheUnrunnable(t *testing.T) {
+	d := t.TempDir()
+	script := filepath.Join(d, "s")
+	if err := os.WriteFile(script, []byte("#!"+d+"/missing\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := WithInterpreter(fsRefusal("execute", need(script, nil, policy.Execute, policy.Read)))
+	if len(r.Paths) != 1 {
+		t.Errorf("WithInterpreter paths = %q, want the script alone", r.Paths)
+	}
+}

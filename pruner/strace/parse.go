@@ -529,10 +529,52 @@ func (p *Parser) syscall(pid int, rest, line string) error {
 	c := p.newCall()
 	c.Kind, c.Line, c.PID, c.Name = Syscall, p.line, pid, name
 	if msg := p.complete(c, body); msg != "" {
+		if k := nextEvent(body); k >= 0 {
+			// strace began this call's line, then printed another event
+			// without ending it (`4686  ???(4686  +++ superseded by execve
+			// in pid 4690 +++`): the call is a first half that never
+			// resumes, the rest a line of its own.
+			if p.pend[pid] != nil {
+				p.abandon(pid)
+			}
+			*c = Call{Kind: Syscall, Line: p.line, PID: pid, Name: name}
+			p.pend[pid] = &pending{call: c, text: body[:k], slot: -1}
+			return p.parseLine(body[k:])
+		}
 		return &SyntaxError{Line: p.line, Text: line, Msg: msg}
 	}
 	p.push(c)
 	return nil
+}
+
+// nextEvent finds, in the text after a call's '(', the start of another
+// event's line strace printed before ending this one: a pid followed by
+// spaces and `+++ `, `--- ` or `<... `. It returns -1 if there is none.
+func nextEvent(body string) int {
+	for i := 0; i < len(body); i++ {
+		if body[i] < '0' || body[i] > '9' || i > 0 && body[i-1] >= '0' && body[i-1] <= '9' {
+			continue
+		}
+		j := i
+		for j < len(body) && body[j] >= '0' && body[j] <= '9' {
+			j++
+		}
+		if j == len(body) || body[j] != ' ' {
+			continue
+		}
+		k := j
+		for k < len(body) && body[k] == ' ' {
+			k++
+		}
+		r := body[k:]
+		if strings.HasPrefix(r, "+++ ") || strings.HasPrefix(r, "--- ") || strings.HasPrefix(r, "<... ") {
+			if i > 0 && body[i-1] != '(' && body[i-1] != ' ' && body[i-1] != ',' {
+				continue
+			}
+			return i
+		}
+	}
+	return -1
 }
 
 // cutUnfinished strips strace's marks of a first half: `<unfinished ...>`,

@@ -335,3 +335,24 @@ func TestLostClone(t *testing.T) {
 		t.Errorf("lost clone = %+v", calls[1])
 	}
 }
+
+// TestInterleavedLine: strace began a call's line and printed the next
+// event on the same line without ending the first (seen on this host when
+// a thread was superseded by another's execve).
+func TestInterleavedLine(t *testing.T) {
+	const trace = `4686  ???(4686  +++ superseded by execve in pid 4690 +++
+4686  <... execve resumed>) = 0
+`
+	calls, st := parseAll(t, "4690  execve(\"/bin/sh\", [\"sh\"], 0x1 /* 1 var */ <pid changed to 4686 ...>\n"+trace)
+	var got []string
+	for _, c := range calls {
+		got = append(got, c.Kind.String()+" "+c.Name+" "+itoa(c.PID))
+	}
+	want := []string{"syscall ??? 4686", "superseded  4686", "syscall execve 4686"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	if !calls[0].Unfinished || calls[2].Ret != "0" || st.Errors != 0 {
+		t.Errorf("calls %+v, %+v; stats %+v", calls[0], calls[2], st)
+	}
+}
