@@ -17,7 +17,9 @@
 // `<pid changed to N ...>` across a multi-threaded execve) and
 // `<... name resumed>`; the parser joins them into one [Call]. A half whose
 // other half never comes is reported ([Call.Unfinished]) or counted
-// ([Stats.Orphans]).
+// ([Stats.Orphans]). A line strace began for one call and then used for
+// another event (`4686  ???(4686  +++ superseded by execve in pid 4690 +++`)
+// is split in two.
 //
 // Arguments are kept as raw text ([Arg]) split at top-level commas, with
 // helpers for what the pruner needs: quoted strings with strace's C escapes

@@ -35,6 +35,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("1 clone(flags=CLONE_THREAD <unfinished ...>\n2 openat(AT_FDCWD</>, \"x\", O_RDONLY) = -1 EACCES (Permission denied)\n1 <... clone resumed>) = 2\n"))
 	f.Add([]byte("3 execve(\"/bin/sh\", [\"sh\"], 0x1 /* 2 vars */ <pid changed to 1 ...>\n1 +++ superseded by execve in pid 3 +++\n1 <... execve resumed>) = 0\n"))
+	f.Add([]byte("4690  execve(\"/bin/sh\", [\"sh\"], 0x1 /* 1 var */ <pid changed to 4686 ...>\n4686  ???(4686  +++ superseded by execve in pid 4690 +++\n4686  <... execve resumed>) = 0\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := NewParser(bytes.NewReader(data))
 		for i := 0; ; i++ {
