@@ -578,10 +578,14 @@ func nextEvent(body string) int {
 }
 
 // cutUnfinished strips strace's marks of a first half: `<unfinished ...>`,
-// or `<pid changed to N ...>` on an execve by a non-leader thread.
+// `<pid changed to N ...>` on an execve by a non-leader thread, or
+// `<detached ...>` when strace let go of the thread inside the call.
 func cutUnfinished(body string) (string, bool) {
 	if strings.HasSuffix(body, unfinishedMark) {
 		return body[:len(body)-len(unfinishedMark)], true
+	}
+	if strings.HasSuffix(body, " <detached ...>") {
+		return body[:len(body)-len(" <detached ...>")], true
 	}
 	if strings.HasSuffix(body, " ...>") {
 		if i := strings.LastIndex(body, " <pid changed to "); i >= 0 {

@@ -356,3 +356,10 @@ func TestInterleavedLine(t *testing.T) {
 		t.Errorf("calls %+v, %+v; stats %+v", calls[0], calls[2], st)
 	}
 }
+
+func TestDetached(t *testing.T) {
+	calls, st := parseAll(t, "9 read(0</dev/null>,  <detached ...>\n")
+	if len(calls) != 1 || !calls[0].Unfinished || calls[0].Name != "read" || st.Unfinished != 1 {
+		t.Errorf("calls %+v, stats %+v", calls, st)
+	}
+}
