@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
+	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/kernel"
+	"github.com/lockstep-sandbox/lockstep/observer"
+)
+
+func init() {
+	hiddenRoles[observer.ProbeRole] = observer.ProbeMain
+	register(&verb{
+		Name:  "observe",
+		Usage: "observe --key <key> --exercises <dir> --path-sets <dir> [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--cpus N] [--mem MiB] [--timeout D]",
+		Short: "the KVM run: cross-check strace against Landlock's audit records in a guest, write ABI-10 sidecars",
+		Long: `Boots the kernel (a pin, built and cached on first use, or a bzImage file) in a
+throwaway guest with the exercises and path sets shared read-only, and runs the
+observer there. It registers as the audit daemon before any workload, proves the
+kernel (Landlock ABI 10 or more, one refusal per right class → one record; else
+status 3 and nothing is written), then for each exercise of the key:
+
+  1. reads <key>_<ex>.cfg and its record <key>_<ex>.json; the record's
+     cfg_sha256 must be the SHA-256 of the .cfg's raw bytes;
+  2. runs the exercise 3 times unsandboxed (a flaky or test-less reference
+     aborts);
+  3. cross-check: one run under the policy with every second filesystem grant
+     removed, under strace and with log-new-exec; every Landlock refusal strace
+     attributes (filesystem and network) must match exactly one audit record,
+     joined on (pid, syscall) through its SYSCALL record, then on object and
+     rights; a lost record or a missing deallocation barrier fails it;
+  4. ABI-10 phase: 3 joint runs with every layer and the policy's limits; a
+     refused UDP bind that strace's rule and a net.bind_udp record both name
+     becomes "[bind] allow <port> udp"; any other difference aborts; 3 rounds;
+  5. containment: a canary outside every grant, a write into a read-only path,
+     a connect to a port no rule names, one probe per limit.
+
+Writes into --path-sets: <key>_<ex>.abi10.json (schema 1), <key>_<ex>.abi10.cfg
+(only with rows), <key>_<ex>.abi10.observed.trace.gz (the cross-check run's
+strace log), observe.json and run.json. See docs/observe.md.
+
+Exit status: 0 every exercise verified; 1 an exercise failed (its .abi10.json
+says why); 3 indeterminate (kernel proof failed, records lost before any
+exercise, the guest did not report, or an exercise lacks its record); 70 the
+guest could not be set up; 2 usage.`,
+		Example: `# The KVM run for the fixture key on the default pin (7.2.13)
+$ lockstep observe --key fixture --exercises testdata/exercises --path-sets /tmp/path_sets`,
+		Flags: observeFlags,
+	})
+}
+
+func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+	key := fs.String("key", "", "the `key` whose exercises to observe (required)")
+	exercises := fs.String("exercises", "", "testing root `dir`ectory, <root>/<family>/<exercise> (required)")
+	pathSets := fs.String("path-sets", "", "`dir`ectory with the default prune's <key>_<ex>.cfg and .json; receives the results (required)")
+	kernelArg := fs.String("kernel", kernel.DefaultPin, "kernel `pin` or bzImage file")
+	root := fs.String("root", "", "host `dir`ectory exported read-only as the guest's root (default /)")
+	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
+	cpus := fs.Int("cpus", 2, "guest vCPUs")
+	mem := fs.Int("mem", 1024, "guest memory in `MiB`")
+	timeout := fs.Duration("timeout", 0, "bound on the guest's job (default: harness's, scaled to the accelerator)")
+	inGuest := fs.Bool("in-guest", false, "run the observer on the running kernel (what the guest runs)")
+	out := fs.String("out", "", "with --in-guest: `dir`ectory for the results (default /run/lockstep/results in a guest)")
+	wantABI := fs.Int("want-abi", 0, "with --in-guest: the pin's Landlock `abi` (default: the default pin's)")
+	wantRelease := fs.String("want-release", "", "with --in-guest: the `release` uname -r must say (empty: not checked)")
+	backlog := fs.Uint("backlog-limit", 0, "with --in-guest: the audit backlog `limit` to set (default 8192; tests lower it)")
+	return func(ctx context.Context, io *stdio, args []string) int {
+		v := verbs["observe"]
+		if len(args) > 0 {
+			return usageExit(io, v, usagef("unexpected arguments %q", args))
+		}
+		if *key == "" || *exercises == "" || *pathSets == "" {
+			return usageExit(io, v, usagef("--key, --exercises and --path-sets are required"))
+		}
+		if *wantABI == 0 {
+			pin, err := kernel.Lookup(kernel.DefaultPin)
+			if err != nil {
+				return fail(io, "observe", exitFail, err)
+			}
+			*wantABI = pin.ABI
+		}
+		if *inGuest {
+			dir := *out
+			if dir == "" {
+				if os.Getenv("LOCKSTEP_GUEST") != "1" {
+					return usageExit(io, v, usagef("--in-guest outside a guest needs --out"))
+				}
+				dir = proto.ResultsDir
+			}
+			return observeHere(ctx, io, observer.Options{Key: *key, Exercises: *exercises, PathSets: *pathSets, Out: dir,
+				WantABI: *wantABI, WantRelease: *wantRelease, BacklogLimit: uint32(*backlog), Progress: io.err})
+		}
+		switch *accel {
+		case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
+		default:
+			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
+		}
+		return observeGuest(ctx, io, *kernelArg, observer.HostOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets,
+			Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout, Verbose: io.verbose})
+	}
+}
+
+// observeHere is the in-guest observer.
+func observeHere(ctx context.Context, io *stdio, opts observer.Options) int {
+	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
+		return fail(io, "observe", exitIndeterminate, err)
+	}
+	opts.Log = bootLogger(io)
+	sum, err := observer.Run(ctx, opts)
+	if err != nil {
+		return fail(io, "observe", exitIndeterminate, err)
+	}
+	if sum.Reason != "" {
+		fmt.Fprintf(io.err, "lockstep observe: %s\n", sum.Reason)
+	}
+	return sum.Status
+}
+
+// observeGuest boots the kernel with the in-guest observer as the job.
+func observeGuest(ctx context.Context, io *stdio, kernelArg string, opts observer.HostOptions) int {
+	log := bootLogger(io)
+	bz, err := resolveKernel(ctx, kernelArg, log)
+	if err != nil {
+		return fail(io, "observe", exitFail, err)
+	}
+	if opts.WantABI, err = selftestPinABI(kernelArg); err != nil {
+		return fail(io, "observe", exitFail, err)
+	}
+	if opts.WantRelease, err = selftestRelease(bz); err != nil {
+		return fail(io, "observe", exitFail, err)
+	}
+	if _, err := kernel.Lookup(kernelArg); err == nil {
+		opts.Pin = kernelArg
+	}
+	opts.Kernel, opts.Stderr, opts.Log = bz, io.err, log
+	t0 := time.Now()
+	res, err := observer.Observe(ctx, opts)
+	if err != nil {
+		return fail(io, "observe", exitIndeterminate, err)
+	}
+	for _, e := range exSummaries(res) {
+		state := "verified"
+		if !e.Verified {
+			state = "FAILED: " + e.Reason
+		}
+		fmt.Fprintf(io.out, "%s_%s: %s\n", opts.Key, e.Exercise, state)
+	}
+	if res.Reason != "" {
+		fmt.Fprintf(io.err, "lockstep observe: %s\n", res.Reason)
+	}
+	fmt.Fprintf(io.out, "status %d in %.1f s (accel %s); results in %s\n", res.Status, time.Since(t0).Seconds(), res.Run.Accel, filepath.Clean(opts.PathSets))
+	return res.Status
+}
+
+func exSummaries(res *observer.HostResult) []observer.ExerciseSummary {
+	if res.Summary == nil {
+		return nil
+	}
+	return res.Summary.Exercises
+}

@@ -1,0 +1,295 @@
+package observer
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/observer/audit"
+	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
+)
+
+// blockerSections maps a filesystem or network blocker to the policy section
+// that grants it (reference/phobos-kvm-run.md §6.4). Blockers no section can
+// grant (make_char, make_block, resolve_unix, scopes) are absent.
+var blockerSections = map[string]policy.Section{
+	"fs.execute":           policy.Execute,
+	"fs.write_file":        policy.Write,
+	"fs.truncate":          policy.Write,
+	"fs.read_file":         policy.Read,
+	"fs.read_dir":          policy.Read,
+	"fs.remove_dir":        policy.Delete,
+	"fs.remove_file":       policy.Delete,
+	"fs.make_reg":          policy.Create,
+	"fs.make_dir":          policy.Create,
+	"fs.make_sym":          policy.CreateSymlink,
+	"fs.make_sock":         policy.CreateIPC,
+	"fs.make_fifo":         policy.CreateIPC,
+	"fs.refer":             policy.Restructure,
+	"fs.ioctl_dev":         policy.Ioctl,
+	"net.bind_tcp":         policy.Bind,
+	"net.bind_udp":         policy.Bind,
+	"net.connect_tcp":      policy.Connect,
+	"net.connect_send_udp": policy.Connect,
+}
+
+// Comparison is the outcome of joining one run's strace refusals with its
+// audit records.
+type Comparison struct {
+	// Compared are the strace refusals taken into the comparison (attributed
+	// to Landlock and confirmed by the control replay), Records the audit
+	// denials (filesystem and network blockers of the run's own domains).
+	Compared, Records int
+	// Matched pairs each matched strace refusal with its records.
+	Matched    []Match
+	Mismatches []record.Mismatch
+	AuditOnly  []record.AuditOnly
+}
+
+// Match is one strace refusal and the record(s) of the same event that
+// agree with it (a rename refused on both parents logs two).
+type Match struct {
+	Refusal *attribute.Refusal
+	Records []*audit.Denial
+}
+
+// CrossCheck joins strace refusals with audit denials. Each refusal, visited
+// by number of rights ascending (a refusal asking for more cannot take the
+// record meant for one asking for less), then by trace line, takes the first
+// unmatched record that
+//
+//  1. joins on (process, system call) through the record's SYSCALL record:
+//     its pid is the refused call's thread group, its syscall number that
+//     call's name on the record's architecture, and then
+//  2. agrees on object and rights: the path is one of the refusal's objects
+//     (a network record: the port and transport of one of its rules) and
+//     every blocker is among the refusal's rights (the kernel names only the
+//     rights the domain lacked; strace's call may have asked for more).
+//
+// Further records of the same event that agree are consumed with it. A
+// refusal with no partner is a mismatch; a record nobody took is audit-only.
+// A record without a SYSCALL record can never join.
+func CrossCheck(refusals []*attribute.Refusal, denials []audit.Denial) *Comparison {
+	c := &Comparison{Compared: len(refusals), Mismatches: []record.Mismatch{}, AuditOnly: []record.AuditOnly{}}
+	var recs []*denial
+	for i := range denials {
+		d := &denials[i]
+		if !comparable(d) {
+			continue
+		}
+		recs = append(recs, &denial{Denial: d})
+	}
+	c.Records = len(recs)
+	order := slices.Clone(refusals)
+	sort.SliceStable(order, func(i, j int) bool {
+		if len(order[i].Rights) != len(order[j].Rights) {
+			return len(order[i].Rights) < len(order[j].Rights)
+		}
+		return line(order[i]) < line(order[j])
+	})
+	for _, r := range order {
+		var first *denial
+		for _, d := range recs {
+			if !d.used && joins(r, d.Denial) && agrees(r, d.Denial) {
+				first = d
+				break
+			}
+		}
+		if first == nil {
+			c.Mismatches = append(c.Mismatches, mismatch(r, recs))
+			continue
+		}
+		m := Match{Refusal: r}
+		for _, d := range recs {
+			if d == first || (!d.used && sameEvent(d.Denial, first.Denial) && joins(r, d.Denial) && agrees(r, d.Denial)) {
+				d.used = true
+				m.Records = append(m.Records, d.Denial)
+			}
+		}
+		c.Matched = append(c.Matched, m)
+	}
+	for _, d := range recs {
+		if !d.used {
+			c.AuditOnly = append(c.AuditOnly, record.AuditOnly{Objects: objects(d.Denial), Sections: sections(d.Access.Blockers)})
+		}
+	}
+	return c
+}
+
+// Record returns the comparison as the .abi10.json's cross_check.
+func (c *Comparison) Record() *record.CrossCheck {
+	return &record.CrossCheck{StraceDenials: c.Compared, AuditRecords: c.Records, Unparsed: []string{},
+		Mismatches: c.Mismatches, AuditOnly: c.AuditOnly}
+}
+
+type denial struct {
+	*audit.Denial
+	used bool
+}
+
+func line(r *attribute.Refusal) int {
+	if r.Call == nil {
+		return 0
+	}
+	return r.Call.Line
+}
+
+// comparable reports whether a denial names a filesystem or network right
+// (scope and implicit restrictions have no strace counterpart).
+func comparable(d *audit.Denial) bool {
+	for _, b := range d.Access.Blockers {
+		if bl, ok := audit.LookupBlocker(b); ok && (bl.Class == audit.ClassFS || bl.Class == audit.ClassNet) {
+			return true
+		}
+	}
+	return false
+}
+
+// joins reports whether the denial's SYSCALL record names the refused call's
+// process and system call.
+func joins(r *attribute.Refusal, d *audit.Denial) bool {
+	if d.Syscall == nil || r.Call == nil {
+		return false
+	}
+	if d.Syscall.Pid != r.Call.TGID && d.Syscall.Pid != r.Call.PID {
+		return false
+	}
+	name, ok := SyscallName(d.Syscall.Arch, d.Syscall.Nr)
+	return ok && name == r.Call.Name
+}
+
+// agrees reports whether the denial's object and rights agree with the
+// refusal's.
+func agrees(r *attribute.Refusal, d *audit.Denial) bool {
+	a := &d.Access
+	if len(a.Blockers) == 0 {
+		return false
+	}
+	switch r.Layer {
+	case attribute.Filesystem:
+		if a.Path == "" || !slices.Contains(r.Paths, a.Path) {
+			return false
+		}
+		for _, b := range a.Blockers {
+			if !slices.Contains(r.Rights, attribute.Right(b)) {
+				return false
+			}
+		}
+		return true
+	case attribute.Network:
+		for _, n := range r.Net {
+			if slices.Equal(a.Blockers, []string{string(n.Right)}) && netPort(a, n.Section) == n.Port {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// netPort is the port a network record names: the address a bind asked for
+// (src=, or lport= of an autobind), the one a connect or send asked for (dest=).
+func netPort(a *audit.Access, s policy.Section) int {
+	if s == policy.Bind {
+		if a.Src != 0 {
+			return int(a.Src)
+		}
+		return int(a.LPort)
+	}
+	if a.Dest != 0 {
+		return int(a.Dest)
+	}
+	return int(a.FPort)
+}
+
+func sameEvent(a, b *audit.Denial) bool {
+	return a.Record.Serial == b.Record.Serial && a.Record.Sec == b.Record.Sec && a.Record.Milli == b.Record.Milli
+}
+
+func mismatch(r *attribute.Refusal, recs []*denial) record.Mismatch {
+	m := record.Mismatch{Operation: r.Op, Objects: refusalObjects(r), Sections: sectionNames(r.Sections), AuditForObject: [][]string{}}
+	if r.Layer == attribute.Network {
+		m.Sections = nil
+		for _, n := range r.Net {
+			m.Sections = append(m.Sections, string(n.Section))
+		}
+		m.Sections = uniqueSorted(m.Sections)
+	}
+	for _, d := range recs {
+		if d.used {
+			continue
+		}
+		for _, o := range objects(d.Denial) {
+			if slices.Contains(m.Objects, o) {
+				m.AuditForObject = append(m.AuditForObject, sections(d.Access.Blockers))
+				break
+			}
+		}
+	}
+	return m
+}
+
+// refusalObjects names a refusal's objects: its paths, or "<port>/<transport>"
+// for each network rule.
+func refusalObjects(r *attribute.Refusal) []string {
+	if r.Layer != attribute.Network {
+		return append([]string{}, r.Paths...)
+	}
+	var o []string
+	for _, n := range r.Net {
+		o = append(o, strconv.Itoa(n.Port)+"/"+string(n.Transport))
+	}
+	return uniqueSorted(o)
+}
+
+// objects names a record's object as refusalObjects does.
+func objects(d *audit.Denial) []string {
+	a := &d.Access
+	if a.Path != "" {
+		return []string{a.Path}
+	}
+	for _, b := range a.Blockers {
+		bl, ok := audit.LookupBlocker(b)
+		if !ok || bl.Class != audit.ClassNet {
+			continue
+		}
+		s, transport := policy.Connect, "tcp"
+		if b == "net.bind_tcp" || b == "net.bind_udp" {
+			s = policy.Bind
+		}
+		if b == "net.bind_udp" || b == "net.connect_send_udp" {
+			transport = "udp"
+		}
+		return []string{fmt.Sprintf("%d/%s", netPort(a, s), transport)}
+	}
+	return []string{}
+}
+
+// sections maps blockers to their sorted, distinct sections.
+func sections(blockers []string) []string {
+	var s []string
+	for _, b := range blockers {
+		if sec, ok := blockerSections[b]; ok {
+			s = append(s, string(sec))
+		}
+	}
+	return uniqueSorted(s)
+}
+
+func sectionNames(secs []policy.Section) []string {
+	s := make([]string, 0, len(secs))
+	for _, sec := range secs {
+		s = append(s, string(sec))
+	}
+	return uniqueSorted(s)
+}
+
+func uniqueSorted(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	sort.Strings(s)
+	return slices.Compact(s)
+}

@@ -1,0 +1,218 @@
+package observer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
+	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
+)
+
+// RunJSONSchema is the version of run.json.
+const RunJSONSchema = 1
+
+// Guest paths of the host's inputs.
+const (
+	guestExercises = proto.ShareDir + "/exercises"
+	guestPathSets  = proto.ShareDir + "/path-sets"
+)
+
+// HostOptions configures Observe, the host side of `lockstep observe`.
+type HostOptions struct {
+	Key       string
+	Exercises string
+	// PathSets holds the default prune's records on input and receives the
+	// .abi10 files, observe.json and run.json.
+	PathSets string
+	// Kernel is the bzImage; Pin names it in run.json ("" for a file).
+	Kernel string
+	Pin    string
+	// WantABI is the pin's Landlock ABI; WantRelease the release the
+	// bzImage names.
+	WantABI     int
+	WantRelease string
+	// Root, Accel, CPUs, MemMB, Timeout as in harness.Options.
+	Root    string
+	Accel   string
+	CPUs    int
+	MemMB   int
+	Timeout time.Duration
+	// Extra arguments for the in-guest observer (tests: --backlog-limit).
+	GuestArgs []string
+	// Stderr receives the guest's progress as it arrives.
+	Stderr  io.Writer
+	Verbose bool
+	Log     *slog.Logger
+}
+
+// HostResult is what Observe found.
+type HostResult struct {
+	// Status is 0 every exercise verified, 1 one failed, 3 indeterminate,
+	// 70 the guest could not be set up.
+	Status  int
+	Reason  string
+	Summary *Summary
+	Run     *harness.Result
+	// Files are the files unpacked into PathSets.
+	Files []string
+}
+
+// RunJSON is run.json: where and how the observer ran.
+type RunJSON struct {
+	Schema          int             `json:"schema"`
+	Key             string          `json:"key"`
+	Status          int             `json:"status"`
+	Reason          string          `json:"reason,omitempty"`
+	KernelPin       string          `json:"kernel_pin,omitempty"`
+	KernelRelease   string          `json:"kernel_release"`
+	BzImageSHA256   string          `json:"bzimage_sha256"`
+	ConfigSHA256    string          `json:"config_sha256,omitempty"`
+	InitramfsSHA256 string          `json:"initramfs_sha256"`
+	QEMUVersion     string          `json:"qemu_version"`
+	Accel           string          `json:"accel"`
+	AccelReason     string          `json:"accel_reason"`
+	VCPUs           int             `json:"vcpus"`
+	MemMB           int             `json:"mem_mb"`
+	Timings         harness.Timings `json:"timings"`
+	// Audit are the guest collector's counters; Exercises each exercise's
+	// account (observe.json).
+	Audit     *AuditCounters    `json:"audit,omitempty"`
+	Exercises []ExerciseSummary `json:"exercises"`
+	Seconds   float64           `json:"seconds"`
+}
+
+// Observe boots the kernel with the observer as the guest's job, the
+// exercises and path sets shared read-only, streams its progress, and
+// unpacks its results into PathSets. A status of 0 holds only if every
+// exercise of the key has its .abi10.json.
+func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
+	start := time.Now()
+	for _, d := range []string{opts.Exercises, opts.PathSets} {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("observe: %s is not a directory", d)
+		}
+	}
+	found, err := exercise.ForKey(opts.Exercises, opts.Key)
+	if err != nil {
+		return nil, fmt.Errorf("observe: %w", err)
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("observe: no exercise for key %q under %s", opts.Key, opts.Exercises)
+	}
+	results, err := os.MkdirTemp("", "lockstep-observe-results.")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(results)
+	exAbs, _ := filepath.Abs(opts.Exercises)
+	psAbs, _ := filepath.Abs(opts.PathSets)
+	cmd := append([]string{proto.GuestBinary, "observe", "--in-guest", "--key", opts.Key,
+		"--exercises", guestExercises, "--path-sets", guestPathSets, "--out", proto.ResultsDir,
+		"--want-abi", strconv.Itoa(opts.WantABI), "--want-release", opts.WantRelease}, opts.GuestArgs...)
+	run, err := harness.Run(ctx, harness.Options{
+		Kernel: opts.Kernel, Root: opts.Root, Accel: opts.Accel, CPUs: opts.CPUs, MemMB: opts.MemMB, Timeout: opts.Timeout,
+		Shares:  []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: psAbs, GuestPath: guestPathSets}},
+		Command: cmd, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log,
+	})
+	res := &HostResult{Run: run}
+	if run == nil {
+		return nil, fmt.Errorf("observe: %w", err)
+	}
+	if err != nil {
+		res.Status, res.Reason = StatusIndeterminate, err.Error()
+		if errors.Is(err, harness.ErrGuestSetup) {
+			res.Status = 70
+		}
+		return res, writeRunJSON(opts, res, start)
+	}
+	res.Status = run.Status
+	if res.Status != StatusVerified && res.Status != StatusFailed {
+		res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest observer exited %d", run.Status)
+	}
+	if b, err := os.ReadFile(filepath.Join(results, SummaryFile)); err == nil {
+		var s Summary
+		if json.Unmarshal(b, &s) == nil && s.Schema == SummarySchema {
+			res.Summary = &s
+		}
+	}
+	if res.Status == StatusIndeterminate {
+		if res.Summary != nil && res.Summary.Reason != "" {
+			res.Reason = res.Summary.Reason
+		}
+		return res, writeRunJSON(opts, res, start)
+	}
+	if res.Summary == nil || res.Summary.Status != run.Status {
+		res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest exited %d without a matching %s", run.Status, SummaryFile)
+		return res, writeRunJSON(opts, res, start)
+	}
+	if res.Files, err = unpack(results, opts.PathSets, opts.Key); err != nil {
+		return nil, err
+	}
+	if res.Status == StatusVerified {
+		for _, f := range found {
+			name := f.Key + "_" + f.Name + ".abi10.json"
+			if _, err := os.Stat(filepath.Join(opts.PathSets, name)); err != nil {
+				res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest reported status 0 but %s is missing", name)
+			}
+		}
+	}
+	return res, writeRunJSON(opts, res, start)
+}
+
+// unpack copies the observer's files (the key's .abi10 files and
+// observe.json) from the results into dir, atomically each.
+func unpack(results, dir, key string) ([]string, error) {
+	ents, err := os.ReadDir(results)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, e := range ents {
+		n := e.Name()
+		if !e.Type().IsRegular() || !(n == SummaryFile || strings.HasPrefix(n, key+"_") && strings.Contains(n, ".abi10.")) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(results, n))
+		if err != nil {
+			return nil, err
+		}
+		if err := record.WriteFileAtomic(filepath.Join(dir, n), b, 0o644); err != nil {
+			return nil, err
+		}
+		files = append(files, n)
+	}
+	return files, nil
+}
+
+func writeRunJSON(opts HostOptions, res *HostResult, start time.Time) error {
+	r := res.Run
+	doc := RunJSON{Schema: RunJSONSchema, Key: opts.Key, Status: res.Status, Reason: res.Reason, KernelPin: opts.Pin,
+		KernelRelease: r.KernelRelease, BzImageSHA256: r.KernelSHA256, InitramfsSHA256: r.InitramfsSHA256,
+		QEMUVersion: r.QEMUVersion, Accel: r.Accel, AccelReason: r.AccelReason, VCPUs: r.CPUs, MemMB: r.MemMB,
+		Timings: r.Timings, Exercises: []ExerciseSummary{}, Seconds: time.Since(start).Seconds()}
+	if b, err := os.ReadFile(filepath.Join(filepath.Dir(opts.Kernel), "config")); err == nil {
+		sum := sha256.Sum256(b)
+		doc.ConfigSHA256 = hex.EncodeToString(sum[:])
+	}
+	if s := res.Summary; s != nil {
+		doc.Audit, doc.Exercises = &s.Audit, s.Exercises
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return record.WriteFileAtomic(filepath.Join(opts.PathSets, "run.json"), append(b, '\n'), 0o644)
+}

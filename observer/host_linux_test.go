@@ -1,0 +1,133 @@
+//go:build linux
+
+package observer
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/observer/audit"
+	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("LOCKSTEP_ROLE") == ProbeRole {
+		os.Exit(ProbeMain())
+	}
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binPath string
+	binErr  error
+)
+
+// lockstepBinary builds cmd/lockstep once per test binary: the runs
+// re-execute it (`run`, the proof's refusal child, the probes).
+func lockstepBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "observer-test-bin.")
+		if binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "lockstep")
+		cmd := exec.Command("go", "build", "-o", binPath, "../cmd/lockstep")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = &exec.Error{Name: "go build: " + strings.TrimSpace(string(out)), Err: err}
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func needRootAudit(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the observer registers as the audit daemon and needs root")
+	}
+	abi, err := ll.LandlockGetABIVersion()
+	if err != nil || abi < 7 {
+		t.Fatalf("Landlock ABI = %d, %v; this machine promises at least 7 (audit logging)", abi, err)
+	}
+}
+
+// hostVerification sets up one exercise's verification on this machine's
+// kernel, with a collector of its own.
+func hostVerification(t *testing.T, backlog uint32) (*verification, *policy.Policy) {
+	t.Helper()
+	needRootAudit(t)
+	bin := lockstepBinary(t)
+	col, err := audit.Start(audit.Options{BacklogLimit: backlog})
+	if err != nil {
+		t.Fatalf("audit.Start: %v", err)
+	}
+	t.Cleanup(func() { col.Close() })
+	found, err := exercise.ForKey("../testdata/exercises", "fixture")
+	if err != nil || len(found) != 1 {
+		t.Fatalf("ForKey(fixture) = %v, %v", found, err)
+	}
+	ex, err := exercise.Read(found[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &observer{opts: Options{Key: "fixture", ReferenceRuns: 1, JointRuns: 1, Rounds: 3}, exe: bin,
+		work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10}
+	o.opts.Progress = testWriter{t}
+	es := &ExerciseSummary{Runs: map[string]int{}}
+	v := &verification{o: o, k: &record.KVM{}, es: es, ex: ex}
+	p, err := policy.ParseFile(filepath.Join(fixtureDir, "fixture_udp-fixture.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, p
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+// TestCrossCheckHostKernel runs the fixture's cross-check on this machine's
+// kernel (Landlock ABI 7 logs filesystem denials too): strace's refusals and
+// the audit records must agree one for one.
+func TestCrossCheckHostKernel(t *testing.T) {
+	v, p := hostVerification(t, 0)
+	if err := v.reference(t.Context()); err != nil {
+		t.Fatalf("reference: %v", err)
+	}
+	reason, err := v.crossCheck(t.Context(), p)
+	if err != nil {
+		t.Fatalf("crossCheck: %v", err)
+	}
+	cc := v.k.CrossCheck
+	t.Logf("cross-check: %+v", cc)
+	if reason != "" {
+		t.Errorf("reason = %q", reason)
+	}
+	if cc.StraceDenials == 0 || cc.AuditRecords == 0 || len(cc.Mismatches) != 0 {
+		t.Errorf("cross_check = %+v, want refusals and records that agree", cc)
+	}
+	if v.trace == nil || v.es.Trace == nil || v.es.Trace.SHA256 != record.SHA256Hex(v.trace) {
+		t.Errorf("trace info %+v does not describe the kept trace", v.es.Trace)
+	}
+}

@@ -1,0 +1,63 @@
+package observer
+
+import (
+	"sort"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+)
+
+// Narrowed returns the cross-check run's policy: p's filesystem entries sorted
+// by path with every second one removed (index 1, 3, 5, … go; 0, 2, 4, …
+// stay, as Phobos's narrowed does), comments alike, network rules untouched
+// and no limits at all (every limit off, so only Landlock can refuse).
+// removed is the number of filesystem entries taken out.
+func Narrowed(p *policy.Policy) (n *policy.Policy, removed int) {
+	paths := make([]string, 0, len(p.FS))
+	for path := range p.FS {
+		paths = append(paths, path)
+	}
+	sort.Strings(paths)
+	n = &policy.Policy{
+		FS:       make(map[string]map[policy.Section]bool, (len(paths)+1)/2),
+		Connect:  append([]policy.ConnectRule(nil), p.Connect...),
+		Bind:     append([]policy.BindRule(nil), p.Bind...),
+		Limits:   map[policy.LimitKey]policy.Limit{},
+		Comments: map[string]string{},
+		Header:   []string{"the observer's cross-check policy: every second filesystem entry removed, no limits"},
+	}
+	for i, path := range paths {
+		if i%2 == 1 {
+			removed++
+			continue
+		}
+		secs := make(map[policy.Section]bool, len(p.FS[path]))
+		for s, on := range p.FS[path] {
+			secs[s] = on
+		}
+		n.FS[path] = secs
+		if c, ok := p.Comments[path]; ok {
+			n.Comments[path] = c
+		}
+	}
+	return n, removed
+}
+
+// WithBind returns a copy of p with the UDP bind rows added (rules of the
+// form "allow <port> udp"); rows p already holds are not repeated.
+func WithBind(p *policy.Policy, ports []int) *policy.Policy {
+	q := *p
+	q.Bind = append([]policy.BindRule(nil), p.Bind...)
+	for _, port := range ports {
+		held := false
+		for _, b := range q.Bind {
+			if b.Port == port && b.Transport == policy.UDP {
+				held = true
+				break
+			}
+		}
+		if !held {
+			q.Bind = append(q.Bind, policy.BindRule{Port: port, Transport: policy.UDP})
+		}
+	}
+	return &q
+}

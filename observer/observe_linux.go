@@ -1,0 +1,551 @@
+package observer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/observer/audit"
+	"github.com/lockstep-sandbox/lockstep/observer/proof"
+	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
+	"github.com/lockstep-sandbox/lockstep/pruner/control"
+	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/pruner/strace"
+)
+
+// Run is the observer inside the guest: it starts the audit collector before
+// any workload, proves the kernel (observer/proof; anything but held is
+// status 3 and nothing is written), then verifies each exercise of the key
+// and writes its records to opts.Out. The error is for failures to start at
+// all; the outcome is in the Summary.
+func Run(ctx context.Context, opts Options) (*Summary, error) {
+	start := time.Now()
+	o, err := newObserver(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer o.cleanup()
+	sum := &Summary{Schema: SummarySchema, Key: opts.Key, Exercises: []ExerciseSummary{}}
+	col, err := audit.Start(audit.Options{BacklogLimit: opts.BacklogLimit, Log: o.log})
+	if err != nil {
+		sum.Status, sum.Reason = StatusIndeterminate, fmt.Sprintf("the audit collector did not start: %v", err)
+		return sum, nil
+	}
+	defer col.Close()
+	o.col = col
+	o.progress("proving the kernel (Landlock ABI %d or more, one refusal per right → one record)", opts.WantABI)
+	rep, err := proof.Run(ctx, proof.Options{WantRelease: opts.WantRelease, WantABI: opts.WantABI,
+		Exe: o.exe, Collector: col, Wait: o.wait, Log: o.log})
+	if err != nil {
+		sum.Status, sum.Reason = StatusIndeterminate, fmt.Sprintf("the kernel proof could not run: %v", err)
+		return sum, nil
+	}
+	sum.Proof = rep
+	if rep.Status != proof.StatusHeld {
+		sum.Status, sum.Reason = StatusIndeterminate, "the kernel proof did not hold: "+rep.Summary()
+		return sum, nil
+	}
+	o.abi = rep.ABI
+	o.prov = record.NewProvenance(time.Now(), rep.ABI, record.StraceVersion(ctx))
+	if st, err := col.Status(); err == nil {
+		sum.Audit.LostBefore = st.Lost
+	}
+	status := o.exercises(ctx, sum)
+	st, err := col.Status()
+	if err != nil {
+		return nil, fmt.Errorf("observe: audit status: %w", err)
+	}
+	sum.Audit.Received, sum.Audit.Lost, sum.Audit.Backlog, sum.Audit.BacklogLimit = col.Received(), st.Lost, st.Backlog, st.BacklogLimit
+	sum.Status = status
+	sum.Seconds = time.Since(start).Seconds()
+	b, err := record.Marshal(sum)
+	if err != nil {
+		return nil, err
+	}
+	if err := record.WriteFileAtomic(filepath.Join(opts.Out, SummaryFile), b, 0o644); err != nil {
+		return nil, fmt.Errorf("observe: %w", err)
+	}
+	return sum, nil
+}
+
+// exercises verifies every exercise of the key and writes its files.
+func (o *observer) exercises(ctx context.Context, sum *Summary) int {
+	found, err := exercise.ForKey(o.opts.Exercises, o.opts.Key)
+	if err == nil && len(found) == 0 {
+		err = fmt.Errorf("no exercise for key %q under %s", o.opts.Key, o.opts.Exercises)
+	}
+	if err != nil {
+		sum.Reason = err.Error()
+		return StatusFailed
+	}
+	status := StatusVerified
+	for _, f := range found {
+		t0 := time.Now()
+		k, sidecar, trace, es := o.verify(ctx, f)
+		es.Seconds = time.Since(t0).Seconds()
+		if err := o.write(k, sidecar, trace); err != nil {
+			es.Verified, es.Reason = false, err.Error()
+		}
+		if !es.Verified {
+			status = StatusFailed
+			o.progress("%s: FAILED: %s", f.Name, es.Reason)
+		} else {
+			o.progress("%s: verified, rows %v (%.1f s)", f.Name, rowRules(k.Rows), es.Seconds)
+		}
+		sum.Exercises = append(sum.Exercises, es)
+	}
+	return status
+}
+
+// write replaces an exercise's .abi10 files: stale ones go first, then the
+// trace, the sidecar (only with rows) and the record, each atomically.
+func (o *observer) write(k *record.KVM, sidecar, trace []byte) error {
+	stem := filepath.Join(o.opts.Out, k.Key+"_"+k.Exercise)
+	for _, suffix := range []string{".abi10.cfg", ".abi10.json", TraceSuffix} {
+		if err := os.Remove(stem + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("observe: %w", err)
+		}
+	}
+	if trace != nil {
+		gz, err := Compress(trace)
+		if err != nil {
+			return err
+		}
+		if err := record.WriteFileAtomic(stem+TraceSuffix, gz, 0o644); err != nil {
+			return err
+		}
+	}
+	if sidecar != nil {
+		if err := record.WriteFileAtomic(stem+".abi10.cfg", sidecar, 0o644); err != nil {
+			return err
+		}
+	}
+	_, err := record.WriteKVM(o.opts.Out, k)
+	return err
+}
+
+type observer struct {
+	opts    Options
+	exe     string
+	work    string
+	scratch string
+	rmTemp  bool
+	wait    time.Duration
+	log     *slog.Logger
+	col     *audit.Collector
+	abi     int
+	prov    record.Provenance
+}
+
+func newObserver(opts Options) (*observer, error) {
+	if opts.Key == "" || opts.Exercises == "" || opts.PathSets == "" || opts.Out == "" {
+		return nil, errors.New("observe: Key, Exercises, PathSets and Out are required")
+	}
+	if opts.WantABI < record.ABI10 {
+		return nil, fmt.Errorf("observe: WantABI %d: the observer needs Landlock ABI %d or more", opts.WantABI, record.ABI10)
+	}
+	o := &observer{opts: opts, exe: opts.Exe, work: opts.WorkDir, scratch: opts.Scratch, wait: opts.Wait, log: opts.Log}
+	if o.exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("observe: %w", err)
+		}
+		o.exe = exe
+	}
+	if o.work == "" {
+		o.work = exercise.DefaultWorkDir
+	}
+	if o.wait == 0 {
+		o.wait = DefaultWait
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	if o.opts.ReferenceRuns == 0 {
+		o.opts.ReferenceRuns = DefaultReferenceRuns
+	}
+	if o.opts.JointRuns == 0 {
+		o.opts.JointRuns = DefaultJointRuns
+	}
+	if o.opts.Rounds == 0 {
+		o.opts.Rounds = DefaultRounds
+	}
+	if o.scratch == "" {
+		d, err := os.MkdirTemp("", "lockstep-observe.")
+		if err != nil {
+			return nil, fmt.Errorf("observe: %w", err)
+		}
+		o.scratch, o.rmTemp = d, true
+	}
+	return o, nil
+}
+
+func (o *observer) cleanup() {
+	if o.rmTemp {
+		os.RemoveAll(o.scratch)
+	}
+}
+
+func (o *observer) progress(format string, args ...any) {
+	if o.opts.Progress != nil {
+		fmt.Fprintf(o.opts.Progress, "observe: "+format+"\n", args...)
+	}
+}
+
+// verify runs the checks of one exercise (reference/phobos-kvm-run.md §6.8,
+// plus the containment checks) and returns its record, sidecar (nil without
+// rows or when a check failed) and the observed run's strace log.
+func (o *observer) verify(ctx context.Context, f exercise.Found) (k *record.KVM, sidecar, trace []byte, es ExerciseSummary) {
+	k = &record.KVM{SchemaVersion: record.KVMSchema, Key: o.opts.Key, Exercise: f.Name, Provenance: o.prov,
+		Kernel: o.prov.Kernel, LandlockABI: o.abi, Mismatches: []record.Mismatch{}, AuditOnly: []record.AuditOnly{}, Rows: []record.Row{}}
+	es = ExerciseSummary{Exercise: f.Name, Reference: []float64{}, Runs: map[string]int{}}
+	v := &verification{o: o, k: k, es: &es}
+	reason, err := v.run(ctx, f)
+	if err != nil {
+		var ae *AbortError
+		var re *exercise.RefusedError
+		switch {
+		case errors.As(err, &ae):
+			k.Aborted, k.Evidence = ae.Reason, ae.Evidence
+		case errors.As(err, &re):
+			k.Aborted, k.Evidence = oneLine("the exercise was refused: "+err.Error()), map[string]any{}
+		default:
+			k.Aborted, k.Evidence = oneLine(fmt.Sprintf("a defect of the pruner: %v", err)), map[string]any{}
+		}
+		reason = k.Aborted
+	}
+	k.Verified = reason == ""
+	es.Verified, es.Reason = k.Verified, reason
+	if k.Verified && len(k.Rows) > 0 {
+		sidecar = record.Sidecar(k.Key, k.Exercise, k.Provenance, k.Rows)
+		h := record.SHA256Hex(sidecar)
+		k.ABI10CfgSHA256 = &h
+	}
+	return k, sidecar, v.trace, es
+}
+
+// verification is one exercise's state across its checks.
+type verification struct {
+	o     *observer
+	k     *record.KVM
+	es    *ExerciseSummary
+	ex    *exercise.Exercise
+	ref   *exercise.Result
+	trace []byte
+}
+
+func (v *verification) run(ctx context.Context, f exercise.Found) (reason string, err error) {
+	o, stem := v.o, o_stem(v.o.opts.Key, f.Name)
+	// 1. The policy and the record that vouches for it, raw bytes.
+	cfgPath := filepath.Join(o.opts.PathSets, stem+".cfg")
+	cfg, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return "", abortf(nil, "%s.cfg cannot be read: %v", stem, err)
+	}
+	rec, err := record.ReadExercise(filepath.Join(o.opts.PathSets, stem+".json"))
+	if err != nil {
+		return "", abortf(nil, "%s.json cannot be read: %v", stem, err)
+	}
+	digest := record.SHA256Hex(cfg)
+	if rec.CfgSHA256 != digest {
+		return "", abortf(map[string]any{"cfg_sha256": digest, "recorded_cfg_sha256": rec.CfgSHA256},
+			"%s.cfg is not the file its record describes: its SHA-256 differs", stem)
+	}
+	v.k.VerifiedCfgSHA256 = &digest
+	p, err := policy.Parse(cfgPath, cfg)
+	if err != nil {
+		return "", abortf(nil, "%s.cfg does not parse: %v", stem, err)
+	}
+	if v.ex, err = exercise.Read(f); err != nil {
+		return "", err
+	}
+	// 2. The guest's own reference.
+	if err := v.reference(ctx); err != nil {
+		return "", err
+	}
+	// 3. The cross-check.
+	reason, err = v.crossCheck(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	// 4. The ABI-10 phase always runs; its rows land in the record.
+	final, err := v.abi10(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	// 5. Containment under the verified policy.
+	checks, err := v.contain(ctx, final)
+	if err != nil {
+		return "", err
+	}
+	v.es.Containment = checks
+	for _, c := range checks {
+		if !c.Held && !c.Skipped && reason == "" {
+			reason = fmt.Sprintf("the containment check %s failed: %s", c.Name, c.Detail)
+		}
+	}
+	return reason, nil
+}
+
+func o_stem(key, name string) string { return key + "_" + name }
+
+// reference measures the guest's own reference: ReferenceRuns unsandboxed
+// runs that must run tests and agree.
+func (v *verification) reference(ctx context.Context) error {
+	o := v.o
+	for i := 0; i < o.opts.ReferenceRuns; i++ {
+		o.progress("%s: reference run %d/%d", v.ex.Name, i+1, o.opts.ReferenceRuns)
+		res, err := v.exRun(ctx, "reference", nil)
+		if err != nil {
+			return err
+		}
+		v.es.Reference = append(v.es.Reference, res.Duration.Seconds())
+		if i == 0 {
+			if prob := res.Verdict.ReferenceProblem(); prob != nil {
+				return abortf(map[string]any{"verdict": res.Verdict, "status": res.Status, "log": tail(res.Log)},
+					"the reference run ran no tests or failed for an infrastructure reason: %v", prob)
+			}
+			v.ref = res
+			continue
+		}
+		if !res.Verdict.Same(v.ref.Verdict) {
+			return abortf(map[string]any{"first": v.ref.Verdict, "run": i + 1, "verdict": res.Verdict},
+				"flaky reference: reference run %d differs from the first", i+1)
+		}
+	}
+	return nil
+}
+
+// exRun runs the exercise once behind prefix and counts it.
+func (v *verification) exRun(ctx context.Context, kind string, prefix []string) (*exercise.Result, error) {
+	v.es.Runs[kind]++
+	res, err := v.ex.Run(ctx, exercise.RunOptions{WorkDir: v.o.work, Prefix: prefix, Timeout: v.o.opts.RunTimeout, Log: v.o.log})
+	if err != nil {
+		return nil, err
+	}
+	if prefix != nil && !res.Started {
+		return nil, abortf(map[string]any{"status": res.Status, "log": tail(res.BeforeStart())},
+			"a defect of the pruner: the %s run stopped before the command started (status %d)", kind, res.Status)
+	}
+	return res, nil
+}
+
+// observed is one run under strace and the collector.
+type observed struct {
+	res      *exercise.Result
+	trace    []byte
+	landlock []*attribute.Refusal // confirmed by the control replay
+	other    []*attribute.Refusal // limits and other layers' refusals in the domain
+	audit    *audit.RunResult
+}
+
+// observe runs the exercise under p with strace and the log-new-exec flag,
+// collecting the run's records, and attributes the trace.
+func (v *verification) observe(ctx context.Context, kind string, p *policy.Policy) (*observed, error) {
+	o := v.o
+	base := filepath.Join(o.scratch, fmt.Sprintf("%s.%s.%d", v.ex.Stem(), kind, v.es.Runs[kind]+1))
+	if err := os.WriteFile(base+".cfg", p.Render(), 0o644); err != nil {
+		return nil, err
+	}
+	run, err := o.col.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	prefix := strace.Command(base+".trace", o.exe, "run", "-q", "--log-subprocesses", "--config", base+".cfg", "--")
+	res, err := v.exRun(ctx, kind, prefix)
+	if err != nil {
+		run.End(ctx, func(int) bool { return false }, 0)
+		return nil, err
+	}
+	ob := &observed{res: res}
+	if ob.trace, err = os.ReadFile(base + ".trace"); err != nil {
+		return nil, err
+	}
+	tr, err := strace.ParseFileLenient(base + ".trace")
+	if err != nil {
+		return nil, fmt.Errorf("the %s run's trace: %w", kind, err)
+	}
+	pids := map[int]bool{}
+	for _, c := range tr.Calls {
+		pids[c.PID], pids[c.TGID] = true, true
+	}
+	copts := control.Options{PseudoTerminals: v.ex.Config.UsesPseudoTerminals, NoCreate: true}
+	for _, r := range attribute.Refusals(tr.Calls, attribute.Options{Resolve: attribute.ResolveSymlinks}) {
+		if r.Call == nil || !r.Call.InDomain {
+			continue
+		}
+		switch r.Layer {
+		case attribute.Filesystem, attribute.Network:
+			if control.Replay(r, copts).Landlock {
+				ob.landlock = append(ob.landlock, r)
+			}
+		case attribute.Limit:
+			ob.other = append(ob.other, r)
+		}
+	}
+	if ob.audit, err = run.End(ctx, func(pid int) bool { return pids[pid] }, o.wait); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	if ae := JudgeAudit(kind, ob.audit); ae != nil {
+		return nil, ae
+	}
+	return ob, nil
+}
+
+// crossCheck runs the narrowed policy observed and joins the two views.
+func (v *verification) crossCheck(ctx context.Context, p *policy.Policy) (string, error) {
+	narrowed, removed := Narrowed(p)
+	v.o.progress("%s: cross-check run (%d of %d filesystem grants removed, strace + audit)", v.ex.Name, removed, len(p.FS))
+	ob, err := v.observe(ctx, "cross-check", narrowed)
+	if err != nil {
+		return "", err
+	}
+	v.trace = ob.trace
+	v.es.Trace = &TraceInfo{Run: "cross-check", SHA256: record.SHA256Hex(ob.trace), Bytes: len(ob.trace)}
+	cmp := CrossCheck(ob.landlock, ob.audit.Denials())
+	v.k.CrossCheck = cmp.Record()
+	v.k.Mismatches, v.k.AuditOnly = cmp.Mismatches, cmp.AuditOnly
+	v.o.progress("%s: cross-check: %d strace refusal(s), %d record(s), %d mismatch(es), %d audit-only",
+		v.ex.Name, cmp.Compared, cmp.Records, len(cmp.Mismatches), len(cmp.AuditOnly))
+	switch {
+	case len(cmp.Mismatches) > 0:
+		return fmt.Sprintf("the audit cross-check found %d strace denial(s) the kernel's records do not agree with", len(cmp.Mismatches)), nil
+	case cmp.Compared == 0 && removed > 0:
+		return fmt.Sprintf("the cross-check run was refused nothing strace could attribute, although it ran without %d grant(s) the policy holds, so nothing was compared", removed), nil
+	}
+	return "", nil
+}
+
+// abi10 is the ABI-10 phase: joint runs with every layer and the policy's
+// limits; a difference that is exactly a refused UDP bind, named by strace's
+// rule and a net.bind_udp record, becomes a row; anything else aborts. It
+// returns the policy that settled (p plus the rows).
+func (v *verification) abi10(ctx context.Context, p *policy.Policy) (*policy.Policy, error) {
+	o, current := v.o, p
+	for round := 1; round <= o.opts.Rounds; round++ {
+		diff, err := v.joint(ctx, current, round)
+		if err != nil {
+			return nil, err
+		}
+		if diff == nil {
+			return current, nil
+		}
+		if round == o.opts.Rounds {
+			break
+		}
+		o.progress("%s: ABI-10 round %d: the joint runs differ from the reference; diagnosis run (strace + audit)", v.ex.Name, round)
+		ob, err := v.observe(ctx, "diagnosis", current)
+		if err != nil {
+			return nil, err
+		}
+		d := difference(ob)
+		var connect []string
+		for _, c := range d.Connect {
+			if !strings.HasSuffix(c, " udp") {
+				connect = append(connect, c)
+			}
+		}
+		denials := ob.audit.Denials()
+		rows, ports, other := Rows(d.Bind, denials, current.Bind)
+		if len(other) > 0 || len(connect) > 0 || len(d.Other) > 0 || len(rows) == 0 {
+			return nil, abortf(map[string]any{"other_bind_rules": nonNil(other), "connect_rules": nonNil(connect),
+				"other_refusals": nonNil(d.Other), "audit": rawRecords(ob.audit.Records, 20)},
+				"the guest kernel differs from the default prune's in more than a UDP bind port")
+		}
+		v.k.Rows = append(v.k.Rows, rows...)
+		current = WithBind(current, ports)
+	}
+	return nil, abortf(nil, "the joint verification on the guest kernel did not settle")
+}
+
+// joint runs JointRuns unobserved runs under p with its limits; nil when all
+// agree with the reference, else the first verdict that did not.
+func (v *verification) joint(ctx context.Context, p *policy.Policy, round int) (*exercise.Result, error) {
+	path := filepath.Join(v.o.scratch, fmt.Sprintf("%s.joint.%d.cfg", v.ex.Stem(), round))
+	if err := os.WriteFile(path, p.Render(), 0o644); err != nil {
+		return nil, err
+	}
+	for i := 0; i < v.o.opts.JointRuns; i++ {
+		v.o.progress("%s: joint run %d/%d (round %d)", v.ex.Name, i+1, v.o.opts.JointRuns, round)
+		res, err := v.exRun(ctx, "joint", []string{v.o.exe, "run", "-q", "--config", path, "--"})
+		if err != nil {
+			return nil, err
+		}
+		if !res.Verdict.Same(v.ref.Verdict) {
+			return res, nil
+		}
+	}
+	return nil, nil
+}
+
+// difference sorts a diagnosis run's confirmed refusals into network rules
+// and everything else.
+func difference(ob *observed) Difference {
+	var d Difference
+	for _, r := range ob.landlock {
+		switch r.Layer {
+		case attribute.Network:
+			for _, n := range r.Net {
+				if n.Section == policy.Bind {
+					d.Bind = append(d.Bind, bindRule(n.Port, n.Transport))
+				} else {
+					d.Connect = append(d.Connect, fmt.Sprintf("allow %s:%d %s", n.Addr, n.Port, n.Transport))
+				}
+			}
+		default:
+			d.Other = append(d.Other, r.String())
+		}
+	}
+	for _, r := range ob.other {
+		d.Other = append(d.Other, r.String())
+	}
+	d.Bind, d.Connect = uniqueSorted(d.Bind), uniqueSorted(d.Connect)
+	return d
+}
+
+func rawRecords(recs []audit.Record, n int) []string {
+	out := []string{}
+	for i := range recs {
+		if len(out) == n {
+			break
+		}
+		if recs[i].Type == audit.TypeLandlockAccess {
+			out = append(out, recs[i].String())
+		}
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func rowRules(rows []record.Row) []string {
+	s := []string{}
+	for _, r := range rows {
+		s = append(s, r.Rule)
+	}
+	return s
+}
+
+// tail is the last 4 KiB of a log, as text.
+func tail(b []byte) string {
+	if len(b) > 4096 {
+		b = b[len(b)-4096:]
+	}
+	return string(bytes.ToValidUTF8(b, []byte("?")))
+}
+
+var _ = io.Discard

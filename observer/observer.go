@@ -1,0 +1,128 @@
+package observer
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/observer/proof"
+)
+
+// SummarySchema is the version of the Summary document (observe.json).
+const SummarySchema = 1
+
+// Defaults of Options.
+const (
+	DefaultReferenceRuns = 3
+	DefaultJointRuns     = 3
+	DefaultRounds        = 3
+	DefaultWait          = 30 * time.Second
+)
+
+// SummaryFile is the observer's own account of a run, written beside the
+// records; the host folds it into run.json.
+const SummaryFile = "observe.json"
+
+// Statuses of an observer run, as `lockstep observe` exits.
+const (
+	StatusVerified      = 0
+	StatusFailed        = 1
+	StatusIndeterminate = 3
+)
+
+// Options configures Run, the observer inside the guest.
+type Options struct {
+	// Key selects the exercises (prune.json's key, else the family).
+	Key string
+	// Exercises is the testing root, <root>/<family>/<exercise>.
+	Exercises string
+	// PathSets holds the default prune's <key>_<ex>.cfg and .json.
+	PathSets string
+	// Out receives <key>_<ex>.abi10.json, .abi10.cfg,
+	// .abi10.observed.trace.gz and observe.json. It may equal PathSets.
+	Out string
+	// Exe is the lockstep binary the runs re-execute (`run`); "" is this
+	// executable.
+	Exe string
+	// WorkDir is the exercises' working directory; "" is
+	// exercise.DefaultWorkDir.
+	WorkDir string
+	// Scratch holds policies and traces; "" is a new temporary directory.
+	Scratch string
+	// WantABI is the pin's Landlock ABI (at least 10); WantRelease the
+	// release uname -r must say ("" not checked).
+	WantABI     int
+	WantRelease string
+	// ReferenceRuns, JointRuns and Rounds: 0 means the defaults (3 each).
+	ReferenceRuns, JointRuns, Rounds int
+	// RunTimeout bounds each run of an exercise; 0 is the exercise
+	// package's default.
+	RunTimeout time.Duration
+	// Wait bounds the wait for each domain's deallocation record; 0 is
+	// DefaultWait.
+	Wait time.Duration
+	// BacklogLimit is the kernel's audit backlog limit to set; 0 is the
+	// collector's default (8192). Tests lower it to provoke loss.
+	BacklogLimit uint32
+	// Progress receives one line per step of each exercise; nil discards.
+	Progress io.Writer
+	// Log receives debug messages; nil discards them.
+	Log *slog.Logger
+}
+
+// Summary is what Run did: observe.json.
+type Summary struct {
+	Schema int `json:"schema"`
+	// Status is StatusVerified, StatusFailed or StatusIndeterminate.
+	Status int    `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	Key    string `json:"key"`
+	// Proof is the kernel proof that ran before any exercise.
+	Proof *proof.Report `json:"proof,omitempty"`
+	// Audit are the collector's and the kernel's counters at the end.
+	Audit     AuditCounters     `json:"audit"`
+	Exercises []ExerciseSummary `json:"exercises"`
+	Seconds   float64           `json:"seconds"`
+}
+
+// AuditCounters are the audit figures of a run: records the collector read,
+// the kernel's lost counter, its backlog limit and the backlog at the end.
+type AuditCounters struct {
+	Received     uint64 `json:"received"`
+	Lost         uint32 `json:"lost"`
+	LostBefore   uint32 `json:"lost_before"`
+	Backlog      uint32 `json:"backlog"`
+	BacklogLimit uint32 `json:"backlog_limit"`
+}
+
+// ExerciseSummary is one exercise's account beside its records.
+type ExerciseSummary struct {
+	Exercise string `json:"exercise"`
+	Verified bool   `json:"verified"`
+	// Reason is why it was not verified.
+	Reason string `json:"reason,omitempty"`
+	// Reference are the reference runs' durations in seconds.
+	Reference []float64 `json:"reference_seconds"`
+	// Runs counts every run of the exercise by kind.
+	Runs map[string]int `json:"runs"`
+	// Trace names the run whose strace log is in the .abi10.observed.trace.gz
+	// and the SHA-256 of that log, uncompressed.
+	Trace       *TraceInfo         `json:"trace,omitempty"`
+	Containment []ContainmentCheck `json:"containment,omitempty"`
+	Seconds     float64            `json:"seconds"`
+}
+
+// TraceInfo describes a kept strace log.
+type TraceInfo struct {
+	Run    string `json:"run"`
+	SHA256 string `json:"sha256"`
+	Bytes  int    `json:"bytes"`
+}
+
+// ContainmentCheck is one containment probe under the verified policy.
+type ContainmentCheck struct {
+	Name    string `json:"name"`
+	Held    bool   `json:"held"`
+	Skipped bool   `json:"skipped,omitempty"`
+	Detail  string `json:"detail"`
+}

@@ -1,0 +1,76 @@
+package observer
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/observer/audit"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
+)
+
+// udpBindRow is the only rule shape the ABI-10 phase may add.
+var udpBindRow = regexp.MustCompile(`^allow (0|[1-9][0-9]{0,4}) udp$`)
+
+// Difference is what a diagnosis run of the ABI-10 phase found that the
+// policy lacks: strace's network rules (confirmed by the control replay)
+// and anything else Landlock refused.
+type Difference struct {
+	// Bind and Connect are the network rules strace derived, as policy rows
+	// ("allow 5000 udp", "allow 127.0.0.1:80 tcp").
+	Bind, Connect []string
+	// Other lists every other refusal confirmed as Landlock's (a filesystem
+	// or limit difference), one line each.
+	Other []string
+}
+
+// Rows applies the row rule (reference/phobos-kvm-run.md §6.7): a bind rule
+// strace derived becomes a row only if it is "allow <port> udp", the policy
+// does not hold it already, and a net.bind_udp record of the run names the
+// port (a record without a port counts as port 0). Every other bind rule goes
+// to other. Each row carries every net.bind_udp record of the run.
+func Rows(bind []string, denials []audit.Denial, held []policy.BindRule) (rows []record.Row, ports []int, other []string) {
+	refused := map[int]bool{}
+	var lines []string
+	for i := range denials {
+		a := &denials[i].Access
+		if !a.HasBlocker("net.bind_udp") {
+			continue
+		}
+		refused[netPort(a, policy.Bind)] = true
+		lines = append(lines, denials[i].Record.String())
+	}
+	for _, rule := range bind {
+		m := udpBindRow.FindStringSubmatch(rule)
+		if m == nil {
+			other = append(other, rule)
+			continue
+		}
+		port, _ := strconv.Atoi(m[1])
+		if port > 65535 || !refused[port] {
+			other = append(other, rule)
+			continue
+		}
+		if holds(held, port) {
+			continue
+		}
+		rows = append(rows, record.Row{Rule: rule, Audit: append([]string{}, lines...)})
+		ports = append(ports, port)
+	}
+	return rows, ports, other
+}
+
+func holds(held []policy.BindRule, port int) bool {
+	for _, b := range held {
+		if b.Port == port && b.Transport == policy.UDP {
+			return true
+		}
+	}
+	return false
+}
+
+// bindRule renders a bind as the row a policy would carry.
+func bindRule(port int, t policy.Transport) string {
+	return fmt.Sprintf("allow %d %s", port, t)
+}
