@@ -145,6 +145,11 @@ type Options struct {
 	// name (for example through symlinks, as Landlock sees inodes). Zero:
 	// the path itself.
 	Resolve func(path string) string
+	// NestedDomains attributes refusals of threads inside more than one
+	// domain (the command stacked its own, [strace.Call.Depth] > 1) like any
+	// other. Zero: they are Other, since the command's own rules may be
+	// what refused them.
+	NestedDomains bool
 }
 
 // Attributor turns calls into refusals. Feed it every call of a trace in
@@ -208,6 +213,10 @@ func (a *Attributor) Observe(c *strace.Call) *Refusal {
 	r.Call, r.Errno = c, c.Errno
 	if r.Op == "" {
 		r.Op = c.Name
+	}
+	if c.Depth > 1 && r.Layer.Grantable() && !a.opts.NestedDomains {
+		r.Layer = Other
+		r.Reason = fmt.Sprintf("refused inside a Landlock domain the command stacked itself (depth %d): its own rules may be what refused, and no policy lifts those", c.Depth)
 	}
 	if r.Port == 0 && len(r.Net) == 0 {
 		r.Port = -1

@@ -26,7 +26,9 @@
 //     and network access with EACCES (EXDEV for a missing refer right), so
 //     EPERM (scopes, ptrace, mounts, capabilities) never becomes a grant.
 //     So is an EACCES from a call no Landlock right governs (access(2),
-//     stat, chmod, listen …) and a path that cannot be resolved.
+//     stat, chmod, listen …) and a path that cannot be resolved. So is,
+//     by default, a refusal inside a domain the command stacked on ours
+//     (its own rules may have refused; see Options.NestedDomains).
 //
 // # Where a need is charged
 //

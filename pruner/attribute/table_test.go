@@ -230,3 +230,17 @@ func TestPolicy(t *testing.T) {
 		t.Errorf("a fixed refusal grants %+v", p)
 	}
 }
+
+func TestNestedDomain(t *testing.T) {
+	trace := inDomain + `7 landlock_restrict_self(4<anon_inode:[landlock-ruleset]>, 0) = 0
+7 openat(AT_FDCWD</w>, "/w/exists", O_RDONLY) = -1 EACCES (Permission denied)
+`
+	rs := attributeTrace(t, trace, Options{})
+	if len(rs) != 1 || rs[0].Layer != Other || !strings.Contains(rs[0].Reason, "depth 2") {
+		t.Errorf("nested refusal = %v", rs)
+	}
+	rs = attributeTrace(t, trace, Options{NestedDomains: true})
+	if len(rs) != 1 || rs[0].Layer != Filesystem {
+		t.Errorf("nested refusal with NestedDomains = %v", rs)
+	}
+}
