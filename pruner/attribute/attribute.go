@@ -145,10 +145,11 @@ type Options struct {
 	// name (for example through symlinks, as Landlock sees inodes). Zero:
 	// the path itself.
 	Resolve func(path string) string
-	// NestedDomains attributes refusals of threads inside more than one
-	// domain (the command stacked its own, [strace.Call.Depth] > 1) like any
-	// other. Zero: they are Other, since the command's own rules may be
-	// what refused them.
+	// NestedDomains attributes refusals of threads inside a domain the
+	// command stacked itself like any other. The enforcer's depth is what
+	// the first restricting process stacked before it executed a program;
+	// a deeper [strace.Call.Depth] is the command's own. Zero: such
+	// refusals are Other, since the command's rules may be what refused.
 	NestedDomains bool
 }
 
@@ -156,7 +157,14 @@ type Options struct {
 // order with Observe: successful calls carry state (working directories,
 // socket types) that later refusals need.
 type Attributor struct {
-	opts    Options
+	opts Options
+	// base is the enforcer's depth: how many domains the first restricting
+	// process stacked before it executed a program (baseTGID; frozen
+	// once it has).
+	base     int
+	baseTGID int
+	frozen   bool
+
 	cwd     map[int]string
 	sockets map[uint64]sockInfo
 	fdSock  map[[2]int]sockInfo
@@ -214,7 +222,7 @@ func (a *Attributor) Observe(c *strace.Call) *Refusal {
 	if r.Op == "" {
 		r.Op = c.Name
 	}
-	if c.Depth > 1 && r.Layer.Grantable() && !a.opts.NestedDomains {
+	if c.Depth > max(a.base, 1) && r.Layer.Grantable() && !a.opts.NestedDomains {
 		r.Layer = Other
 		r.Reason = fmt.Sprintf("refused inside a Landlock domain the command stacked itself (depth %d): its own rules may be what refused, and no policy lifts those", c.Depth)
 	}
@@ -255,6 +263,19 @@ func (a *Attributor) track(c *strace.Call) {
 		return
 	}
 	switch c.Name {
+	case "landlock_restrict_self":
+		if c.Ret != "0" || a.frozen || a.baseTGID != 0 && a.baseTGID != c.TGID {
+			return
+		}
+		if fd, ok := argFD(c, 0); ok && fd.Num == -1 {
+			return
+		}
+		a.baseTGID = c.TGID
+		a.base = max(a.base, c.Depth+1)
+	case "execve", "execveat":
+		if a.baseTGID != 0 && c.TGID == a.baseTGID {
+			a.frozen = true
+		}
 	case "chdir":
 		if p, ok := a.path(c, -1, 0); ok {
 			a.cwd[c.PID] = p

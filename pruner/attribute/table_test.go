@@ -232,7 +232,8 @@ func TestPolicy(t *testing.T) {
 }
 
 func TestNestedDomain(t *testing.T) {
-	trace := inDomain + `7 landlock_restrict_self(4<anon_inode:[landlock-ruleset]>, 0) = 0
+	trace := inDomain + `7 execve("/bin/sh", ["sh"], 0x1 /* 1 var */) = 0
+7 landlock_restrict_self(4<anon_inode:[landlock-ruleset]>, 0) = 0
 7 openat(AT_FDCWD</w>, "/w/exists", O_RDONLY) = -1 EACCES (Permission denied)
 `
 	rs := attributeTrace(t, trace, Options{})
@@ -242,5 +243,21 @@ func TestNestedDomain(t *testing.T) {
 	rs = attributeTrace(t, trace, Options{NestedDomains: true})
 	if len(rs) != 1 || rs[0].Layer != Filesystem {
 		t.Errorf("nested refusal with NestedDomains = %v", rs)
+	}
+}
+
+// TestEnforcerDepth: an enforcer that stacks two domains before it
+// executes the command sets the base depth; only what the command stacks
+// beyond that is nested.
+func TestEnforcerDepth(t *testing.T) {
+	trace := inDomain + `7 landlock_restrict_self(4<anon_inode:[landlock-ruleset]>, 0) = 0
+7 execve("/bin/sh", ["sh"], 0x1 /* 1 var */) = 0
+7 openat(AT_FDCWD</w>, "/w/exists", O_RDONLY) = -1 EACCES (Permission denied)
+7 landlock_restrict_self(5<anon_inode:[landlock-ruleset]>, 0) = 0
+7 openat(AT_FDCWD</w>, "/w/exists", O_WRONLY) = -1 EACCES (Permission denied)
+`
+	rs := attributeTrace(t, trace, Options{})
+	if len(rs) != 2 || rs[0].Layer != Filesystem || rs[1].Layer != Other {
+		t.Errorf("refusals = %v, want a filesystem one at depth 2 and an other one at depth 3", rs)
 	}
 }
