@@ -3,6 +3,8 @@
 package observer
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,11 +73,11 @@ func needRootAudit(t *testing.T) {
 
 // hostVerification sets up one exercise's verification on this machine's
 // kernel, with a collector of its own.
-func hostVerification(t *testing.T, backlog uint32) (*verification, *policy.Policy) {
+func hostVerification(t *testing.T, backlog uint32, raw io.Writer) (*verification, *policy.Policy) {
 	t.Helper()
 	needRootAudit(t)
 	bin := lockstepBinary(t)
-	col, err := audit.Start(audit.Options{BacklogLimit: backlog})
+	col, err := audit.Start(audit.Options{BacklogLimit: backlog, Raw: raw})
 	if err != nil {
 		t.Fatalf("audit.Start: %v", err)
 	}
@@ -111,7 +113,8 @@ func (w testWriter) Write(b []byte) (int, error) {
 // kernel (Landlock ABI 7 logs filesystem denials too): strace's refusals and
 // the audit records must agree one for one.
 func TestCrossCheckHostKernel(t *testing.T) {
-	v, p := hostVerification(t, 0)
+	var raw lockedBuffer
+	v, p := hostVerification(t, 0, &raw)
 	if err := v.reference(t.Context()); err != nil {
 		t.Fatalf("reference: %v", err)
 	}
@@ -130,4 +133,31 @@ func TestCrossCheckHostKernel(t *testing.T) {
 	if v.trace == nil || v.es.Trace == nil || v.es.Trace.SHA256 != record.SHA256Hex(v.trace) {
 		t.Errorf("trace info %+v does not describe the kept trace", v.es.Trace)
 	}
+	// LOCKSTEP_OBSERVER_CAPTURE=dir keeps the run's trace and records as
+	// test data (testdata/crosscheck-host).
+	if dir := os.Getenv("LOCKSTEP_OBSERVER_CAPTURE"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "trace.txt"), v.trace, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "netlink.txt"), raw.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) Bytes() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]byte(nil), w.b.Bytes()...)
 }

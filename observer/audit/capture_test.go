@@ -132,13 +132,24 @@ func TestCaptures(t *testing.T) {
 				"netlink": byCase(netlink, cases, "netlink"),
 				"printk":  byCase(kmsg, cases, "printk"),
 			}
+			if _, err := os.Stat(filepath.Join(dir, "auditd.log")); err == nil {
+				auditd := readCapture(t, filepath.Join(dir, "auditd.log"))
+				for _, r := range auditd {
+					if r.Form != FormAuditd {
+						t.Fatalf("auditd.log record %q: form %v", r.String(), r.Form)
+					}
+				}
+				acases := readCases(t, filepath.Join(dir, "auditd-cases.txt"))
+				passes["auditd"] = byCase(auditd, acases, "auditd")
+				cases = append(cases, acases...)
+			}
 			for _, c := range cases {
 				d := passes[c.Pass][c.Name]
 				if d == nil {
 					t.Errorf("%s %s (pid %d): no domain", c.Pass, c.Name, c.Pid)
 					continue
 				}
-				checkCase(t, c, d, c.Pass == "netlink")
+				checkCase(t, c, d, c.Pass != "printk")
 			}
 		})
 	}

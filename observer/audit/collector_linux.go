@@ -23,9 +23,9 @@ import (
 // full is lost at once rather than waiting.
 const DefaultBacklogLimit = 8192
 
-// typeUser is AUDIT_USER (1107), the user message the collector sends as an
+// typeUser is AUDIT_USER (1005), the user message the collector sends as an
 // in-band barrier through the kernel's audit queue.
-const typeUser = 1107
+const typeUser = 1005
 
 // Options configures a Collector. The zero value is usable.
 type Options struct {
@@ -176,8 +176,8 @@ func (c *Collector) loop() {
 			return
 		}
 		idle = 0
-		if msg.Type < 1100 {
-			continue // replies and acks; no control calls are made on this socket
+		if msg.Type < typeUser {
+			continue // netlink acks and AUDIT_GET replies; no control calls are made on this socket
 		}
 		if len(msg.Data) >= libaudit.AuditMessageMaxLength {
 			c.problem(fmt.Sprintf("a type %d record filled the %d-byte read buffer and may be truncated", msg.Type, libaudit.AuditMessageMaxLength))

@@ -190,20 +190,9 @@ func Capture(ctx context.Context, opts CaptureOptions) error {
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
-	abi, err := ll.LandlockGetABIVersion()
-	if err != nil || abi < 7 {
-		return fmt.Errorf("capture: Landlock ABI %d (%v): audit records need ABI 7", abi, err)
-	}
-	var names []string
-	for _, r := range Refusals {
-		if r.ABI() <= abi {
-			names = append(names, r.Name)
-		}
-	}
-	for _, n := range sortedKeys(captureABI) {
-		if captureABI[n] <= abi {
-			names = append(names, n)
-		}
+	names, err := scenarioNames()
+	if err != nil {
+		return err
 	}
 	cases, err := os.Create(filepath.Join(opts.Out, "cases.txt"))
 	if err != nil {
@@ -243,6 +232,64 @@ func Capture(ctx context.Context, opts CaptureOptions) error {
 		return fmt.Errorf("capture netlink: %w", err)
 	}
 	return capturePrintk(ctx, names, exe, opts, cases)
+}
+
+// RunScenarios runs every refusal and capture scenario the kernel's ABI
+// offers, each in its own child, without reading any record: for capturing
+// what another audit daemon (auditd) writes. cases.txt in opts.Out names
+// each child as pass "auditd".
+func RunScenarios(ctx context.Context, opts CaptureOptions) error {
+	if opts.PortBase == 0 {
+		opts.PortBase = 47100
+	}
+	exe := opts.Exe
+	var err error
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("scenarios: %w", err)
+		}
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return fmt.Errorf("scenarios: %w", err)
+	}
+	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
+		return fmt.Errorf("scenarios: %w", err)
+	}
+	names, err := scenarioNames()
+	if err != nil {
+		return err
+	}
+	cases, err := os.Create(filepath.Join(opts.Out, "cases.txt"))
+	if err != nil {
+		return fmt.Errorf("scenarios: %w", err)
+	}
+	defer cases.Close()
+	err = capturePass(ctx, "auditd", names, exe, opts, cases, func(ctx context.Context, run func() int) error {
+		run()
+		return nil
+	})
+	// Let the last domains' deallocation records reach the daemon.
+	time.Sleep(time.Second)
+	return err
+}
+
+func scenarioNames() ([]string, error) {
+	abi, err := ll.LandlockGetABIVersion()
+	if err != nil || abi < 7 {
+		return nil, fmt.Errorf("capture: Landlock ABI %d (%v): audit records need ABI 7", abi, err)
+	}
+	var names []string
+	for _, r := range Refusals {
+		if r.ABI() <= abi {
+			names = append(names, r.Name)
+		}
+	}
+	for _, n := range sortedKeys(captureABI) {
+		if captureABI[n] <= abi {
+			names = append(names, n)
+		}
+	}
+	return names, nil
 }
 
 // capturePass runs each named scenario in its own child through around,

@@ -1,0 +1,199 @@
+package observer
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/observer/audit"
+	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
+	"github.com/lockstep-sandbox/lockstep/pruner/strace"
+)
+
+const captureDir = "testdata/crosscheck-host"
+
+// captureResolve is what attribute.ResolveSymlinks answered on the machine
+// that made the capture (README.md there).
+var captureResolve = map[string]string{
+	"/usr/share/locale/locale.alias": "/etc/locale.alias",
+	"/etc/localtime":                 "/usr/share/zoneinfo/Etc/UTC",
+}
+
+// captured reads the capture, with edit applied to the netlink lines first,
+// and returns the refusals strace attributes inside the domain, the
+// assembled records and the trace's pids.
+func captured(t testing.TB, edit func([]string) []string) ([]*attribute.Refusal, *audit.Result) {
+	t.Helper()
+	tr, err := strace.ParseFileLenient(filepath.Join(captureDir, "trace.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := map[int]bool{}
+	for _, c := range tr.Calls {
+		pids[c.PID], pids[c.TGID] = true, true
+	}
+	var refusals []*attribute.Refusal
+	opts := attribute.Options{
+		Lstat: func(string) (os.FileInfo, error) { return nil, os.ErrNotExist },
+		Resolve: func(p string) string {
+			if r, ok := captureResolve[p]; ok {
+				return r
+			}
+			return p
+		},
+	}
+	for _, r := range attribute.Refusals(tr.Calls, opts) {
+		if r.Call.InDomain && (r.Layer == attribute.Filesystem || r.Layer == attribute.Network) {
+			refusals = append(refusals, r)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(captureDir, "netlink.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if edit != nil {
+		lines = edit(lines)
+	}
+	var recs []audit.Record
+	for _, l := range lines {
+		typ, body, _ := strings.Cut(l, " ")
+		n, err := strconv.Atoi(typ)
+		if err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		r, err := audit.ParseNetlink(uint16(n), []byte(body))
+		if err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		recs = append(recs, r)
+	}
+	return refusals, audit.Assemble(recs, func(pid int) bool { return pids[pid] })
+}
+
+// TestCrossCheckCapture: on the real capture every strace refusal has its
+// record and every record its refusal.
+func TestCrossCheckCapture(t *testing.T) {
+	refusals, res := captured(t, nil)
+	if res.Indeterminate() {
+		t.Fatalf("capture is indeterminate: %v", res.Problems)
+	}
+	c := CrossCheck(refusals, res.Denials())
+	if c.Compared != 18 || c.Records != 18 || len(c.Mismatches) != 0 || len(c.AuditOnly) != 0 || len(c.Matched) != 18 {
+		t.Fatalf("CrossCheck = compared %d, records %d, mismatches %+v, audit-only %+v; want 18, 18, none, none",
+			c.Compared, c.Records, c.Mismatches, c.AuditOnly)
+	}
+	for _, m := range c.Matched {
+		if len(m.Records) != 1 || m.Records[0].Syscall == nil || m.Records[0].Syscall.Pid != m.Refusal.Call.TGID {
+			t.Errorf("%s matched %d record(s), want one of its own process", m.Refusal, len(m.Records))
+		}
+	}
+}
+
+// editRecord replaces old with new in the first LANDLOCK_ACCESS line
+// containing match.
+func editRecord(match, old, new string) func([]string) []string {
+	return func(lines []string) []string {
+		out := slices.Clone(lines)
+		for i, l := range out {
+			if strings.HasPrefix(l, "1423 ") && strings.Contains(l, match) {
+				out[i] = strings.Replace(l, old, new, 1)
+				break
+			}
+		}
+		return out
+	}
+}
+
+// TestCrossCheckDisagreements: each way a record can disagree with strace
+// shows as a mismatch (and the record as audit-only); a lost record also
+// breaks the deallocation count, so the run is indeterminate.
+func TestCrossCheckDisagreements(t *testing.T) {
+	serialOf := func(lines []string, match string) string {
+		for _, l := range lines {
+			if strings.HasPrefix(l, "1423 ") && strings.Contains(l, match) {
+				_, rest, _ := strings.Cut(l, ":")
+				s, _, _ := strings.Cut(rest, ")")
+				return s
+			}
+		}
+		return ""
+	}
+	cases := []struct {
+		name          string
+		edit          func([]string) []string
+		mismatchObj   string
+		auditOnly     int
+		indeterminate bool
+	}{
+		{"record lost", func(lines []string) []string {
+			var out []string
+			dropped := false
+			for _, l := range lines {
+				if !dropped && strings.HasPrefix(l, "1423 ") && strings.Contains(l, `path="/dev/tty"`) {
+					dropped = true
+					continue
+				}
+				out = append(out, l)
+			}
+			return out
+		}, "/dev/tty", 0, true},
+		{"more rights than strace asked for", editRecord(`path="/etc/passwd"`, "blockers=fs.read_file", "blockers=fs.read_file,fs.execute"), "/etc/passwd", 1, false},
+		{"another object", editRecord(`path="/etc/nsswitch.conf"`, `path="/etc/nsswitch.conf"`, `path="/etc/hosts"`), "/etc/nsswitch.conf", 1, false},
+		{"another process", func(lines []string) []string {
+			s := serialOf(lines, `path="/usr/lib/python3.11"`)
+			out := slices.Clone(lines)
+			for i, l := range out {
+				if strings.HasPrefix(l, "1300 ") && strings.Contains(l, ":"+s+")") {
+					out[i] = strings.Replace(l, " pid=", " pid=1", 1)
+				}
+			}
+			return out
+		}, "/usr/lib/python3.11", 1, false},
+		{"another system call", func(lines []string) []string {
+			s := serialOf(lines, `path="/etc/ld.so.cache"`)
+			out := slices.Clone(lines)
+			for i, l := range out {
+				if strings.HasPrefix(l, "1300 ") && strings.Contains(l, ":"+s+")") {
+					out[i] = strings.Replace(l, "syscall=257", "syscall=2", 1)
+				}
+			}
+			return out
+		}, "/etc/ld.so.cache", 1, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			refusals, res := captured(t, tc.edit)
+			if res.Indeterminate() != tc.indeterminate {
+				t.Errorf("Indeterminate() = %v (%v), want %v", res.Indeterminate(), res.Problems, tc.indeterminate)
+			}
+			c := CrossCheck(refusals, res.Denials())
+			if len(c.Mismatches) != 1 || !slices.Contains(c.Mismatches[0].Objects, tc.mismatchObj) {
+				t.Errorf("mismatches = %+v, want one on %s", c.Mismatches, tc.mismatchObj)
+			}
+			if len(c.AuditOnly) != tc.auditOnly {
+				t.Errorf("audit-only = %+v, want %d", c.AuditOnly, tc.auditOnly)
+			}
+		})
+	}
+}
+
+// BenchmarkCrossCheck joins the capture's refusals and records.
+func BenchmarkCrossCheck(b *testing.B) {
+	refusals, res := captured(b, nil)
+	denials := res.Denials()
+	b.ReportAllocs()
+	for b.Loop() {
+		CrossCheck(refusals, denials)
+	}
+}
