@@ -76,6 +76,7 @@ func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args [
 	inGuest := fs.Bool("in-guest", false, "run the checks on the running kernel (what the guest runs)")
 	wantRelease := fs.String("want-release", "", "with --in-guest: the `release` uname -r must equal (empty: not checked)")
 	wantABI := fs.Int("want-abi", 0, "with --in-guest: the pin's Landlock `abi` (default: the default pin's)")
+	scenarios := fs.String("scenarios", "", "with --in-guest: only run every refusal and capture scenario (no proof, no collector), naming the children in `dir`/cases.txt, for capturing another audit daemon's log")
 	capture := fs.String("capture", "", "with --in-guest: after the proof, capture every record form of every refusal and capture scenario into `dir` (test data)")
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["selftest"]
@@ -88,6 +89,12 @@ func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args [
 				return fail(io, "selftest", exitFail, err)
 			}
 			*wantABI = pin.ABI
+		}
+		if *inGuest && *scenarios != "" {
+			if err := proof.RunScenarios(ctx, proof.CaptureOptions{Out: *scenarios}); err != nil {
+				return fail(io, "selftest", exitIndeterminate, err)
+			}
+			return exitOK
 		}
 		if *inGuest {
 			out := *results

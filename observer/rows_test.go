@@ -1,0 +1,137 @@
+package observer
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/observer/audit"
+)
+
+// denialsOf parses netlink-form LANDLOCK_ACCESS bodies into denials.
+func denialsOf(t *testing.T, bodies ...string) []audit.Denial {
+	t.Helper()
+	var ds []audit.Denial
+	for _, b := range bodies {
+		r, err := audit.ParseNetlink(1423, []byte(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := r.Access()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, audit.Denial{Access: a, Record: r})
+	}
+	return ds
+}
+
+func TestRows(t *testing.T) {
+	// The bind_udp body is the one the 7.2 kernel writes (captured on 7.2.9 by Phobos:
+	// testdata/audit/phobos-linux-7.2.9.dmesg), in the netlink form.
+	udp5000 := "audit(1791375760.016:59): domain=119fe767d blockers=net.bind_udp saddr=127.0.0.1 src=5000"
+	autobind := "audit(1791375760.017:60): domain=119fe767d blockers=net.bind_udp"
+	read := `audit(1791375760.018:61): domain=119fe767d blockers=fs.read_file path="/etc/hostname" dev="vda" ino=177`
+	for _, tc := range []struct {
+		name   string
+		bind   []string
+		bodies []string
+		held   []policy.BindRule
+		rows   []string
+		other  []string
+	}{
+		{"udp bind named by both", []string{"allow 5000 udp"}, []string{udp5000, read}, nil, []string{"allow 5000 udp"}, nil},
+		{"no record for the port", []string{"allow 5001 udp"}, []string{udp5000}, nil, nil, []string{"allow 5001 udp"}},
+		{"tcp is never a row", []string{"allow 5000 tcp"}, []string{udp5000}, nil, nil, []string{"allow 5000 tcp"}},
+		{"autobind is port 0", []string{"allow 0 udp"}, []string{autobind}, nil, []string{"allow 0 udp"}, nil},
+		{"already held", []string{"allow 5000 udp"}, []string{udp5000}, []policy.BindRule{{Port: 5000, Transport: policy.UDP}}, nil, nil},
+		{"port out of range", []string{"allow 70000 udp"}, []string{udp5000}, nil, nil, []string{"allow 70000 udp"}},
+		{"no record at all", []string{"allow 5000 udp"}, nil, nil, nil, []string{"allow 5000 udp"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows, ports, other := Rows(tc.bind, denialsOf(t, tc.bodies...), tc.held)
+			if got := rowRules(rows); !slices.Equal(got, nonNil(tc.rows)) {
+				t.Errorf("rows = %q, want %q", got, tc.rows)
+			}
+			if !slices.Equal(other, tc.other) {
+				t.Errorf("other = %q, want %q", other, tc.other)
+			}
+			if len(ports) != len(rows) {
+				t.Errorf("ports %v for rows %v", ports, rows)
+			}
+			for _, r := range rows {
+				if len(r.Audit) == 0 || !strings.Contains(r.Audit[0], "net.bind_udp") {
+					t.Errorf("row %s has audit %q, want the net.bind_udp records", r.Rule, r.Audit)
+				}
+			}
+		})
+	}
+}
+
+func TestNarrowed(t *testing.T) {
+	p, err := policy.Parse("p.cfg", []byte("[read]\n/a\n/b\n/c\n/d\n/e\n[write]\n/b\n[bind]\nallow 80 tcp\n[limits]\ntimeout=10\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, removed := Narrowed(p)
+	if removed != 2 {
+		t.Errorf("removed = %d, want 2", removed)
+	}
+	var paths []string
+	for path := range n.FS {
+		paths = append(paths, path)
+	}
+	slices.Sort(paths)
+	if !slices.Equal(paths, []string{"/a", "/c", "/e"}) {
+		t.Errorf("kept %v, want /a /c /e", paths)
+	}
+	if len(n.Limits) != 0 || len(n.Bind) != 1 {
+		t.Errorf("limits %v bind %v: want no limits, the bind rule kept", n.Limits, n.Bind)
+	}
+	if len(p.FS) != 5 {
+		t.Errorf("Narrowed changed its input: %v", p.FS)
+	}
+	one, _ := policy.Parse("one.cfg", []byte("[read]\n/a\n"))
+	if _, removed := Narrowed(one); removed != 0 {
+		t.Errorf("a one-entry policy: removed %d, want 0", removed)
+	}
+	w := WithBind(p, []int{5000, 5000})
+	if len(w.Bind) != 2 || w.Bind[1] != (policy.BindRule{Port: 5000, Transport: policy.UDP}) || len(p.Bind) != 1 {
+		t.Errorf("WithBind = %v (input %v)", w.Bind, p.Bind)
+	}
+	if !strings.Contains(string(w.Render()), "allow 5000 udp") {
+		t.Errorf("rendered policy lacks the row:\n%s", w.Render())
+	}
+}
+
+// TestJudgeAudit: a run whose records were lost, or whose barrier is
+// missing, is never trusted; the capture as made is.
+func TestJudgeAudit(t *testing.T) {
+	_, ok := captured(t, nil)
+	if ae := JudgeAudit("cross-check", &audit.RunResult{Result: ok, LostBefore: 3, LostAfter: 3}); ae != nil {
+		t.Errorf("complete run judged %v", ae)
+	}
+	if ae := JudgeAudit("cross-check", &audit.RunResult{Result: ok, LostBefore: 3, LostAfter: 5}); ae == nil || !strings.Contains(ae.Reason, "records were lost") {
+		t.Errorf("lost counter moved: %v, want records were lost", ae)
+	}
+	// The deallocation record never arrived.
+	_, pending := captured(t, func(lines []string) []string {
+		var out []string
+		for _, l := range lines {
+			if !strings.Contains(l, "status=deallocated") {
+				out = append(out, l)
+			}
+		}
+		return out
+	})
+	if len(pending.Pending) == 0 {
+		t.Fatal("no pending domain without its deallocation record")
+	}
+	if ae := JudgeAudit("diagnosis", &audit.RunResult{Result: pending}); ae == nil || !strings.Contains(ae.Reason, "records were lost") {
+		t.Errorf("missing barrier: %v", ae)
+	}
+	if ae := JudgeAudit("x", nil); ae == nil {
+		t.Error("nil result trusted")
+	}
+}
