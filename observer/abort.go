@@ -36,7 +36,7 @@ func JudgeAudit(phase string, rr *audit.RunResult) *AbortError {
 	if rr == nil {
 		return abortf(nil, "the %s run has no audit result: %s", phase, recordsLost)
 	}
-	if !rr.Indeterminate() && rr.LostAfter == rr.LostBefore {
+	if !rr.Indeterminate() && len(rr.Pending) == 0 && rr.LostAfter == rr.LostBefore {
 		return nil
 	}
 	problems := append([]string{}, rr.Problems...)

@@ -4,6 +4,7 @@ package observer
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -160,4 +161,56 @@ func (w *lockedBuffer) Bytes() []byte {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]byte(nil), w.b.Bytes()...)
+}
+
+// TestRunBelowABI10: on a kernel below Landlock ABI 10 (this machine's) the
+// observer's proof does not hold, so the run is indeterminate (3), never 0,
+// and nothing at all is written.
+func TestRunBelowABI10(t *testing.T) {
+	needRootAudit(t)
+	if abi, _ := ll.LandlockGetABIVersion(); abi >= 10 {
+		t.Skipf("this kernel offers Landlock ABI %d; the case needs one below 10", abi)
+	}
+	out := t.TempDir()
+	sum, err := Run(t.Context(), Options{Key: "fixture", Exercises: "../testdata/exercises", PathSets: fixtureDir,
+		Out: out, Exe: lockstepBinary(t), WantABI: 10, Scratch: t.TempDir()})
+	if err != nil {
+		t.Fatalf("Run() = %v", err)
+	}
+	if sum.Status != StatusIndeterminate || sum.Proof == nil || sum.Proof.Status != StatusIndeterminate {
+		t.Errorf("status %d (%s), want 3 from the proof", sum.Status, sum.Reason)
+	}
+	if !strings.Contains(sum.Reason, "proof") {
+		t.Errorf("reason %q does not name the proof", sum.Reason)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Errorf("wrote %d file(s), want none: %v", len(ents), ents)
+	}
+}
+
+// TestAuditLossHostKernel: with the kernel's backlog limit at 1 the
+// cross-check's burst of refusals loses records; such a run is never
+// compared, and the exercise fails with "records were lost".
+func TestAuditLossHostKernel(t *testing.T) {
+	v, p := hostVerification(t, 1, nil)
+	if err := v.reference(t.Context()); err != nil {
+		t.Fatalf("reference: %v", err)
+	}
+	st0, err := v.o.col.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reason, err := v.crossCheck(t.Context(), p)
+	st1, _ := v.o.col.Status()
+	t.Logf("lost %d -> %d, backlog limit %d; reason %q, err %v", st0.Lost, st1.Lost, st1.BacklogLimit, reason, err)
+	if st1.Lost == st0.Lost {
+		t.Fatalf("the kernel lost nothing with backlog limit %d; the case did not happen", st1.BacklogLimit)
+	}
+	var ae *AbortError
+	if !errors.As(err, &ae) || !strings.Contains(ae.Reason, "records were lost") {
+		t.Fatalf("crossCheck with lost records = %q, %v; want an abort naming lost records", reason, err)
+	}
+	if v.k.CrossCheck != nil {
+		t.Errorf("a run with lost records was compared: %+v", v.k.CrossCheck)
+	}
 }

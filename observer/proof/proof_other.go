@@ -31,3 +31,20 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 // RefusalMain needs Linux.
 func RefusalMain() int { return 2 }
+
+// CaptureOptions configures Capture; see the Linux documentation.
+type CaptureOptions struct {
+	Out, Exe, Dir string
+	PortBase      int
+	Wait          time.Duration
+}
+
+// Capture needs Linux.
+func Capture(ctx context.Context, opts CaptureOptions) error {
+	return errors.New("proof: capturing audit records needs Linux")
+}
+
+// RunScenarios needs Linux.
+func RunScenarios(ctx context.Context, opts CaptureOptions) error {
+	return errors.New("proof: the refusal scenarios need Linux")
+}
