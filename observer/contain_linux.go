@@ -23,16 +23,13 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 )
 
-// ProbeRole is the LOCKSTEP_ROLE value under which lockstep re-executes
-// itself as a containment probe inside the verified policy; cmd/lockstep
-// maps it to ProbeMain.
-const ProbeRole = "observer-probe"
-
-// Environment of a probe child: what to try and its argument.
-const (
-	probeEnv    = "LOCKSTEP_PROBE"
-	probeArgEnv = "LOCKSTEP_PROBE_ARG"
-)
+// ProbeArgs is the argv (after the lockstep binary) of a containment probe
+// child trying op with arg; cmd/lockstep's observe verb hands --probe and
+// --probe-arg to ProbeMain. (A LOCKSTEP_ROLE would not do: the enforcer
+// strips it from the command's environment.)
+func ProbeArgs(op, arg string) []string {
+	return []string{"observe", "--probe", op, "--probe-arg", arg}
+}
 
 // Probe exit statuses: the access was refused as wanted, it was allowed, or
 // the probe could not tell.
@@ -140,8 +137,7 @@ func (v *verification) limitProbe(ctx context.Context, pp *policy.Policy, k poli
 // itself (probeHeld), else the status the enforcer must end it with.
 func (v *verification) probe(ctx context.Context, pp *policy.Policy, name, op, arg string, want int) ContainmentCheck {
 	var out bytes.Buffer
-	env := append(os.Environ(), "LOCKSTEP_ROLE="+ProbeRole, probeEnv+"="+op, probeArgEnv+"="+arg)
-	status, err := enforcer.Run(ctx, enforcer.Options{Policy: pp, Command: []string{v.o.exe}, Env: env,
+	status, err := enforcer.Run(ctx, enforcer.Options{Policy: pp, Command: append([]string{v.o.exe}, ProbeArgs(op, arg)...),
 		Dir: "/", Stdout: &out, Stderr: &out, Quiet: true, Self: v.o.exe})
 	detail := strings.TrimSpace(out.String())
 	c := ContainmentCheck{Name: name, Detail: fmt.Sprintf("%s %s: status %d: %s", op, arg, status, detail)}
@@ -251,12 +247,11 @@ func connectAllowed(p *policy.Policy, port int) bool {
 	return false
 }
 
-// ProbeMain is the probe child (LOCKSTEP_ROLE=observer-probe): it tries
-// the access LOCKSTEP_PROBE names and exits 0 when it was refused as a
+// ProbeMain is the probe child (`lockstep observe --probe op --probe-arg
+// arg`): it tries the access op names and returns 0 when it was refused as a
 // contained process's must be, 1 when it was allowed, 2 when it could not
 // tell. One line on stdout says what happened.
-func ProbeMain() int {
-	op, arg := os.Getenv(probeEnv), os.Getenv(probeArgEnv)
+func ProbeMain(op, arg string) int {
 	held, detail := probeOnce(op, arg)
 	fmt.Println(detail)
 	return held
@@ -358,7 +353,7 @@ func probeOnce(op, arg string) (int, string) {
 		}()
 		exe, _ := os.Executable()
 		for i := 0; i < n+2; i++ {
-			p, err := os.StartProcess(exe, []string{exe}, &os.ProcAttr{Env: []string{"LOCKSTEP_ROLE=" + ProbeRole, probeEnv + "=sleep", probeArgEnv + "=30s"}})
+			p, err := os.StartProcess(exe, append([]string{exe}, ProbeArgs("sleep", "30s")...), &os.ProcAttr{})
 			if err != nil {
 				if errors.Is(err, unix.EAGAIN) {
 					return probeHeld, fmt.Sprintf("EAGAIN after %d processes (limit %d)", i, n)

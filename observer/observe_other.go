@@ -9,8 +9,10 @@ import (
 	"os"
 )
 
-// ProbeRole is the LOCKSTEP_ROLE value of the containment probe child.
-const ProbeRole = "observer-probe"
+// ProbeArgs is the argv of a containment probe child.
+func ProbeArgs(op, arg string) []string {
+	return []string{"observe", "--probe", op, "--probe-arg", arg}
+}
 
 // Run needs Linux (Landlock, audit over netlink).
 func Run(ctx context.Context, opts Options) (*Summary, error) {
@@ -18,7 +20,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 }
 
 // ProbeMain needs Linux.
-func ProbeMain() int {
+func ProbeMain(op, arg string) int {
 	fmt.Fprintln(os.Stderr, "observer probe: Linux only")
 	return 2
 }
