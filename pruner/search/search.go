@@ -273,7 +273,7 @@ type MinimiseStats struct {
 	// Trials are removals tried with at least one run; Runs the runs they
 	// took; Skipped the removals decided without a run (a known failure).
 	Trials, Runs, Skipped int
-	Removed []Item
+	Removed               []Item
 }
 
 // Minimise drops every item whose removal two consecutive runs pass without

@@ -1,0 +1,214 @@
+package prune
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer"
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	binErr    error
+	binDir    string
+)
+
+// lockstepBinary builds cmd/lockstep once per test binary, so the pipeline
+// runs behind the real enforcer (`lockstep run`).
+func lockstepBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binDir, binErr = os.MkdirTemp("", "prune-test-bin-")
+		if binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "lockstep")
+		cmd := exec.Command(goTool, "build", "-o", binPath, "../../cmd/lockstep")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = err
+			binPath = string(out)
+		}
+	})
+	if binErr != nil {
+		t.Fatalf("go build ./cmd/lockstep: %v\n%s", binErr, binPath)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// needHost skips only when this machine lacks what a host prune needs:
+// Landlock and strace.
+func needHost(t *testing.T) {
+	t.Helper()
+	if abi, err := enforcer.HostABI(); err != nil || abi < 4 {
+		t.Skipf("this kernel's Landlock ABI is %d (%v); a prune needs 4 or newer", abi, err)
+	}
+	if _, err := exec.LookPath("strace"); err != nil {
+		t.Skip("strace is not installed (apt-get install strace)")
+	}
+}
+
+func readExercise(t *testing.T, rel string) *exercise.Exercise {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("../../testdata/exercises", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := exercise.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ex
+}
+
+func hostOptions(t *testing.T) Options {
+	return Options{Enforcer: []string{lockstepBinary(t), "run"}, WorkDir: filepath.Join(t.TempDir(), "testing-dir")}
+}
+
+func TestRefusedWhenNotDisposable(t *testing.T) {
+	t.Setenv("LOCKSTEP_DISPOSABLE", "")
+	t.Setenv("LOCKSTEP_GUEST", "")
+	if _, err := Prune(t.Context(), readExercise(t, "generic/shell-reference"), Options{}); err != ErrNotDisposable {
+		t.Fatalf("Prune on an undeclared machine = %v, want ErrNotDisposable", err)
+	}
+}
+
+// TestHostGeneric prunes the generic reference exercise with the real
+// enforcer on this host: the result passes its joint verification, every
+// grant has a refusal behind it, the record vouches for the .cfg, a second
+// prune gives the same policy hash, and dropping any single grant fails.
+func TestHostGeneric(t *testing.T) {
+	needHost(t)
+	t.Setenv("LOCKSTEP_DISPOSABLE", "1")
+	ex := readExercise(t, "generic/shell-reference")
+	opts := hostOptions(t)
+	res, err := Prune(t.Context(), ex, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Aborted != nil {
+		t.Fatalf("aborted: %s\n%v", res.Aborted.Aborted, res.Aborted.Evidence["last_failing_log_tail"])
+	}
+	t.Logf("policy:\n%s", res.Cfg)
+	t.Logf("runs: %d in total %v; minimisation: %d items, %d trials, %d runs, %d skipped (reference bound %d trials, %d runs)",
+		res.TotalRuns(), res.Runs, res.Minimise.Before, res.Minimise.Trials, res.Minimise.Runs, res.Minimise.Skipped,
+		2*res.Minimise.Before-1, 4*res.Minimise.Before-2)
+	out := t.TempDir()
+	paths, err := res.Write(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 2 {
+		t.Fatalf("Write = %v, want the .cfg and the .json", paths)
+	}
+	cfg, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := record.ReadExercise(paths[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Vouches(cfg); err != nil {
+		t.Error(err)
+	}
+	p, err := policy.Parse(paths[0], cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every grant has a refusal behind it (or is inherited).
+	var grants []map[string]any
+	for _, e := range rec.Log {
+		if e.Stage == "grants" {
+			for _, g := range e.Fields["grants"].([]any) {
+				grants = append(grants, g.(map[string]any))
+			}
+		}
+	}
+	if len(grants) == 0 {
+		t.Fatal("the record has no grants entry")
+	}
+	for _, g := range grants {
+		refs, _ := g["refusals"].([]any)
+		if len(refs) == 0 && g["inherited_from"] == nil {
+			t.Errorf("grant %v has no refusal behind it", g["grant"])
+		}
+		for _, r := range refs {
+			if strings.Contains(r.(string), "EPERM") {
+				t.Errorf("grant %v rests on an EPERM: %v", g["grant"], r)
+			}
+		}
+	}
+
+	// The same exercise pruned again gives the same policy.
+	res2, err := Prune(t.Context(), ex, opts)
+	if err != nil || res2.Aborted != nil {
+		t.Fatalf("second prune: %v %v", err, res2.Aborted)
+	}
+	if h1, h2 := p.Hash(), res2.Policy.Hash(); h1 != h2 {
+		t.Errorf("two prunes differ: %s vs %s\n%s", h1, h2, policy.Diff(p, res2.Policy))
+	}
+	minimality(t, ex, p, opts)
+}
+
+// minimality drops each grant of p in turn and runs the exercise behind the
+// enforcer: every such run must differ from the reference. A grant the
+// hierarchy rule puts back (an ancestor holds it) is not a grant of its own.
+func minimality(t *testing.T, ex *exercise.Exercise, p *policy.Policy, opts Options) {
+	t.Helper()
+	ref, err := ex.Run(t.Context(), exercise.RunOptions{WorkDir: opts.WorkDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	checked := 0
+	for i, it := range searchItems(p) {
+		q := dropItem(p, i)
+		n, err := q.NormaliseHierarchy()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Hash() == p.Hash() {
+			t.Logf("%s: put back by the hierarchy rule", it)
+			continue
+		}
+		cfg := filepath.Join(dir, "drop.cfg")
+		if err := os.WriteFile(cfg, n.Render(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := ex.Run(t.Context(), exercise.RunOptions{WorkDir: opts.WorkDir,
+			Prefix: append(append([]string(nil), opts.Enforcer...), "--config", cfg, "--")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		if res.Verdict.Same(ref.Verdict) {
+			t.Errorf("without %s the exercise still passes: the policy is not minimal", it)
+		}
+	}
+	if checked == 0 {
+		t.Error("minimality: no grant was checked")
+	}
+	t.Logf("minimality: each of %d grants is needed", checked)
+}
