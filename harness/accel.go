@@ -201,6 +201,11 @@ func kvmVerdict(ctx context.Context, o *Options) (Verdict, error) {
 		return cached, nil
 	}
 	v, err = probeKVM(ctx, o.Kernel, o.Machine, o.QEMU, o.Init, o.Log)
+	if errors.Is(err, errProbeKernel) {
+		// Not a verdict on KVM: decide for this run only.
+		v.Reason = err.Error()
+		return v, nil
+	}
 	if err != nil {
 		return v, err
 	}
@@ -234,15 +239,54 @@ func ProbeAccel(ctx context.Context, kernel string, log *slog.Logger) (Verdict, 
 	return v, storeVerdict(v)
 }
 
+// errProbeKernel means the probe kernel did not boot under TCG either, so
+// the KVM probe's failure says nothing about KVM; nothing is cached.
+var errProbeKernel = errors.New("the probe kernel does not boot under TCG either")
+
 func probeKVM(ctx context.Context, kernel, machine, qemu, init string, log *slog.Logger) (Verdict, error) {
 	qv, err := QEMUVersion(qemu)
 	if err != nil {
 		return Verdict{}, err
 	}
 	v := Verdict{Schema: 1, HostKernel: hostKernel(), QEMUVersion: qv, ProbedAt: time.Now().UTC()}
+	if log != nil {
+		log.Info("probing KVM with a boot", "timeout", kvmProbeTimeout)
+	}
+	ok, qemuFailed, reason, elapsed, err := probeBoot(ctx, AccelKVM, kvmProbeTimeout, kernel, machine, qemu, init, log)
+	if err != nil {
+		return v, err
+	}
+	if ok {
+		v.KVMUsable = true
+		v.BootMS = elapsed.Milliseconds()
+		return v, nil
+	}
+	v.Reason = reason
+	if qemuFailed {
+		return v, nil // QEMU itself refused KVM: no doubt about the kernel
+	}
+	// A control boot under TCG tells a broken KVM from a kernel that does
+	// not boot this way at all; only the former is a verdict on KVM.
+	if log != nil {
+		log.Info("KVM probe failed; checking the probe kernel under TCG", "reason", reason)
+	}
+	ok, _, tcgReason, _, err := probeBoot(ctx, AccelTCG, kvmProbeTimeout*tcgFactor, kernel, machine, qemu, init, log)
+	if err != nil {
+		return v, err
+	}
+	if !ok {
+		return v, fmt.Errorf("kvm probe: %w (%s)", errProbeKernel, tcgReason)
+	}
+	return v, nil
+}
+
+// probeBoot boots kernel with a probe job (PID 1 reports status 0 right
+// after its mounts) and says whether it reported in time, and if not
+// whether QEMU itself failed, and why.
+func probeBoot(ctx context.Context, accel string, timeout time.Duration, kernel, machine, qemu, init string, log *slog.Logger) (ok, qemuFailed bool, reason string, elapsed time.Duration, err error) {
 	dir, err := os.MkdirTemp("", "lockstep-kvmprobe-")
 	if err != nil {
-		return v, fmt.Errorf("kvm probe: %w", err)
+		return false, false, "", 0, fmt.Errorf("kvm probe: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	id := newID()
@@ -252,47 +296,44 @@ func probeKVM(ctx context.Context, kernel, machine, qemu, init string, log *slog
 		Init: init, Job: job, Output: initrd, Compression: initramfsCompression,
 		CacheDir: filepath.Join(CacheDir(), "initramfs"), Log: log,
 	}); err != nil {
-		return v, fmt.Errorf("kvm probe: %w", err)
+		return false, false, "", 0, fmt.Errorf("kvm probe: %w", err)
 	}
 	console := filepath.Join(dir, "console.log")
 	cfg := QEMUConfig{
-		Binary: qemu, Name: "lockstep-kvmprobe-" + id, Machine: machine, Accel: AccelKVM, MemMB: 128, CPUs: 1,
+		Binary: qemu, Name: "lockstep-kvmprobe-" + id, Machine: machine, Accel: accel, MemMB: 128, CPUs: 1,
 		Kernel: kernel, Initramfs: initrd, Append: kernelCmdline(id, false, ""), ConsoleLog: console,
 	}
 	args, err := cfg.Args()
 	if err != nil {
-		return v, fmt.Errorf("kvm probe: %w", err)
+		return false, false, "", 0, fmt.Errorf("kvm probe: %w", err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, kvmProbeTimeout)
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var stderr bytes.Buffer
 	cmd := qemuCommand(pctx, qemuBinary(qemu), args, &limitedBuffer{b: &stderr, max: 64 << 10})
-	start := time.Now()
 	if log != nil {
-		log.Info("probing KVM with a boot", "timeout", kvmProbeTimeout)
-		log.Debug("kvm probe", "qemu", QuoteArgs(append([]string{qemuBinary(qemu)}, args...)))
+		log.Debug("probe boot", "qemu", QuoteArgs(append([]string{qemuBinary(qemu)}, args...)))
 	}
+	start := time.Now()
 	runErr := cmd.Run()
-	elapsed := time.Since(start)
+	elapsed = time.Since(start)
 	if ctx.Err() != nil {
-		return v, fmt.Errorf("kvm probe: %w", ctx.Err())
+		return false, false, "", 0, fmt.Errorf("kvm probe: %w", ctx.Err())
 	}
 	out, _ := os.ReadFile(console)
-	status, ok := proto.ParseStatus(out)
+	status, got := proto.ParseStatus(out)
 	switch {
-	case ok && status == 0 && runErr == nil:
-		v.KVMUsable = true
-		v.BootMS = elapsed.Milliseconds()
+	case got && status == 0 && runErr == nil:
+		return true, false, "", elapsed, nil
 	case pctx.Err() != nil && len(bytes.TrimSpace(out)) == 0:
-		v.Reason = fmt.Sprintf("a guest under KVM printed nothing in %v (present but unusable)", kvmProbeTimeout)
+		return false, false, fmt.Sprintf("a guest under %s printed nothing in %v (present but unusable)", accel, timeout), elapsed, nil
 	case pctx.Err() != nil:
-		v.Reason = fmt.Sprintf("a guest under KVM did not finish in %v (present but unusable); its console ended %q", kvmProbeTimeout, lastLine(out))
+		return false, false, fmt.Sprintf("a guest under %s did not finish in %v (present but unusable); its console ended %q", accel, timeout, lastLine(out)), elapsed, nil
 	case runErr != nil:
-		v.Reason = fmt.Sprintf("QEMU under KVM failed (%v): %s", runErr, lastLine(stderr.Bytes()))
+		return false, true, fmt.Sprintf("QEMU under %s failed (%v; KVM present but unusable): %s", accel, runErr, lastLine(stderr.Bytes())), elapsed, nil
 	default:
-		v.Reason = fmt.Sprintf("a guest under KVM exited without its status line; its console ended %q", lastLine(out))
+		return false, false, fmt.Sprintf("a guest under %s exited without its status line; its console ended %q", accel, lastLine(out)), elapsed, nil
 	}
-	return v, nil
 }
 
 func lastLine(b []byte) string {
