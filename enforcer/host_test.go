@@ -811,3 +811,25 @@ func TestSetsidEscapeIsKilled(t *testing.T) {
 		}
 	})
 }
+
+// TestContainmentFallback: when cloning into the containment cgroup fails
+// (here: the cgroup is removed after it was opened), the command still runs,
+// started without it.
+func TestContainmentFallback(t *testing.T) {
+	needHostLandlock(t)
+	if c := setupContainment(); c == nil {
+		t.Skip("no writable cgroup2 mount for a containment cgroup on this machine")
+	} else {
+		c.remove()
+	}
+	removed := false
+	directStartHook = func(dir string) { removed = os.Remove(dir) == nil }
+	defer func() { directStartHook = nil }()
+	r := runUnder(t, baseRules, nil, "/bin/sh", "-c", "exit 7")
+	if !removed {
+		t.Fatal("the hook did not remove the containment cgroup; the fallback was not exercised")
+	}
+	if r.status != 7 || r.err != nil {
+		t.Errorf("Run with a broken containment cgroup = %d, %v; want the command's 7", r.status, r.err)
+	}
+}

@@ -281,6 +281,10 @@ func withoutRole(env []string) []string {
 // would do (tests run both paths).
 var forceReexec = false
 
+// directStartHook, when set (tests only), runs after the direct path opened
+// the containment cgroup, before the command is cloned into it.
+var directStartHook func(cgroupDir string)
+
 // noContainment turns off the containment cgroup (tests of the process-group
 // kill alone).
 var noContainment = false
@@ -358,6 +362,9 @@ func startDirect(opts Options, spec *childSpec) (*exec.Cmd, int, error) {
 		defer unix.Close(fd)
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = fd
+		if directStartHook != nil {
+			directStartHook(spec.Cgroups[0])
+		}
 	}
 	if cmd.Stdin == nil {
 		// os/exec would open /dev/null on the restricted thread.
@@ -378,7 +385,23 @@ func startDirect(opts Options, spec *childSpec) (*exec.Cmd, int, error) {
 		if spec.Status != "" {
 			fmt.Fprintln(cmd.Stderr, spec.Status)
 		}
-		started <- cmd.Start()
+		err := cmd.Start()
+		if err != nil && cmd.SysProcAttr.UseCgroupFD {
+			// A failure of clone3 into the containment cgroup (an
+			// unusual cgroup setup) has the same errnos as one of
+			// execve (ENOENT, …): try once more without the cgroup, on
+			// this same restricted thread. A failed execve ran nothing
+			// of the command, so this never runs it twice; if the exec
+			// itself fails, the retry reports it.
+			attr := *cmd.SysProcAttr
+			attr.UseCgroupFD, attr.CgroupFD = false, 0
+			retry := &exec.Cmd{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir,
+				Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr, SysProcAttr: &attr, WaitDelay: cmd.WaitDelay}
+			if err = retry.Start(); err == nil {
+				cmd = retry
+			}
+		}
+		started <- err
 	}()
 	err = <-started
 	switch {
