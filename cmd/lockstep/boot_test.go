@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/kernel"
+)
+
+// lockstepBinary builds this command statically into dir, as users run it
+// (the Go build cache makes every build after the first a link).
+func lockstepBinary(dir string) (string, error) {
+	bin := filepath.Join(dir, "lockstep")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", errors.New("go build: " + err.Error() + "\n" + string(out))
+	}
+	return bin, nil
+}
+
+// bootEnv returns what a boot test needs: the binary, the kernel and a
+// private TMPDIR (so leaks are ours to find); it skips only without QEMU.
+func bootEnv(t *testing.T) (bin, bz, tmp string) {
+	t.Helper()
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip("no qemu-system-x86_64 on PATH: boot tests need QEMU")
+	}
+	bin, err := lockstepBinary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bz, err = kernel.Path(t.Context(), kernel.DefaultPin, nil)
+	if err != nil {
+		t.Fatalf("kernel %s: %v", kernel.DefaultPin, err)
+	}
+	return bin, bz, t.TempDir()
+}
+
+func bootCmd(ctx context.Context, bin, tmp string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	cmd := exec.CommandContext(ctx, bin, append([]string{"boot"}, args...)...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	return cmd, &stdout, &stderr
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// qemuWith lists QEMU processes whose command line mentions marker.
+func qemuWith(marker string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		cl, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(cl, []byte("qemu-system")) && bytes.Contains(cl, []byte(marker)) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func TestBootExitStatus(t *testing.T) {
+	bin, bz, tmp := bootEnv(t)
+	cmd, _, stderr := bootCmd(t.Context(), bin, tmp, "--kernel", bz, "--accel", "tcg", "--", "/bin/sh", "-c", "exit 7")
+	err := cmd.Run()
+	if got := exitCode(err); got != 7 {
+		t.Errorf("lockstep boot -- sh -c 'exit 7' exited %d, want 7; stderr:\n%s", got, stderr)
+	}
+}
+
+func TestBootOSRelease(t *testing.T) {
+	bin, _, tmp := bootEnv(t)
+	// The pin (not a file) and accel auto: the CLI as users run it.
+	cmd, stdout, stderr := bootCmd(t.Context(), bin, tmp, "--", "cat", "/etc/os-release")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lockstep boot -- cat /etc/os-release: %v\n%s", err, stderr)
+	}
+	host, _ := os.ReadFile("/etc/os-release")
+	if stdout.String() != string(host) {
+		t.Errorf("guest printed %q, want the host's %q", stdout, host)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("temp files left behind: %v", ents)
+	}
+}
+
+// TestBootSIGINT interrupts lockstep boot while the guest boots: no QEMU
+// and no temp dir may survive, and the status is 3.
+func TestBootSIGINT(t *testing.T) {
+	bin, bz, tmp := bootEnv(t)
+	cmd, _, stderr := bootCmd(t.Context(), bin, tmp, "--kernel", bz, "--accel", "tcg", "--", "sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(qemuWith(tmp)) == 0 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("no QEMU appeared in 60 s; stderr:\n%s", stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // mid-boot
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if got := exitCode(err); got != 3 {
+			t.Errorf("lockstep boot after SIGINT exited %d, want 3; stderr:\n%s", got, stderr)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("lockstep boot did not exit within 30 s of SIGINT")
+	}
+	if procs := qemuWith(tmp); len(procs) > 0 {
+		t.Errorf("QEMU survived SIGINT: pids %v", procs)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("temp dirs survived SIGINT: %s", strings.Join(names, ", "))
+	}
+}
