@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -244,7 +243,7 @@ type verification struct {
 }
 
 func (v *verification) run(ctx context.Context, f exercise.Found) (reason string, err error) {
-	o, stem := v.o, o_stem(v.o.opts.Key, f.Name)
+	o, stem := v.o, stemOf(v.o.opts.Key, f.Name)
 	// 1. The policy and the record that vouches for it, raw bytes.
 	cfgPath := filepath.Join(o.opts.PathSets, stem+".cfg")
 	cfg, err := os.ReadFile(cfgPath)
@@ -296,7 +295,7 @@ func (v *verification) run(ctx context.Context, f exercise.Found) (reason string
 	return reason, nil
 }
 
-func o_stem(key, name string) string { return key + "_" + name }
+func stemOf(key, name string) string { return key + "_" + name }
 
 // reference measures the guest's own reference: ReferenceRuns unsandboxed
 // runs that must run tests and agree.
@@ -547,5 +546,3 @@ func tail(b []byte) string {
 	}
 	return string(bytes.ToValidUTF8(b, []byte("?")))
 }
-
-var _ = io.Discard

@@ -1,0 +1,256 @@
+//go:build linux
+
+package observer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/kernel"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/pruner/strace"
+)
+
+// pinnedKernel builds (or restores and verifies) the default pin once.
+var pinnedKernel = sync.OnceValues(func() (string, error) {
+	return kernel.Path(context.Background(), kernel.DefaultPin, nil)
+})
+
+func needGuest(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip("no qemu-system-x86_64 on PATH: guest tests need QEMU")
+	}
+	if _, err := pinnedKernel(); err != nil {
+		t.Fatalf("kernel %s: %v", kernel.DefaultPin, err)
+	}
+}
+
+// copyPathSet copies testdata/path_sets/fixture into a fresh directory.
+func copyPathSet(t testing.TB) string {
+	t.Helper()
+	dst := t.TempDir()
+	ents, err := os.ReadDir(fixtureDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(fixtureDir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// observeGuest runs `lockstep observe --key fixture` on the 7.2.13 pin and
+// returns its exit status, output and wall time.
+func observeGuest(t testing.TB, bin, pathSets string) (int, string, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "observe", "--key", "fixture", "--exercises", "../testdata/exercises", "--path-sets", pathSets)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	t0 := time.Now()
+	err := cmd.Run()
+	wall := time.Since(t0)
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("lockstep observe: %v\n%s", err, out.String())
+		}
+		code = ee.ExitCode()
+	}
+	return code, out.String(), wall
+}
+
+func readRunJSON(t testing.TB, dir string) RunJSON {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r RunJSON
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestObserveGuest is the acceptance run: `lockstep observe --key fixture`
+// in a guest on the 7.2.13 pin verifies the fixture, finds exactly the UDP
+// row the default prune's policy lacks, and writes the sidecar, the record
+// and the trace, all consistent with each other and with run.json.
+func TestObserveGuest(t *testing.T) {
+	needGuest(t)
+	bin := buildLockstep(t)
+	ps := copyPathSet(t)
+	code, out, wall := observeGuest(t, bin, ps)
+	t.Logf("lockstep observe (%v, exit %d):\n%s", wall, code, out)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0", code)
+	}
+	stem := filepath.Join(ps, "fixture_udp-fixture")
+	k, err := record.ReadKVM(stem + ".abi10.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !k.Verified || k.Aborted != "" {
+		t.Errorf("verified %v, aborted %q", k.Verified, k.Aborted)
+	}
+	if got := rowRules(k.Rows); !slices.Equal(got, []string{"allow 5000 udp"}) {
+		t.Errorf("rows = %q, want [allow 5000 udp]", got)
+	}
+	cc := k.CrossCheck
+	if cc == nil || cc.StraceDenials == 0 || cc.AuditRecords == 0 || len(cc.Mismatches) != 0 || len(k.Mismatches) != 0 {
+		t.Errorf("cross_check = %+v, want strace denials and records, no mismatches", cc)
+	}
+	cfg, err := os.ReadFile(stem + ".cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sidecar, err := os.ReadFile(stem + ".abi10.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.ABI10CfgSHA256 == nil || *k.ABI10CfgSHA256 != record.SHA256Hex(sidecar) {
+		t.Errorf("abi10_cfg_sha256 %v, sidecar hashes to %s", k.ABI10CfgSHA256, record.SHA256Hex(sidecar))
+	}
+	if err := k.Vouches(cfg, sidecar); err != nil {
+		t.Error(err)
+	}
+	if want := record.Sidecar(k.Key, k.Exercise, k.Provenance, k.Rows); !bytes.Equal(sidecar, want) {
+		t.Errorf("sidecar:\n%s\nwant (§6.9 shape):\n%s", sidecar, want)
+	}
+	run := readRunJSON(t, ps)
+	if !strings.HasPrefix(run.KernelRelease, "7.2.13") || run.BzImageSHA256 == "" || run.Audit == nil || run.Audit.Received == 0 || run.Audit.Lost != run.Audit.LostBefore {
+		t.Errorf("run.json: release %q, bzImage %q, audit %+v", run.KernelRelease, run.BzImageSHA256, run.Audit)
+	}
+	if len(run.Exercises) != 1 || run.Exercises[0].Trace == nil {
+		t.Fatalf("run.json exercises = %+v", run.Exercises)
+	}
+	gz, err := os.ReadFile(stem + TraceSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace, err := Decompress(gz, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ti := run.Exercises[0].Trace; record.SHA256Hex(trace) != ti.SHA256 || len(trace) != ti.Bytes || ti.Run != "cross-check" {
+		t.Errorf("the trace decompresses to %d bytes (%s), run.json names %+v", len(trace), record.SHA256Hex(trace), ti)
+	}
+	calls := 0
+	refusedBind := false
+	if _, err := strace.Parse(bytes.NewReader(trace), func(c *strace.Call) error {
+		calls++
+		if c.Name == "bind" && c.Errno == "EACCES" {
+			refusedBind = true
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("the trace does not parse as strace output: %v", err)
+	}
+	if calls == 0 || !refusedBind {
+		t.Errorf("the trace has %d calls, refused bind %v; want the cross-check run's, with the refused UDP bind", calls, refusedBind)
+	}
+	for _, c := range run.Exercises[0].Containment {
+		if !c.Held && !c.Skipped {
+			t.Errorf("containment %s: %s", c.Name, c.Detail)
+		}
+	}
+	if e := run.Exercises[0]; len(e.Reference) > 0 {
+		var ref float64
+		for _, s := range e.Reference {
+			ref += s
+		}
+		ref /= float64(len(e.Reference))
+		t.Logf("observer overhead: exercise %.1f s in the guest vs bare reference %.2f s (ratio %.0fx); host wall %.1f s (ratio %.0fx); runs %v",
+			e.Seconds, ref, e.Seconds/ref, wall.Seconds(), wall.Seconds()/ref, e.Runs)
+	}
+}
+
+// TestObserveGuestHashMismatch: a .cfg that is not the file its record
+// describes fails its exercise with the reason, and the run exits 1.
+func TestObserveGuestHashMismatch(t *testing.T) {
+	needGuest(t)
+	bin := buildLockstep(t)
+	ps := copyPathSet(t)
+	cfgPath := filepath.Join(ps, "fixture_udp-fixture.cfg")
+	cfg, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, append(cfg, []byte("# edited after the prune\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := observeGuest(t, bin, ps)
+	t.Logf("lockstep observe:\n%s", out)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	k, err := record.ReadKVM(filepath.Join(ps, "fixture_udp-fixture.abi10.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Verified || !strings.Contains(k.Aborted, "is not the file its record describes: its SHA-256 differs") || k.VerifiedCfgSHA256 != nil {
+		t.Errorf("verified %v, aborted %q, verified_cfg_sha256 %v", k.Verified, k.Aborted, k.VerifiedCfgSHA256)
+	}
+	if _, err := os.Stat(filepath.Join(ps, "fixture_udp-fixture.abi10.cfg")); err == nil {
+		t.Error("a sidecar was written for a failed exercise")
+	}
+	if !strings.Contains(out, "SHA-256 differs") {
+		t.Error("the reason did not reach the output")
+	}
+}
+
+// BenchmarkObserveGuest reports the observer's wall time for the fixture
+// against its bare reference run in the same guest.
+func BenchmarkObserveGuest(b *testing.B) {
+	needGuest(b)
+	bin := buildLockstep(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		ps := copyPathSet(b)
+		code, out, wall := observeGuest(b, bin, ps)
+		if code != 0 {
+			b.Fatalf("exit %d:\n%s", code, out)
+		}
+		e := readRunJSON(b, ps).Exercises[0]
+		var ref float64
+		for _, s := range e.Reference {
+			ref += s
+		}
+		ref /= float64(len(e.Reference))
+		b.ReportMetric(wall.Seconds(), "wall-s")
+		b.ReportMetric(e.Seconds, "guest-exercise-s")
+		b.ReportMetric(ref, "reference-s")
+		b.ReportMetric(e.Seconds/ref, "overhead-x")
+	}
+}
+
+// buildLockstep builds the lockstep binary the guest runs as PID 1.
+func buildLockstep(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "lockstep")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "../cmd/lockstep")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/lockstep: %v\n%s", err, out)
+	}
+	return bin
+}
