@@ -31,6 +31,10 @@ func TestCaptureExercise(t *testing.T) {
 		Name: "python-broad.strace.gz",
 		Deny: []string{w, " /tmp", " /usr"},
 	}, {
+		Name: "generic-empty.strace",
+		Want: []string{"filesystem execute /bin/bash:execute,read=execute,read_file"},
+		Deny: []string{w, "/proc", "/dev"},
+	}, {
 		Name: "generic-readonly.strace",
 		Want: []string{"filesystem create " + w + ":create=make_dir"},
 	}} {
