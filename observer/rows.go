@@ -15,7 +15,7 @@ var udpBindRow = regexp.MustCompile(`^allow (0|[1-9][0-9]{0,4}) udp$`)
 
 // Difference is what a diagnosis run of the ABI-10 phase found that the
 // policy lacks: strace's network rules (confirmed by the control replay)
-// and anything else Landlock refused.
+// and, as evidence only, every other refusal confirmed as Landlock's.
 type Difference struct {
 	// Bind and Connect are the network rules strace derived, as policy rows
 	// ("allow 5000 udp", "allow 127.0.0.1:80 tcp").
