@@ -425,10 +425,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	argv := append([]string{qemuBinary(o.QEMU)}, args...)
 	res.QEMUCommand = QuoteArgs(argv)
+	log.Info("booting the guest", "accel", accel, "machine", o.Machine, "waits for", "the guest's first event")
 	if o.Verbose {
-		log.Info("booting", "accel", accel, "qemu", res.QEMUCommand)
+		log.Info("qemu command line", "qemu", res.QEMUCommand)
 	} else {
-		log.Debug("booting", "accel", accel, "qemu", res.QEMUCommand)
+		log.Debug("qemu command line", "qemu", res.QEMUCommand)
 	}
 
 	g := &guestRun{o: &o, res: res, log: log}
@@ -563,7 +564,7 @@ wait:
 			res.Timings.Boot = time.Since(started)
 			phase, limit, phaseStart = "job", jobTimeout, time.Now()
 			timer.Reset(limit)
-			g.log.Debug("guest up", "boot", res.Timings.Boot, "kernel", res.KernelRelease)
+			g.log.Info("guest up; running the command", "boot", res.Timings.Boot.Round(time.Millisecond), "kernel", res.KernelRelease)
 		case <-jobDone:
 			jobDone = nil
 			if hello != nil { // done without hello: a setup failure
