@@ -425,7 +425,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	argv := append([]string{qemuBinary(o.QEMU)}, args...)
 	res.QEMUCommand = QuoteArgs(argv)
-	log.Info("booting the guest", "accel", accel, "machine", o.Machine, "waits for", "the guest's first event")
+	log.Info("booting the guest", "accel", accel, "machine", o.Machine, "waiting_for", "hello")
 	if o.Verbose {
 		log.Info("qemu command line", "qemu", res.QEMUCommand)
 	} else {
