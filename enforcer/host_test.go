@@ -833,3 +833,15 @@ func TestContainmentFallback(t *testing.T) {
 		t.Errorf("Run with a broken containment cgroup = %d, %v; want the command's 7", r.status, r.err)
 	}
 }
+
+// TestCPULimit: cpu=1 is RLIMIT_CPU with soft = hard, so a busy loop is
+// killed with SIGKILL after one second of CPU time: status 137.
+func TestCPULimit(t *testing.T) {
+	needHostLandlock(t)
+	start := time.Now()
+	r := runUnder(t, baseRules+"[limits]\ncpu=1\ntimeout=60\n", nil, "/bin/sh", "-c", "while :; do :; done")
+	if r.status != 128+int(syscall.SIGKILL) || r.err != nil {
+		t.Errorf("busy loop under cpu=1 = %d, %v after %v; want 137 (SIGKILL), nil", r.status, r.err, time.Since(start))
+	}
+	t.Logf("cpu=1 busy loop: %d after %v wall", r.status, time.Since(start).Round(time.Millisecond))
+}
