@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -255,5 +256,27 @@ func TestABI10AndContainmentHostKernel(t *testing.T) {
 		if !names[want] {
 			t.Errorf("no %s check", want)
 		}
+	}
+}
+
+// TestABI10AbortHostKernel: a joint difference that is not a UDP bind (here
+// the fixture's data directory is missing from the policy, so a test fails)
+// yields no row after the diagnosis run and aborts the exercise.
+func TestABI10AbortHostKernel(t *testing.T) {
+	v, p := hostVerification(t, 0, nil)
+	if err := v.reference(t.Context()); err != nil {
+		t.Fatalf("reference: %v", err)
+	}
+	delete(p.FS, "/var/tmp/testing-dir/data")
+	_, err := v.abi10(t.Context(), p)
+	var ae *AbortError
+	if !errors.As(err, &ae) || ae.Reason != "the guest kernel differs from the default prune's in more than a UDP bind port" {
+		t.Fatalf("abi10 = %v, want the more-than-a-UDP-bind abort", err)
+	}
+	if v.es.Runs["diagnosis"] != 1 || len(v.k.Rows) != 0 {
+		t.Errorf("runs %v, rows %v; want one diagnosis run and no row", v.es.Runs, v.k.Rows)
+	}
+	if o, _ := ae.Evidence["other_refusals"].([]string); !slices.ContainsFunc(o, func(s string) bool { return strings.Contains(s, "/var/tmp/testing-dir/data") }) {
+		t.Errorf("evidence %v does not name the refused data directory", ae.Evidence)
 	}
 }
