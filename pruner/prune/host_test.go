@@ -212,3 +212,42 @@ func minimality(t *testing.T, ex *exercise.Exercise, p *policy.Policy, opts Opti
 	}
 	t.Logf("minimality: each of %d grants is needed", checked)
 }
+
+// TestHostBrokenAborts: an exercise whose own test fails aborts with an
+// abort record and writes no .cfg (a stale one is removed).
+func TestHostBrokenAborts(t *testing.T) {
+	needHost(t)
+	t.Setenv("LOCKSTEP_DISPOSABLE", "1")
+	ex := readExercise(t, "broken/failing-test")
+	res, err := Prune(t.Context(), ex, hostOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Aborted == nil || res.Policy != nil || res.Cfg != nil {
+		t.Fatalf("Prune(broken) = policy %v, aborted %v; want an abort and no policy", res.Policy, res.Aborted)
+	}
+	if !strings.Contains(res.Aborted.Aborted, "fails its own tests") {
+		t.Errorf("abort reason %q, want the reference failing its own tests", res.Aborted.Aborted)
+	}
+	out := t.TempDir()
+	stale := filepath.Join(out, ex.Stem()+".cfg")
+	if err := os.WriteFile(stale, []byte("[read]\n/usr\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paths, err := res.Write(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 1 || !strings.HasSuffix(paths[0], ".aborted.json") {
+		t.Errorf("Write = %v, want only the .aborted.json", paths)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("a stale .cfg survived the abort: %v", err)
+	}
+	if _, err := record.ReadAborted(paths[0]); err != nil {
+		t.Error(err)
+	}
+	if res.Runs["baseline"] != 1 || res.TotalRuns() != 1 {
+		t.Errorf("runs %v: want the one baseline run that showed the failure", res.Runs)
+	}
+}

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
+	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/kernel"
+	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/pruner/prune"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
+)
+
+// Where the guest sees the prune's read-only inputs.
+const (
+	pruneGuestExercises = "/run/lockstep/share/exercises"
+	pruneGuestSeeds     = "/run/lockstep/share/seeds"
+)
+
+func init() {
+	register(&verb{
+		Name:  "prune",
+		Usage: "prune --key <key> --exercises <dir> --out <dir> [--in-guest | --on-host] [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--seeds <dir>] [--only <exercise>]",
+		Short: "prune a policy for every exercise of a key (the default prune)",
+		Long: `Runs lockstep's layer pruner for every exercise of --key under --exercises
+(<dir>/<family>/<exercise>/, key from prune.json or the family's name): a
+baseline of three unsandboxed runs, then a policy grown from nothing by what
+each refused call proves, minimised (a grant goes after two runs pass without
+it), limits measured with margins, three joint verification runs, and
+containment checks. Each exercise writes <key>_<exercise>.cfg with its header
+and the schema-2 record <key>_<exercise>.json into --out, or, when it aborts,
+<key>_<exercise>.aborted.json and no .cfg. Stale files of the key in --out
+are removed first.
+
+By default each exercise is pruned in a fresh throwaway guest (--kernel, the
+pinned kernel by default; --root, the host's / by default, read-only with a
+tmpfs overlay), so every run starts from a cold cache and nothing the prune
+deletes is the host's. --in-guest is that guest's side. --on-host prunes on
+this machine instead, and only when LOCKSTEP_DISPOSABLE=1 declares it
+disposable: the prune deletes and recreates /var/tmp/testing-dir and plants
+canary files.
+
+Exit status: 0 every exercise has a policy; 1 an exercise aborted (or the
+testing root was refused); 3 a guest did not report; 70 a guest could not be
+set up; 125 refused to prune on a machine not declared disposable; 2 usage.
+See docs/prune.md.`,
+		Example: `# prune the generic exercises, each in a fresh guest on the pinned kernel
+$ lockstep prune --key generic --exercises testdata/exercises --out build/path_sets
+# on a disposable machine (a CI container), without a guest
+$ LOCKSTEP_DISPOSABLE=1 lockstep prune --on-host --key generic --exercises testdata/exercises --out /tmp/out`,
+		Flags: pruneFlags,
+	})
+}
+
+func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+	key := fs.String("key", "", "language `key` whose exercises are pruned")
+	root := fs.String("exercises", "", "testing root `dir`ectory (<dir>/<family>/<exercise>/)")
+	out := fs.String("out", "", "output `dir`ectory for <key>_<exercise>.cfg/.json/.aborted.json")
+	inGuest := fs.Bool("in-guest", false, "prune on the running kernel (the guest's side)")
+	onHost := fs.Bool("on-host", false, "prune on this machine; needs LOCKSTEP_DISPOSABLE=1")
+	kernelArg := fs.String("kernel", kernel.DefaultPin, "kernel `pin` or bzImage file of the guests")
+	rootDir := fs.String("root", "", "guest root `dir`ectory (default: this host's /)")
+	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
+	seeds := fs.String("seeds", "", "`dir`ectory of the seed files prune.json may name")
+	only := fs.String("only", "", "prune only the `exercise` of this folder name")
+	workDir := fs.String("work-dir", exercise.DefaultWorkDir, "working `dir`ectory of every run (with --in-guest or --on-host)")
+	skipContain := fs.Bool("skip-containment", false, "leave out the containment checks (recorded; for development)")
+	return func(ctx context.Context, io *stdio, args []string) int {
+		v := verbs["prune"]
+		switch {
+		case len(args) > 0:
+			return usageExit(io, v, usagef("unexpected arguments %q", args))
+		case !exercise.ValidKey(*key):
+			return usageExit(io, v, usagef("--key %q: want lower-case words joined by hyphens, e.g. java-gradle", *key))
+		case *root == "" || *out == "":
+			return usageExit(io, v, usagef("--exercises and --out are required"))
+		case *inGuest && *onHost:
+			return usageExit(io, v, usagef("--in-guest and --on-host exclude each other"))
+		}
+		switch *accel {
+		case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
+		default:
+			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
+		}
+		found, err := exercise.ForKey(*root, *key)
+		if err != nil {
+			var de *exercise.DiscoveryError
+			if errors.As(err, &de) {
+				for _, l := range de.Lines() {
+					fmt.Fprintf(io.err, "lockstep prune: %s\n", l)
+				}
+				fmt.Fprintf(io.err, "lockstep prune: the testing root %s was refused; nothing was pruned\n", *root)
+				return exitFail
+			}
+			return fail(io, "prune", exitFail, err)
+		}
+		if *only != "" {
+			var keep []exercise.Found
+			for _, f := range found {
+				if f.Name == *only {
+					keep = append(keep, f)
+				}
+			}
+			found = keep
+		}
+		if len(found) == 0 {
+			return fail(io, "prune", exitFail, fmt.Errorf("no exercise of key %q under %s", *key, *root))
+		}
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return fail(io, "prune", exitFail, err)
+		}
+		if *only == "" {
+			if err := pruneClean(*out, *key); err != nil {
+				return fail(io, "prune", exitFail, err)
+			}
+		}
+		if *inGuest || *onHost {
+			if err := prune.Disposable(); err != nil {
+				return fail(io, "prune", exitRefused, err)
+			}
+			opts := prune.Options{WorkDir: *workDir, SeedDir: *seeds, SkipContainment: *skipContain, Log: bootLogger(io)}
+			return pruneHere(ctx, io, found, opts, *out)
+		}
+		return pruneGuests(ctx, io, found, pruneGuestArgs{key: *key, root: *root, out: *out, kernel: *kernelArg,
+			rootDir: *rootDir, accel: *accel, seeds: *seeds, skipContain: *skipContain})
+	}
+}
+
+// pruneClean removes a key's stale artefacts from out, as Phobos does.
+func pruneClean(out, key string) error {
+	for _, pat := range []string{"*.cfg", "*.json"} {
+		ms, err := filepath.Glob(filepath.Join(out, key+"_"+pat))
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if strings.HasSuffix(m, record.KVMSuffix) || strings.HasSuffix(m, record.KVMConfigSuffix) {
+				continue
+			}
+			if err := os.Remove(m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pruneHere prunes each exercise on this machine.
+func pruneHere(ctx context.Context, io *stdio, found []exercise.Found, opts prune.Options, out string) int {
+	code := exitOK
+	for _, f := range found {
+		start := time.Now()
+		ex, err := exercise.Read(f)
+		var res *prune.Result
+		if err != nil {
+			res = pruneRefused(ctx, f, err)
+		} else if res, err = prune.Prune(ctx, ex, opts); err != nil {
+			return fail(io, "prune", exitFail, fmt.Errorf("%s_%s: %w", f.Key, f.Name, err))
+		}
+		paths, err := res.Write(out)
+		if err != nil {
+			return fail(io, "prune", exitFail, err)
+		}
+		if res.Aborted != nil {
+			code = exitFail
+			fmt.Fprintf(io.err, "lockstep prune: %s_%s: aborted: %s (%s)\n", f.Key, f.Name, res.Aborted.Aborted, paths[0])
+			continue
+		}
+		fmt.Fprintf(io.err, "lockstep prune: %s_%s: %s in %d runs, %s (%s)\n", f.Key, f.Name, res.Policy.Hash(),
+			res.TotalRuns(), time.Since(start).Round(time.Second), strings.Join(paths, ", "))
+	}
+	return code
+}
+
+// pruneRefused is the abort of an exercise that does not meet the contract.
+func pruneRefused(ctx context.Context, f exercise.Found, err error) *prune.Result {
+	abi := -1
+	return &prune.Result{Key: f.Key, Exercise: f.Name, Aborted: &record.Aborted{
+		SchemaVersion: record.ExerciseSchema, Key: f.Key, Exercise: f.Name, Stage: record.StageAll,
+		Aborted:    strings.ReplaceAll(err.Error(), "\n", "; "),
+		Evidence:   map[string]any{"record": []any{}},
+		Provenance: record.NewProvenance(time.Now(), abi, record.StraceVersion(ctx)),
+	}}
+}
+
+type pruneGuestArgs struct {
+	key, root, out, kernel, rootDir, accel, seeds string
+	skipContain                                   bool
+}
+
+// pruneGuests prunes each exercise in a fresh guest and copies what it
+// wrote into out.
+func pruneGuests(ctx context.Context, io *stdio, found []exercise.Found, a pruneGuestArgs) int {
+	log := bootLogger(io)
+	bz, err := resolveKernel(ctx, a.kernel, log)
+	if err != nil {
+		return fail(io, "prune", exitFail, err)
+	}
+	rootAbs, err := filepath.Abs(a.root)
+	if err != nil {
+		return fail(io, "prune", exitFail, err)
+	}
+	shares := []harness.Share{{Source: rootAbs, GuestPath: pruneGuestExercises}}
+	cmd := []string{proto.GuestBinary, "prune", "--in-guest", "--key", a.key, "--exercises", pruneGuestExercises, "--out", proto.ResultsDir}
+	if a.seeds != "" {
+		s, err := filepath.Abs(a.seeds)
+		if err != nil {
+			return fail(io, "prune", exitFail, err)
+		}
+		shares = append(shares, harness.Share{Source: s, GuestPath: pruneGuestSeeds})
+		cmd = append(cmd, "--seeds", pruneGuestSeeds)
+	}
+	if a.skipContain {
+		cmd = append(cmd, "--skip-containment")
+	}
+	code := exitOK
+	for _, f := range found {
+		if c := pruneOneGuest(ctx, io, log, bz, shares, append(append([]string(nil), cmd...), "--only", f.Name), f, a); c > code {
+			code = c
+		}
+	}
+	return code
+}
+
+func pruneOneGuest(ctx context.Context, io *stdio, log *slog.Logger, bz string, shares []harness.Share, cmd []string, f exercise.Found, a pruneGuestArgs) int {
+	dir, err := os.MkdirTemp("", "lockstep-prune-guest.")
+	if err != nil {
+		return fail(io, "prune", exitFail, err)
+	}
+	defer os.RemoveAll(dir)
+	guestOut := io.err
+	if !io.verbose {
+		guestOut = nil
+	}
+	res, err := harness.Run(ctx, harness.Options{Kernel: bz, Root: a.rootDir, Shares: shares, Accel: a.accel,
+		MemMB: 1024, ResultsDir: dir, Command: cmd, Stdout: guestOut, Stderr: io.err, Verbose: io.verbose, Log: log})
+	if res == nil {
+		return fail(io, "prune", exitFail, err)
+	}
+	if err != nil {
+		c := exitIndeterminate
+		if errors.Is(err, harness.ErrGuestSetup) {
+			c = exitGuestSetup
+		}
+		return fail(io, "prune", c, fmt.Errorf("%s_%s: guest on %s: %w", f.Key, f.Name, filepath.Base(bz), err))
+	}
+	stem := f.Key + "_" + f.Name
+	copied := 0
+	for _, suf := range []string{record.ConfigSuffix, record.ExerciseSuffix, record.AbortedSuffix} {
+		b, err := os.ReadFile(filepath.Join(dir, stem+suf))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fail(io, "prune", exitIndeterminate, err)
+		}
+		if err := record.WriteFileAtomic(filepath.Join(a.out, stem+suf), b, 0o644); err != nil {
+			return fail(io, "prune", exitFail, err)
+		}
+		copied++
+	}
+	if copied == 0 {
+		return fail(io, "prune", exitIndeterminate, fmt.Errorf("%s: the guest exited %d and wrote no policy or record", stem, res.Status))
+	}
+	if res.Status != exitOK {
+		return exitFail
+	}
+	return exitOK
+}
