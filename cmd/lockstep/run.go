@@ -28,8 +28,9 @@ One status line goes to stderr before the command starts:
 Exit status: the command's own (128+n when killed by signal n); 124 the
 timeout passed; 125 refused before anything ran (bad policy, a rule this
 kernel cannot enforce — the rule and the ABI it needs are named — or an
---expect-hash mismatch); 126 cannot execute; 127 not found; 137 a cap was
-passed. See docs/run.md.`,
+--expect-hash mismatch); 126 cannot execute; 127 not found; 130 interrupted;
+137 a cap was passed. With -v (lockstep -v run …) every rule of the ruleset
+is printed first. See docs/run.md.`,
 		Example: `# run cat under a policy: what it grants works, anything else is EACCES
 $ lockstep run --config policy.cfg -- cat /etc/hostname
 # only if the policy is exactly the one reviewed
