@@ -30,6 +30,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseJUnit$$' -fuzztime $(FUZZTIME) ./pruner/verdict
 	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./pruner/exercise
 	$(GO) test -run '^$$' -fuzz '^FuzzParseExercise$$' -fuzztime $(FUZZTIME) ./pruner/record
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pruner/strace
+	$(GO) test -run '^$$' -fuzz '^FuzzRefusals$$' -fuzztime $(FUZZTIME) ./pruner/attribute
 
 demo: deps build
 	@scripts/demo.sh
