@@ -15,23 +15,27 @@ deps:
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/lockstep
 
-# The whole suite: unit, host-kernel and guest tests, then 30 s of fuzzing of
-# the policy parser.
+# The whole suite: unit, host-kernel and guest tests, then coverage-guided fuzzing of
+# every parser of outside input (30 s for the policy parser, 10 s for each other).
 test: deps build
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 75m ./...
-	$(MAKE) fuzz FUZZTIME=30s
+	$(MAKE) fuzz
 
-FUZZTIME ?= 20s
+FUZZTIME ?= 10s
+POLICY_FUZZTIME ?= 30s
 # Each parser of outside input gets FUZZTIME of coverage-guided fuzzing.
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./enforcer/policy
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(POLICY_FUZZTIME) ./enforcer/policy
 	$(GO) test -run '^$$' -fuzz '^FuzzSidecarRows$$' -fuzztime $(FUZZTIME) ./pruner/orchestrate
 	$(GO) test -run '^$$' -fuzz '^FuzzParseJUnit$$' -fuzztime $(FUZZTIME) ./pruner/verdict
 	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./pruner/exercise
 	$(GO) test -run '^$$' -fuzz '^FuzzParseExercise$$' -fuzztime $(FUZZTIME) ./pruner/record
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pruner/strace
 	$(GO) test -run '^$$' -fuzz '^FuzzRefusals$$' -fuzztime $(FUZZTIME) ./pruner/attribute
+	$(GO) test -run '^$$' -fuzz '^FuzzParseProcCgroup$$' -fuzztime $(FUZZTIME) ./enforcer
+	$(GO) test -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME) ./enforcer
+	$(GO) test -run '^$$' -fuzz '^FuzzParseVersion$$' -fuzztime $(FUZZTIME) ./internal/machine
 
 demo: deps build
 	@scripts/demo.sh
