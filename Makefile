@@ -18,6 +18,7 @@ build:
 # The whole suite: unit, host-kernel and guest tests, then coverage-guided fuzzing of
 # every parser of outside input (30 s for the policy parser, 10 s for each other).
 test: deps build
+	$(BIN) kernel build --pin $(PIN)
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 75m ./...
 	$(MAKE) fuzz
