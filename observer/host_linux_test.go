@@ -194,23 +194,33 @@ func TestAuditLossHostKernel(t *testing.T) {
 	if err := v.reference(t.Context()); err != nil {
 		t.Fatalf("reference: %v", err)
 	}
-	st0, err := v.o.col.Status()
-	if err != nil {
-		t.Fatal(err)
+	// Whether a burst overflows a queue of one depends on how fast the
+	// collector drains it; three tries make the loss all but certain.
+	for try := 1; try <= 3; try++ {
+		st0, err := v.o.col.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.k.CrossCheck = nil
+		reason, err := v.crossCheck(t.Context(), p)
+		st1, _ := v.o.col.Status()
+		t.Logf("try %d: lost %d -> %d, backlog limit %d; reason %q, err %v", try, st0.Lost, st1.Lost, st1.BacklogLimit, reason, err)
+		if st1.Lost == st0.Lost {
+			if err != nil {
+				t.Fatalf("no loss, yet %v", err)
+			}
+			continue
+		}
+		var ae *AbortError
+		if !errors.As(err, &ae) || !strings.Contains(ae.Reason, "records were lost") {
+			t.Fatalf("crossCheck with lost records = %q, %v; want an abort naming lost records", reason, err)
+		}
+		if v.k.CrossCheck != nil {
+			t.Errorf("a run with lost records was compared: %+v", v.k.CrossCheck)
+		}
+		return
 	}
-	reason, err := v.crossCheck(t.Context(), p)
-	st1, _ := v.o.col.Status()
-	t.Logf("lost %d -> %d, backlog limit %d; reason %q, err %v", st0.Lost, st1.Lost, st1.BacklogLimit, reason, err)
-	if st1.Lost == st0.Lost {
-		t.Fatalf("the kernel lost nothing with backlog limit %d; the case did not happen", st1.BacklogLimit)
-	}
-	var ae *AbortError
-	if !errors.As(err, &ae) || !strings.Contains(ae.Reason, "records were lost") {
-		t.Fatalf("crossCheck with lost records = %q, %v; want an abort naming lost records", reason, err)
-	}
-	if v.k.CrossCheck != nil {
-		t.Errorf("a run with lost records was compared: %+v", v.k.CrossCheck)
-	}
+	t.Fatal("the kernel lost nothing in three bursts with backlog limit 1; the case did not happen")
 }
 
 // TestABI10AndContainmentHostKernel runs the ABI-10 phase and the
