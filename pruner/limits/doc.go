@@ -1,0 +1,30 @@
+// Package limits measures what an exercise uses and derives the [limits] of
+// its policy with margins (Phobos's limits.py and sampler.py, reference
+// B.13).
+//
+// A Sampler watches every descendant of a root process (the pruner itself)
+// ten times a second: VmPeak, user+system CPU time, the highest open
+// descriptor and the number of threads of the whole tree. One run's
+// Measurement adds its wall time and the largest file it left under the
+// write-class grants. Margins turns the maxima of three runs into limits:
+//
+//	timeout   max(60, ceil_to(5 × wall, 30))
+//	cpu       max(30, ceil_to(5 × cpu, 10))
+//	nproc     max(64, 2 × tasks + 16)
+//	nofile    max(256, 2 × (highest_fd + 1))
+//	fsize_mb  max(16, ceil_to(2 × largest_file_mb, 16))
+//	mem_mb    heap_pinned only: max(512, ceil_to(2 × vm_peak_mb, 256));
+//	          address_space_unbounded: 0 (off); otherwise not written
+//
+// Signature names the limit a failed run under limits ran into (status 124
+// timeout, 153 SIGXFSZ fsize_mb, 152 SIGXCPU or a SIGKILL at the CPU limit
+// cpu, else the limit refusals of an observed diagnosis run: EMFILE nofile,
+// EAGAIN from clone/fork nproc, ENOMEM mem_mb); the pipeline doubles it, at
+// most three times per limit.
+//
+// # Limitations
+//
+// CPU times are read in clock ticks of 100 Hz (USER_HZ on every Linux
+// architecture lockstep supports). A process that lives less than one
+// sampling interval may be missed; the margins absorb that.
+package limits

@@ -1,0 +1,318 @@
+package limits
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+)
+
+// Interval is the Sampler's period.
+const Interval = 100 * time.Millisecond
+
+// userHZ is the unit of utime and stime in /proc/<pid>/stat.
+const userHZ = 100
+
+// Measurement is what one run used. JSON names are Phobos's.
+type Measurement struct {
+	WallSeconds   float64 `json:"wall_seconds"`
+	CPUSeconds    float64 `json:"cpu_seconds"`
+	VMPeakMB      float64 `json:"vm_peak_mb"`
+	Tasks         int     `json:"tasks"`
+	HighestFD     int     `json:"highest_descriptor"`
+	LargestFileMB float64 `json:"largest_file_mb"`
+	Samples       int     `json:"samples"`
+}
+
+// Max is the field-wise maximum of ms.
+func Max(ms ...Measurement) Measurement {
+	var m Measurement
+	for _, x := range ms {
+		m.WallSeconds = math.Max(m.WallSeconds, x.WallSeconds)
+		m.CPUSeconds = math.Max(m.CPUSeconds, x.CPUSeconds)
+		m.VMPeakMB = math.Max(m.VMPeakMB, x.VMPeakMB)
+		m.Tasks = max(m.Tasks, x.Tasks)
+		m.HighestFD = max(m.HighestFD, x.HighestFD)
+		m.LargestFileMB = math.Max(m.LargestFileMB, x.LargestFileMB)
+		m.Samples += x.Samples
+	}
+	return m
+}
+
+// Sampler samples the descendants of a root process until Stop.
+type Sampler struct {
+	root   int
+	proc   string
+	stop   chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	m      Measurement
+	cpu    map[int]float64
+	start  time.Time
+	closed bool
+	skip   string
+}
+
+// Start starts sampling the descendants of root (not root itself); 0 means
+// this process. proc is the proc file system's mount ("" is /proc).
+func Start(root int, proc string) *Sampler { return StartSkipping(root, proc, "") }
+
+// StartSkipping is Start, not counting processes whose executable is
+// skipExe (the enforcer that wraps the command); their descendants count.
+func StartSkipping(root int, proc, skipExe string) *Sampler {
+	if root == 0 {
+		root = os.Getpid()
+	}
+	if proc == "" {
+		proc = "/proc"
+	}
+	s := &Sampler{root: root, proc: proc, stop: make(chan struct{}), done: make(chan struct{}), cpu: map[int]float64{}, start: time.Now(), skip: skipExe}
+	go s.loop()
+	return s
+}
+
+func (s *Sampler) loop() {
+	defer close(s.done)
+	t := time.NewTicker(Interval)
+	defer t.Stop()
+	for {
+		s.sample()
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Stop ends sampling and returns the measurement (WallSeconds from Start
+// to Stop; LargestFileMB is the caller's, see LargestFileMB).
+func (s *Sampler) Stop() Measurement {
+	if !s.closed {
+		s.closed = true
+		close(s.stop)
+		<-s.done
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.m
+	for _, c := range s.cpu {
+		m.CPUSeconds = math.Max(m.CPUSeconds, c)
+	}
+	m.WallSeconds = time.Since(s.start).Seconds()
+	return m
+}
+
+type procInfo struct {
+	ppid    int
+	cpu     float64
+	threads int
+}
+
+// readStat reads ppid, utime+stime and num_threads from /proc/<pid>/stat.
+func readStat(path string) (procInfo, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return procInfo{}, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procInfo{}, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is state (field 3); ppid field 4 → f[1]; utime 14 → f[11]; stime 15 → f[12]; num_threads 20 → f[17].
+	if len(f) < 18 {
+		return procInfo{}, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	th, _ := strconv.Atoi(f[17])
+	return procInfo{ppid: ppid, cpu: (ut + st) / userHZ, threads: th}, true
+}
+
+func (s *Sampler) sample() {
+	ents, err := os.ReadDir(s.proc)
+	if err != nil {
+		return
+	}
+	info := map[int]procInfo{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pi, ok := readStat(filepath.Join(s.proc, e.Name(), "stat")); ok {
+			info[pid] = pi
+		}
+	}
+	children := map[int][]int{}
+	for pid, pi := range info {
+		children[pi.ppid] = append(children[pi.ppid], pid)
+	}
+	var desc []int
+	queue := append([]int(nil), children[s.root]...)
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		desc = append(desc, p)
+		queue = append(queue, children[p]...)
+	}
+	tasks, vm, fd := 0, 0.0, -1
+	counted := desc[:0]
+	for _, pid := range desc {
+		dir := filepath.Join(s.proc, strconv.Itoa(pid))
+		if s.skip != "" {
+			if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil && exe == s.skip {
+				continue
+			}
+		}
+		counted = append(counted, pid)
+		pi := info[pid]
+		tasks += pi.threads
+		if b, err := os.ReadFile(filepath.Join(dir, "status")); err == nil {
+			for _, l := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(l, "VmPeak:"); ok {
+					kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+					vm = math.Max(vm, kb/1024)
+				}
+			}
+		}
+		if fds, err := os.ReadDir(filepath.Join(dir, "fd")); err == nil {
+			for _, f := range fds {
+				if n, err := strconv.Atoi(f.Name()); err == nil && n > fd {
+					fd = n
+				}
+			}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m.Samples++
+	s.m.Tasks = max(s.m.Tasks, tasks)
+	s.m.VMPeakMB = math.Max(s.m.VMPeakMB, vm)
+	s.m.HighestFD = max(s.m.HighestFD, fd)
+	for _, pid := range counted {
+		if c := info[pid].cpu; c > s.cpu[pid] {
+			s.cpu[pid] = c
+		}
+	}
+}
+
+// LargestFileMB is the size in MiB of the largest regular file beneath the
+// paths p grants a write-class right on (outside /proc, /sys and /dev).
+func LargestFileMB(p *policy.Policy) float64 {
+	var largest int64
+	for q, secs := range p.FS {
+		if q == "/proc" || q == "/sys" || q == "/dev" || policy.Beneath(q, "/proc") || policy.Beneath(q, "/sys") || policy.Beneath(q, "/dev") {
+			continue
+		}
+		write := false
+		for s, on := range secs {
+			if on && policy.IsWriteClass(s) {
+				write = true
+			}
+		}
+		if !write {
+			continue
+		}
+		filepath.WalkDir(q, func(_ string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if d.Type().IsRegular() {
+				if fi, err := d.Info(); err == nil && fi.Size() > largest {
+					largest = fi.Size()
+				}
+			}
+			return nil
+		})
+	}
+	return float64(largest) / (1 << 20)
+}
+
+// CeilTo is the smallest multiple of step not below x (x/step rounded to 6
+// digits first, so 3.0000000001 × step is 3 steps).
+func CeilTo(x, step float64) float64 {
+	q := math.Round(x/step*1e6) / 1e6
+	return math.Ceil(q) * step
+}
+
+// Options are the prune.json facts Margins needs.
+type Options struct {
+	HeapPinned, AddressSpaceUnbounded bool
+}
+
+// Margins derives the limits from the maxima of the measured runs.
+func Margins(m Measurement, o Options) map[policy.LimitKey]policy.Limit {
+	out := map[policy.LimitKey]policy.Limit{
+		policy.Timeout: {Value: int64(math.Max(60, CeilTo(5*m.WallSeconds, 30))) * 1000},
+		policy.CPU:     {Value: int64(math.Max(30, CeilTo(5*m.CPUSeconds, 10)))},
+		policy.NProc:   {Value: int64(max(64, 2*m.Tasks+16))},
+		policy.NoFile:  {Value: int64(max(256, 2*(m.HighestFD+1)))},
+		policy.FsizeMB: {Value: int64(math.Max(16, CeilTo(2*m.LargestFileMB, 16)))},
+	}
+	switch {
+	case o.AddressSpaceUnbounded:
+		out[policy.MemMB] = policy.Limit{Off: true}
+	case o.HeapPinned:
+		out[policy.MemMB] = policy.Limit{Value: int64(math.Max(512, CeilTo(2*m.VMPeakMB, 256)))}
+	}
+	return out
+}
+
+// Signature names the limit a run under limits ran into, or "" when nothing
+// points at one: status 124 is the timeout, 153 (SIGXFSZ) fsize_mb, 152
+// (SIGXCPU) cpu, 137 cpu when some process's CPU time reached the limit
+// less one second; otherwise the first of nofile, nproc, mem_mb among hits
+// (the limit refusals of an observed diagnosis run) that the limits set.
+func Signature(status int, cpuSeconds float64, limits map[policy.LimitKey]policy.Limit, hits []policy.LimitKey) policy.LimitKey {
+	set := func(k policy.LimitKey) bool { l, ok := limits[k]; return ok && !l.Off && l.Value > 0 }
+	switch {
+	case status == 124 && set(policy.Timeout):
+		return policy.Timeout
+	case status == 153 && set(policy.FsizeMB):
+		return policy.FsizeMB
+	case status == 152 && set(policy.CPU):
+		return policy.CPU
+	case status == 137 && set(policy.CPU) && cpuSeconds >= float64(limits[policy.CPU].Value)-1:
+		return policy.CPU
+	}
+	has := map[policy.LimitKey]bool{}
+	for _, h := range hits {
+		has[h] = true
+	}
+	for _, k := range []policy.LimitKey{policy.NoFile, policy.NProc, policy.MemMB} {
+		if has[k] && set(k) {
+			return k
+		}
+	}
+	return ""
+}
+
+// Double returns limits with k doubled.
+func Double(limits map[policy.LimitKey]policy.Limit, k policy.LimitKey) map[policy.LimitKey]policy.Limit {
+	out := map[policy.LimitKey]policy.Limit{}
+	for kk, v := range limits {
+		out[kk] = v
+	}
+	l := out[k]
+	l.Value *= 2
+	out[k] = l
+	return out
+}
+
+// Sample runs fn while a Sampler watches this process's descendants.
+func Sample(ctx context.Context, fn func(context.Context) error) (Measurement, error) {
+	s := Start(0, "")
+	err := fn(ctx)
+	return s.Stop(), err
+}

@@ -1,0 +1,112 @@
+package limits
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+)
+
+func TestCeilTo(t *testing.T) {
+	for _, tc := range []struct{ X, Step, Want float64 }{
+		{0, 30, 0}, {1, 30, 30}, {30, 30, 30}, {30.0000000001, 30, 30}, {31, 30, 60}, {2.2, 16, 16},
+	} {
+		if got := CeilTo(tc.X, tc.Step); got != tc.Want {
+			t.Errorf("CeilTo(%v, %v) = %v, want %v", tc.X, tc.Step, got, tc.Want)
+		}
+	}
+}
+
+func TestMargins(t *testing.T) {
+	for _, tc := range []struct {
+		Name string
+		M    Measurement
+		O    Options
+		Want map[policy.LimitKey]string
+	}{
+		{"small run: every floor", Measurement{WallSeconds: 0.4, CPUSeconds: 0.1, Tasks: 3, HighestFD: 10, LargestFileMB: 0.01}, Options{},
+			map[policy.LimitKey]string{policy.Timeout: "60", policy.CPU: "30", policy.NProc: "64", policy.NoFile: "256", policy.FsizeMB: "16"}},
+		{"big run: the margins", Measurement{WallSeconds: 40, CPUSeconds: 12.5, Tasks: 40, HighestFD: 300, LargestFileMB: 20, VMPeakMB: 700}, Options{HeapPinned: true},
+			map[policy.LimitKey]string{policy.Timeout: "210", policy.CPU: "70", policy.NProc: "96", policy.NoFile: "602", policy.FsizeMB: "48", policy.MemMB: "1536"}},
+		{"address space unbounded", Measurement{}, Options{HeapPinned: true, AddressSpaceUnbounded: true},
+			map[policy.LimitKey]string{policy.Timeout: "60", policy.CPU: "30", policy.NProc: "64", policy.NoFile: "256", policy.FsizeMB: "16", policy.MemMB: "0"}},
+	} {
+		t.Run(tc.Name, func(t *testing.T) {
+			got := Margins(tc.M, tc.O)
+			if len(got) != len(tc.Want) {
+				t.Errorf("Margins = %v, want %v", got, tc.Want)
+			}
+			for k, w := range tc.Want {
+				if g := got[k].Format(k); g != w {
+					t.Errorf("Margins(%+v)[%s] = %s, want %s", tc.M, k, g, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSignature(t *testing.T) {
+	lim := Margins(Measurement{}, Options{HeapPinned: true})
+	for _, tc := range []struct {
+		Name   string
+		Status int
+		CPU    float64
+		Hits   []policy.LimitKey
+		Want   policy.LimitKey
+	}{
+		{"timeout", 124, 0, nil, policy.Timeout},
+		{"SIGXFSZ", 153, 0, nil, policy.FsizeMB},
+		{"SIGXCPU", 152, 0, nil, policy.CPU},
+		{"SIGKILL at the CPU limit", 137, 29.5, nil, policy.CPU},
+		{"SIGKILL well below it (OOM killer)", 137, 3, nil, ""},
+		{"EMFILE", 1, 0, []policy.LimitKey{policy.NoFile}, policy.NoFile},
+		{"nofile before nproc", 1, 0, []policy.LimitKey{policy.NProc, policy.NoFile}, policy.NoFile},
+		{"nothing", 1, 0, nil, ""},
+	} {
+		if got := Signature(tc.Status, tc.CPU, lim, tc.Hits); got != tc.Want {
+			t.Errorf("%s: Signature = %q, want %q", tc.Name, got, tc.Want)
+		}
+	}
+	if got := Signature(1, 0, map[policy.LimitKey]policy.Limit{}, []policy.LimitKey{policy.MemMB}); got != "" {
+		t.Errorf("Signature with mem_mb unset = %q, want none", got)
+	}
+}
+
+// TestSampler watches a real child: it holds descriptor 9 open, spends CPU
+// and starts a grandchild.
+func TestSampler(t *testing.T) {
+	s := Start(0, "")
+	cmd := exec.Command("/bin/bash", "-c", `exec 9</dev/null; x=0; for ((i=0;i<300000;i++)); do x=$((x+1)); done; sleep 0.3 & wait`)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	m := s.Stop()
+	if m.Samples < 2 || m.HighestFD < 9 || m.Tasks < 1 || m.CPUSeconds <= 0 || m.VMPeakMB <= 0 || m.WallSeconds <= 0 {
+		t.Errorf("Sampler = %+v; want samples, fd ≥ 9, tasks, CPU time, VmPeak and wall time", m)
+	}
+}
+
+func TestLargestFileMB(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 3<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "bigger"), make([]byte, 5<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &policy.Policy{FS: map[string]map[policy.Section]bool{dir: {policy.Write: true}, other: {policy.Read: true}}}
+	if got := LargestFileMB(p); got != 3 {
+		t.Errorf("LargestFileMB = %v, want 3 (the read-only tree does not count)", got)
+	}
+}
+
+func BenchmarkSample(b *testing.B) {
+	b.ReportAllocs()
+	s := &Sampler{root: os.Getpid(), proc: "/proc", cpu: map[int]float64{}}
+	for b.Loop() {
+		s.sample()
+	}
+}
