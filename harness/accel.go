@@ -293,7 +293,7 @@ func probeBoot(ctx context.Context, accel string, timeout time.Duration, kernel,
 	job := &proto.Job{Schema: proto.SchemaVersion, ID: id, Probe: true}
 	initrd := filepath.Join(dir, "initramfs")
 	if _, err := guest.Initramfs(ctx, guest.InitramfsOptions{
-		Init: init, Job: job, Output: initrd, Compression: initramfsCompression,
+		Init: init, Job: job, Output: initrd, Compression: initramfsCompression(),
 		CacheDir: filepath.Join(CacheDir(), "initramfs"), Log: log,
 	}); err != nil {
 		return false, false, "", 0, fmt.Errorf("kvm probe: %w", err)

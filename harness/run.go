@@ -152,14 +152,26 @@ var (
 )
 
 const (
-	defaultMemMB         = 512
-	defaultJobTimeout    = 10 * time.Minute
-	defaultBoot          = 6 * time.Second
-	defaultShutdown      = 5 * time.Second
-	tcgFactor            = 10
-	consoleTailLines     = 100
-	initramfsCompression = guest.CompressGzip
+	defaultMemMB      = 512
+	defaultJobTimeout = 10 * time.Minute
+	defaultBoot       = 6 * time.Second
+	defaultShutdown   = 5 * time.Second
+	tcgFactor         = 10
+	consoleTailLines  = 100
 )
+
+// initramfsCompressionDefault compresses the cached initramfs base; the
+// kernel unpacks it at every boot.
+const initramfsCompressionDefault = guest.CompressGzip
+
+// initramfsCompression is $LOCKSTEP_INITRAMFS_COMPRESSION (gzip, zstd or
+// none) or the default.
+func initramfsCompression() string {
+	if c := os.Getenv("LOCKSTEP_INITRAMFS_COMPRESSION"); c != "" {
+		return c
+	}
+	return initramfsCompressionDefault
+}
 
 // AccelFactor is how much slower a guest runs under accel than under KVM;
 // default deadlines are multiplied by it (as syzkaller does).
@@ -391,7 +403,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	t0 := time.Now()
 	initrd := filepath.Join(dir, "initramfs")
 	res.InitramfsSHA256, err = guest.Initramfs(ctx, guest.InitramfsOptions{
-		Init: o.Init, Job: job, Output: initrd, Strace: strace, Compression: initramfsCompression, Modules: o.Modules,
+		Init: o.Init, Job: job, Output: initrd, Strace: strace, Compression: initramfsCompression(), Modules: o.Modules,
 		CacheDir: filepath.Join(CacheDir(), "initramfs"), Log: log,
 	})
 	if err != nil {
