@@ -1,0 +1,356 @@
+package contain
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
+)
+
+// DefaultCanaries are planted before the first run (Phobos's, renamed).
+var DefaultCanaries = []string{"/srv/lockstep-prune-canary/secret", "/root/lockstep-prune-canary"}
+
+// CanaryText is what a canary file holds.
+const CanaryText = "lockstep-prune-canary\n"
+
+// DefaultMaxSeconds caps the timeout and CPU checks (each costs that long).
+const DefaultMaxSeconds = 120
+
+// Probe caps beyond which a limit is recorded as unchecked.
+const (
+	MaxNoFile  = 4000
+	MaxNProc   = 600
+	MaxMemMB   = 20000
+	MaxFsizeMB = 600
+)
+
+// Check is one containment check.
+type Check struct {
+	Name string
+	// Args are the probe's arguments (operation first).
+	Args []string
+	// WantErrno is the errno the probe must report under the policy, or
+	// WantStatus the enforcer's statuses that count as a refusal.
+	WantErrno  string
+	WantStatus []int
+	// Control asks for a run without any sandbox first, which must succeed.
+	Control bool
+}
+
+// PlanOptions are the facts Plan needs besides the policy.
+type PlanOptions struct {
+	// Canaries are the planted canary files.
+	Canaries []string
+	// ListenPort is a 127.0.0.1 TCP port the caller listens on for the
+	// connect check (0: no connect check); FreePort a port nothing holds
+	// for the bind check (0: none).
+	ListenPort, FreePort int
+	// WritableDir is a directory the policy grants [write] and [create]
+	// on, for the fsize check ("" none).
+	WritableDir string
+	// ReadOnlyFile picks a regular file beneath a read-only grant ("" none);
+	// nil means the first regular file found walking it.
+	ReadOnlyFile func(dir string) string
+	// MaxSeconds caps the timeout and cpu checks; 0 means DefaultMaxSeconds.
+	MaxSeconds int
+	// UID is the uid the probe runs as (nproc does not bind uid 0 as an
+	// rlimit; lockstep's enforcer caps it with a cgroup, so it is checked).
+	UID int
+}
+
+func unchecked(name, why string) record.ContainmentCheck {
+	return record.ContainmentCheck{Name: name, Arguments: []string{}, Unchecked: why}
+}
+
+func special(p string) bool {
+	for _, r := range []string{"/proc", "/sys", "/dev"} {
+		if p == r || policy.Beneath(p, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// firstFile returns the first regular file (sorted walk) at or beneath p.
+func firstFile(p string) string {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return ""
+	}
+	if fi.Mode().IsRegular() {
+		return p
+	}
+	if !fi.IsDir() {
+		return ""
+	}
+	found := ""
+	n := 0
+	filepath.WalkDir(p, func(q string, d os.DirEntry, err error) error {
+		n++
+		if err != nil || found != "" || n > 10000 {
+			return filepath.SkipAll
+		}
+		if d.Type().IsRegular() {
+			found = q
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
+}
+
+// Plan lists the checks for policy p (with its limits).
+func Plan(p *policy.Policy, o PlanOptions) ([]Check, []record.ContainmentCheck) {
+	var cs []Check
+	var un []record.ContainmentCheck
+	for _, c := range o.Canaries {
+		cs = append(cs, Check{Name: "canary " + c, Args: []string{"read", c}, WantErrno: "EACCES", Control: true})
+	}
+	// A write into a read-only path.
+	writeUnder := func(q string) bool {
+		for w, secs := range p.FS {
+			for s, on := range secs {
+				if on && policy.IsWriteClass(s) && (w == q || policy.Beneath(q, w)) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	pick := o.ReadOnlyFile
+	if pick == nil {
+		pick = firstFile
+	}
+	target := ""
+	for _, q := range p.Paths(policy.Read) {
+		if special(q) || writeUnder(q) {
+			continue
+		}
+		if f := pick(q); f != "" && !writeUnder(f) {
+			target = f
+			break
+		}
+	}
+	if target != "" {
+		cs = append(cs, Check{Name: "write into a read-only path", Args: []string{"write", target}, WantErrno: "EACCES", Control: true})
+	} else {
+		un = append(un, unchecked("write into a read-only path", "the policy grants [read] on no regular file outside /proc, /sys, /dev and every write-class grant"))
+	}
+	// Network.
+	connectCovered := func(port int) bool {
+		for _, r := range p.Connect {
+			if r.Transport != policy.TCP {
+				continue
+			}
+			if (r.Port == 0 || r.Port == port) && (r.Host == "127.0.0.1" || r.Host == "localhost" || r.Host == "*" || strings.HasPrefix(r.Host, "127.") || strings.Contains(r.Host, "/")) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case o.ListenPort == 0:
+		un = append(un, unchecked("connect to an unnamed loopback port", "no loopback listener was given"))
+	case connectCovered(o.ListenPort):
+		un = append(un, unchecked("connect to an unnamed loopback port", fmt.Sprintf("a [connect] rule covers 127.0.0.1:%d", o.ListenPort)))
+	default:
+		cs = append(cs, Check{Name: "connect to an unnamed loopback port", Args: []string{"connect", "127.0.0.1:" + strconv.Itoa(o.ListenPort)}, WantErrno: "EACCES", Control: true})
+	}
+	bound := false
+	for _, r := range p.Bind {
+		if r.Transport == policy.TCP && r.Port == o.FreePort {
+			bound = true
+		}
+	}
+	switch {
+	case o.FreePort == 0:
+		un = append(un, unchecked("bind of an ungranted port", "no free port was given"))
+	case bound:
+		un = append(un, unchecked("bind of an ungranted port", fmt.Sprintf("[bind] allow %d", o.FreePort)))
+	default:
+		cs = append(cs, Check{Name: "bind of an ungranted port", Args: []string{"bind", "127.0.0.1:" + strconv.Itoa(o.FreePort)}, WantErrno: "EACCES", Control: true})
+	}
+	// Limits.
+	maxS := o.MaxSeconds
+	if maxS <= 0 {
+		maxS = DefaultMaxSeconds
+	}
+	lim := func(k policy.LimitKey) (int64, bool) {
+		l, ok := p.Limits[k]
+		return l.Value, ok && !l.Off && l.Value > 0
+	}
+	if v, ok := lim(policy.NoFile); !ok {
+		un = append(un, unchecked("limit nofile", "not set"))
+	} else if v >= MaxNoFile {
+		un = append(un, unchecked("limit nofile", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxNoFile)))
+	} else {
+		cs = append(cs, Check{Name: "limit nofile", Args: []string{"nofile", strconv.FormatInt(v, 10)}, WantErrno: "EMFILE", Control: true})
+	}
+	if v, ok := lim(policy.NProc); !ok {
+		un = append(un, unchecked("limit nproc", "not set"))
+	} else if v >= MaxNProc {
+		un = append(un, unchecked("limit nproc", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxNProc)))
+	} else {
+		cs = append(cs, Check{Name: "limit nproc", Args: []string{"nproc", strconv.FormatInt(v, 10)}, WantErrno: "EAGAIN", Control: true})
+	}
+	if v, ok := lim(policy.MemMB); !ok {
+		un = append(un, unchecked("limit mem_mb", "not set"))
+	} else if v >= MaxMemMB {
+		un = append(un, unchecked("limit mem_mb", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxMemMB)))
+	} else {
+		cs = append(cs, Check{Name: "limit mem_mb", Args: []string{"mem", strconv.FormatInt(v, 10)}, WantErrno: "ENOMEM", Control: true})
+	}
+	if v, ok := lim(policy.FsizeMB); !ok {
+		un = append(un, unchecked("limit fsize_mb", "not set"))
+	} else if v >= MaxFsizeMB {
+		un = append(un, unchecked("limit fsize_mb", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxFsizeMB)))
+	} else if o.WritableDir == "" {
+		un = append(un, unchecked("limit fsize_mb", "no directory with [write] and [create]"))
+	} else {
+		cs = append(cs, Check{Name: "limit fsize_mb", Args: []string{"fsize", strconv.FormatInt(v, 10), o.WritableDir}, WantErrno: "EFBIG", Control: true})
+	}
+	tms, tok := lim(policy.Timeout)
+	t := (tms + 999) / 1000
+	if !tok {
+		un = append(un, unchecked("limit timeout", "not set"))
+	} else if t >= int64(maxS) {
+		un = append(un, unchecked("limit timeout", fmt.Sprintf("%d s is beyond the probe's cap %d s", t, maxS)))
+	} else {
+		cs = append(cs, Check{Name: "limit timeout", Args: []string{"sleep", strconv.FormatInt(t+5, 10)}, WantStatus: []int{124}})
+	}
+	if v, ok := lim(policy.CPU); !ok {
+		un = append(un, unchecked("limit cpu", "not set"))
+	} else if v >= int64(maxS) {
+		un = append(un, unchecked("limit cpu", fmt.Sprintf("%d s is beyond the probe's cap %d s", v, maxS)))
+	} else if tok && t <= v {
+		un = append(un, unchecked("limit cpu", fmt.Sprintf("the timeout (%d s) ends the probe before the CPU limit (%d s)", t, v)))
+	} else {
+		cs = append(cs, Check{Name: "limit cpu", Args: []string{"spin", strconv.FormatInt(v+5, 10)}, WantStatus: []int{137, 152}})
+	}
+	return cs, un
+}
+
+// Probe runs the probe with args, under the policy when sandboxed, and
+// returns its exit status and stdout.
+type Probe func(ctx context.Context, sandboxed bool, args []string) (status int, stdout []byte, err error)
+
+// ProbeOutput is the probe's parsed stdout.
+type ProbeOutput struct {
+	Started bool
+	// Errno is the last OP line's errno ("0" on success, "" when none).
+	Errno string
+	Line  string
+}
+
+// ParseOutput reads the probe's stdout.
+func ParseOutput(b []byte) ProbeOutput {
+	var o ProbeOutput
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		l := sc.Text()
+		switch {
+		case l == "START":
+			o.Started = true
+		case strings.HasPrefix(l, "OP "):
+			o.Line = l
+			if i := strings.LastIndex(l, " errno="); i >= 0 {
+				o.Errno = l[i+len(" errno="):]
+			}
+		}
+	}
+	return o
+}
+
+// Run runs every check. It returns the record's checks (unchecked ones
+// appended, sorted by name) and the names of the checks that did not hold
+// (the probe was not refused, or its control failed). The error is for a
+// probe that could not run at all.
+func Run(ctx context.Context, checks []Check, un []record.ContainmentCheck, probe Probe) ([]record.ContainmentCheck, []string, error) {
+	var out []record.ContainmentCheck
+	var failed []string
+	for _, c := range checks {
+		rc := record.ContainmentCheck{Name: c.Name, Arguments: c.Args}
+		if c.Control {
+			st, b, err := probe(ctx, false, c.Args)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: control: %w", c.Name, err)
+			}
+			po := ParseOutput(b)
+			if !po.Started || st != 0 || po.Errno != "0" {
+				rc.Control = fmt.Sprintf("failed: status %d, %s", st, strings.TrimSpace(po.Line))
+				rc.Unchecked = "unproven: the probe fails without any sandbox too"
+				out = append(out, rc)
+				failed = append(failed, c.Name+" (unproven)")
+				continue
+			}
+			rc.Control = "ok: " + po.Line
+		}
+		st, b, err := probe(ctx, true, c.Args)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", c.Name, err)
+		}
+		po := ParseOutput(b)
+		if !po.Started {
+			return nil, nil, fmt.Errorf("%s: the probe did not start under the policy (status %d): %s", c.Name, st, bytes.TrimSpace(b))
+		}
+		if c.WantErrno != "" {
+			rc.Refused = po.Errno == c.WantErrno
+		}
+		for _, s := range c.WantStatus {
+			if st == s {
+				rc.Refused = true
+			}
+		}
+		if !rc.Refused {
+			failed = append(failed, fmt.Sprintf("%s (status %d, %s)", c.Name, st, strings.TrimSpace(po.Line)))
+		}
+		out = append(out, rc)
+	}
+	out = append(out, un...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, failed, nil
+}
+
+// Plant writes each canary (0644, CanaryText), creating its directory, and
+// returns the files and directories it created, for Remove.
+func Plant(canaries []string) ([]string, error) {
+	var created []string
+	for _, c := range canaries {
+		dir := filepath.Dir(c)
+		var mk []string
+		for d := dir; d != "/" && d != "."; d = filepath.Dir(d) {
+			if _, err := os.Lstat(d); err == nil {
+				break
+			}
+			mk = append(mk, d)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return created, fmt.Errorf("planting canary %s: %w", c, err)
+		}
+		created = append(created, mk...)
+		if _, err := os.Lstat(c); err == nil {
+			continue
+		}
+		if err := os.WriteFile(c, []byte(CanaryText), 0o644); err != nil {
+			return created, fmt.Errorf("planting canary %s: %w", c, err)
+		}
+		created = append(created, c)
+	}
+	return created, nil
+}
+
+// Remove removes what Plant created, files before their directories.
+func Remove(created []string) {
+	sort.Slice(created, func(i, j int) bool { return len(created[i]) > len(created[j]) })
+	for _, p := range created {
+		os.Remove(p)
+	}
+}

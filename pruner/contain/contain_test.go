@@ -1,0 +1,156 @@
+package contain
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+)
+
+func names(cs []Check) string {
+	var n []string
+	for _, c := range cs {
+		n = append(n, c.Name+"="+strings.Join(c.Args, " "))
+	}
+	return strings.Join(n, "; ")
+}
+
+func TestPlan(t *testing.T) {
+	src := "[read]\n/usr/lib\n/work\n[write]\n/work\n[create]\n/work\n[limits]\ntimeout=60\ncpu=30\nnproc=64\nnofile=256\nfsize_mb=16\n"
+	p, err := policy.Parse("t.cfg", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, un := Plan(p, PlanOptions{Canaries: []string{"/srv/c/secret"}, ListenPort: 4000, FreePort: 4001, WritableDir: "/work",
+		ReadOnlyFile: func(d string) string { return d + "/libc.so.6" }})
+	want := "canary /srv/c/secret=read /srv/c/secret; write into a read-only path=write /usr/lib/libc.so.6; " +
+		"connect to an unnamed loopback port=connect 127.0.0.1:4000; bind of an ungranted port=bind 127.0.0.1:4001; " +
+		"limit nofile=nofile 256; limit nproc=nproc 64; limit fsize_mb=fsize 16 /work; limit timeout=sleep 65; limit cpu=spin 35"
+	if got := names(cs); got != want {
+		t.Errorf("Plan checks:\n got %s\nwant %s", got, want)
+	}
+	if len(un) != 1 || un[0].Name != "limit mem_mb" {
+		t.Errorf("Plan unchecked = %+v, want only mem_mb (not set)", un)
+	}
+
+	// Caps, coverage and the timeout reaching first.
+	src2 := "[read]\n/work\n[write]\n/work\n[connect]\nallow 127.0.0.1:*\n[bind]\nallow 4001\n[limits]\ntimeout=20\ncpu=30\nnofile=5000\n"
+	p2, _ := policy.Parse("t2.cfg", []byte(src2))
+	cs, un = Plan(p2, PlanOptions{ListenPort: 4000, FreePort: 4001, MaxSeconds: 10,
+		ReadOnlyFile: func(d string) string { return d + "/f" }})
+	if len(cs) != 0 {
+		t.Errorf("Plan(covered) checks = %s, want none", names(cs))
+	}
+	reasons := map[string]string{}
+	for _, u := range un {
+		reasons[u.Name] = u.Unchecked
+	}
+	for name, sub := range map[string]string{
+		"write into a read-only path":         "no regular file",
+		"connect to an unnamed loopback port": "covers 127.0.0.1:4000",
+		"bind of an ungranted port":           "allow 4001",
+		"limit nofile":                        "beyond the probe's cap",
+		"limit timeout":                       "beyond the probe's cap 10",
+		"limit cpu":                           "beyond",
+	} {
+		if !strings.Contains(reasons[name], sub) {
+			t.Errorf("unchecked %q = %q, want it to contain %q", name, reasons[name], sub)
+		}
+	}
+}
+
+func TestParseOutput(t *testing.T) {
+	o := ParseOutput([]byte("START\nOP read ret=0 errno=EACCES\n"))
+	if !o.Started || o.Errno != "EACCES" {
+		t.Errorf("ParseOutput = %+v", o)
+	}
+	if o := ParseOutput([]byte("lockstep run: refused\n")); o.Started || o.Errno != "" {
+		t.Errorf("ParseOutput(no start) = %+v", o)
+	}
+}
+
+// TestRun drives Run with a probe that obeys or not: a refused check
+// holds, an allowed one and an unproven one are named.
+func TestRun(t *testing.T) {
+	checks := []Check{
+		{Name: "a refused", Args: []string{"read", "/a"}, WantErrno: "EACCES", Control: true},
+		{Name: "b allowed", Args: []string{"read", "/b"}, WantErrno: "EACCES", Control: true},
+		{Name: "c unproven", Args: []string{"read", "/c"}, WantErrno: "EACCES", Control: true},
+		{Name: "d timeout", Args: []string{"sleep", "9"}, WantStatus: []int{124}},
+	}
+	probe := func(_ context.Context, sandboxed bool, args []string) (int, []byte, error) {
+		switch {
+		case args[1] == "/c" && !sandboxed:
+			return 1, []byte("START\nOP read ret=0 errno=ENOENT\n"), nil
+		case args[0] == "sleep":
+			return 124, []byte("START\n"), nil
+		case sandboxed && args[1] == "/a":
+			return 1, []byte("START\nOP read ret=0 errno=EACCES\n"), nil
+		}
+		return 0, []byte("START\nOP read ret=0 errno=0\n"), nil
+	}
+	out, failed, err := Run(t.Context(), checks, nil, probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 4 || !out[0].Refused || out[1].Refused || out[2].Unchecked == "" || !out[3].Refused {
+		t.Errorf("Run = %+v", out)
+	}
+	if len(failed) != 2 || !strings.HasPrefix(failed[0], "b allowed") || !strings.HasPrefix(failed[1], "c unproven") {
+		t.Errorf("failed = %q, want b and c", failed)
+	}
+}
+
+// TestProbeMain runs the probe's file and network operations in this
+// process, outside any sandbox.
+func TestProbeMain(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "f")
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		Args  []string
+		Errno string
+	}{
+		{[]string{"read", f}, "0"},
+		{[]string{"read", filepath.Join(dir, "missing")}, "ENOENT"},
+		{[]string{"write", f}, "0"},
+		{[]string{"create", dir}, "0"},
+		{[]string{"fsize", "1", dir}, "0"},
+		{[]string{"mem", "16"}, "0"},
+		{[]string{"bind", "127.0.0.1:0"}, "0"},
+	} {
+		var b bytes.Buffer
+		st := ProbeMain(tc.Args, &b)
+		o := ParseOutput(b.Bytes())
+		if !o.Started || o.Errno != tc.Errno || (st == 0) != (tc.Errno == "0") {
+			t.Errorf("ProbeMain(%q) = %d, %q; want errno %s", tc.Args, st, b.String(), tc.Errno)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("the probe left files behind: %v", ents)
+	}
+}
+
+func TestPlantRemove(t *testing.T) {
+	dir := t.TempDir()
+	c := []string{filepath.Join(dir, "srv/canary/secret"), filepath.Join(dir, "root-canary")}
+	created, err := Plant(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range c {
+		if b, err := os.ReadFile(p); err != nil || string(b) != CanaryText {
+			t.Errorf("canary %s: %q, %v", p, b, err)
+		}
+	}
+	Remove(created)
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("Remove left %v", ents)
+	}
+}
