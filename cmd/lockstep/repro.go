@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
+	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/kernel"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/repro"
+)
+
+func init() {
+	register(&verb{
+		Name:  "repro",
+		Usage: "repro --kernel {host|<pin>|<file>} --kernel {host|<pin>|<file>} --config <file>… [--base-dir <dir>] [--root <dir>] [--json] -- <cmd>…",
+		Short: "the same command under the same policy on two kernels, refusals side by side",
+		Long: `Runs the command under the policy (every Base*.cfg of --base-dir, then each
+--config, combined as lockstep run does) on two kernels: "host" is this
+machine's running kernel, observed in-process; a pin (built and cached on first
+use) or a bzImage file boots a throwaway guest (the two sides run at once).
+Each side runs "strace -f … lockstep run -q --config … -- cmd" and, where the
+kernel offers Landlock audit records (ABI 7 or more), collects them as the
+audit daemon and joins them to strace's refusals call by call.
+
+The refusals are lined up by (system call, layer, objects). Printed for each
+difference: the call, the object, the rights each kernel refused (fs.read_file,
+net.bind_udp, …), the audit record behind each, and the policy row that would
+grant it. A rule one kernel cannot enforce (a UDP row below Landlock ABI 10:
+the enforcer refuses with 125 and nothing runs) is a difference of its own,
+not a refusal of the call. See docs/repro.md.
+
+Exit status: 0 both kernels refused the same; 1 they differ; 3 either side
+could not be observed (the guest did not report, audit records were lost, the
+enforcer refused for another reason); 2 usage.`,
+		Example: `# Is the UDP bind refused on 7.2.13 but not on this machine's kernel?
+$ lockstep repro --kernel host --kernel 7.2.13 --config udp.cfg -- /usr/bin/python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).bind(("127.0.0.1", 5000))'`,
+		Flags: reproFlags,
+	})
+}
+
+func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+	var kernels, configs multiFlag
+	fs.Var(&kernels, "kernel", "`kernel`: host, a pin or a bzImage file (exactly twice)")
+	fs.Var(&configs, "config", "policy `file` (repeatable)")
+	baseDir := fs.String("base-dir", "", "`dir`ectory whose Base*.cfg files come first")
+	root := fs.String("root", "", "host `dir`ectory exported read-only as the guests' root (default /)")
+	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
+	cpus := fs.Int("cpus", 1, "vCPUs per guest")
+	mem := fs.Int("mem", 512, "guest memory in `MiB`")
+	timeout := fs.Duration("timeout", 0, "bound on each guest's job (default: harness's, scaled to the accelerator)")
+	wait := fs.Duration("wait", 0, "bound on the wait for each domain's deallocation record (default 10s)")
+	asJSON := fs.Bool("json", false, "print the result as one JSON document (schema 1)")
+	inGuest := fs.Bool("in-guest", false, "internal: observe on the running kernel and write the observation to --out")
+	name := fs.String("name", repro.HostKernel, "with --in-guest: the kernel's `name` in the observation")
+	out := fs.String("out", "", "with --in-guest: `dir`ectory for the observation")
+	return func(ctx context.Context, io *stdio, args []string) int {
+		v := verbs["repro"]
+		if len(args) == 0 {
+			return usageExit(io, v, usagef("no command: give it after --"))
+		}
+		if *baseDir == "" && len(configs) == 0 {
+			return usageExit(io, v, usagef("no policy: give --config (or --base-dir)"))
+		}
+		p, err := policy.Load(*baseDir, configs)
+		if err != nil {
+			return fail(io, "repro", exitUsage, err)
+		}
+		if *inGuest {
+			return reproHere(ctx, io, *name, *out, *wait, p, args)
+		}
+		if len(kernels) != 2 {
+			return usageExit(io, v, usagef("--kernel given %d time(s): want exactly two kernels", len(kernels)))
+		}
+		switch *accel {
+		case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
+		default:
+			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
+		}
+		log := bootLogger(io)
+		opts := repro.Options{Policy: p, Command: args, Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem,
+			Timeout: *timeout, Wait: *wait, Verbose: io.verbose, Log: log}
+		if io.verbose {
+			opts.Stderr = io.err
+		}
+		for i, k := range kernels {
+			opts.Kernels[i] = repro.Kernel{Name: k}
+			if k == repro.HostKernel {
+				continue
+			}
+			bz, err := resolveKernel(ctx, k, log)
+			if err != nil {
+				return fail(io, "repro", exitIndeterminate, err)
+			}
+			opts.Kernels[i].BzImage = bz
+			if _, err := kernel.Lookup(k); err == nil {
+				opts.Kernels[i].Pin = k
+			}
+		}
+		t0 := time.Now()
+		res, err := repro.Run(ctx, opts)
+		if err != nil {
+			return fail(io, "repro", exitIndeterminate, err)
+		}
+		_ = t0
+		if *asJSON {
+			b, _ := json.MarshalIndent(res, "", "  ")
+			fmt.Fprintf(io.out, "%s\n", b)
+		} else {
+			printRepro(io, res)
+		}
+		return res.Status
+	}
+}
+
+// reproHere is the in-guest side (also usable on any machine with --out).
+func reproHere(ctx context.Context, io *stdio, name, out string, wait time.Duration, p *policy.Policy, args []string) int {
+	if out == "" {
+		if os.Getenv("LOCKSTEP_GUEST") != "1" {
+			return usageExit(io, verbs["repro"], usagef("--in-guest outside a guest needs --out"))
+		}
+		out = proto.ResultsDir
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fail(io, "repro", exitIndeterminate, err)
+	}
+	o, err := repro.ObserveHere(ctx, repro.HereOptions{Kernel: name, Policy: p, Command: args, Wait: wait})
+	if err != nil {
+		return fail(io, "repro", exitIndeterminate, err)
+	}
+	b, err := json.MarshalIndent(o, "", "  ")
+	if err == nil {
+		err = record.WriteFileAtomic(out+"/"+repro.ObservationFile, append(b, '\n'), 0o644)
+	}
+	if err != nil {
+		return fail(io, "repro", exitIndeterminate, err)
+	}
+	fmt.Fprintf(io.err, "repro: %s (ABI %d, audit %v): status %d, %d refusal(s)\n", name, o.ABI, o.Audit, o.Status, len(o.Refusals))
+	return exitOK
+}
+
+func printRepro(io *stdio, res *repro.Result) {
+	for _, o := range res.Kernels {
+		audit := "audit records"
+		if !o.Audit {
+			audit = "no audit: " + o.AuditReason
+		}
+		fmt.Fprintf(io.out, "%-10s %s, Landlock ABI %d, %s; status %d, %d refusal(s)\n", o.Kernel, o.Release, o.ABI, audit, o.Status, len(o.Refusals))
+	}
+	for i, d := range res.Differences {
+		fmt.Fprintf(io.out, "\ndifference %d (%s): %s\n", i+1, d.Kind, d.Summary)
+		for side, r := range []*repro.Refusal{d.A, d.B} {
+			k := res.Kernels[side].Kernel
+			switch {
+			case d.Kind == repro.KindUnenforceable:
+				continue
+			case r == nil:
+				fmt.Fprintf(io.out, "  %-10s allowed\n", k)
+				continue
+			}
+			fmt.Fprintf(io.out, "  %-10s refused %s %s (%s)\n", k, strings.Join(r.Objects, " "), strings.Join(r.Rights, ","), r.Errno)
+			fmt.Fprintf(io.out, "  %-10s strace: %s\n", "", r.Line)
+			for _, a := range r.Audit {
+				fmt.Fprintf(io.out, "  %-10s audit:  %s\n", "", a)
+			}
+			if len(r.Audit) == 0 && res.Kernels[side].Audit {
+				fmt.Fprintf(io.out, "  %-10s audit:  (no record joined)\n", "")
+			}
+			fmt.Fprintf(io.out, "  %-10s grant:  %s\n", "", strings.Join(r.Grant, "; "))
+		}
+		for _, r := range d.Rules {
+			fmt.Fprintf(io.out, "  %-10s cannot enforce %s (%s)\n", res.Kernels[d.Side].Kernel, r, r.Why)
+		}
+	}
+	switch res.Status {
+	case repro.StatusSame:
+		fmt.Fprintf(io.out, "\nsame: %d refusal(s) on both kernels alike\n", len(res.Same))
+	case repro.StatusDiffer:
+		fmt.Fprintf(io.out, "\n%d difference(s), %d refusal(s) alike\n", len(res.Differences), len(res.Same))
+	default:
+		fmt.Fprintf(io.out, "\nindeterminate: %s\n", res.Reason)
+	}
+}

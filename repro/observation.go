@@ -1,0 +1,167 @@
+package repro
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/harness"
+)
+
+// ObservationSchema is the version of an Observation document.
+const ObservationSchema = 1
+
+// ObservationFile is the file the in-guest side writes into the results.
+const ObservationFile = "repro-observation.json"
+
+// HostKernel names this machine's running kernel.
+const HostKernel = "host"
+
+// Observation is what one kernel did with the command.
+type Observation struct {
+	Schema int `json:"schema"`
+	// Kernel is the kernel as named ("host", a pin, a bzImage path);
+	// Release is what uname -r said where the command ran.
+	Kernel  string `json:"kernel"`
+	Release string `json:"release"`
+	// ABI is the running kernel's Landlock ABI.
+	ABI int `json:"abi"`
+	// Audit is true when Landlock audit records were collected;
+	// AuditReason says why not otherwise.
+	Audit       bool   `json:"audit"`
+	AuditReason string `json:"audit_reason,omitempty"`
+	// Status is the exit status of `lockstep run` (the command's, or 125
+	// when the policy was refused).
+	Status int `json:"status"`
+	// Unenforceable lists the rules this kernel could not enforce (exit
+	// 125): nothing ran.
+	Unenforceable []Rule `json:"unenforceable"`
+	// Refusals are the Landlock refusals strace saw, in trace order.
+	Refusals []Refusal `json:"refusals"`
+	// AuditOnly are denial records no strace refusal took.
+	AuditOnly []string `json:"audit_only"`
+	// AuditRecords counts the run's Landlock denial records.
+	AuditRecords int `json:"audit_records"`
+	// Indeterminate says why this side could not be observed ("" when it
+	// was).
+	Indeterminate string `json:"indeterminate,omitempty"`
+	// Stderr is the tail of the enforcer's and the command's stderr.
+	Stderr []string `json:"stderr"`
+	// Seconds is the observed run's wall time.
+	Seconds float64 `json:"seconds"`
+	// Guest describes the guest the side ran in (nil for the host).
+	Guest *GuestInfo `json:"guest,omitempty"`
+}
+
+// GuestInfo is the provenance of a guest side.
+type GuestInfo struct {
+	Pin             string          `json:"pin,omitempty"`
+	BzImage         string          `json:"bzimage"`
+	BzImageSHA256   string          `json:"bzimage_sha256"`
+	InitramfsSHA256 string          `json:"initramfs_sha256"`
+	QEMUVersion     string          `json:"qemu_version"`
+	Accel           string          `json:"accel"`
+	VCPUs           int             `json:"vcpus"`
+	MemMB           int             `json:"mem_mb"`
+	Timings         harness.Timings `json:"timings"`
+}
+
+// Rule is one policy rule a kernel could not enforce.
+type Rule struct {
+	// Rule is the row with its section: "[bind] allow 5000 udp".
+	Rule string `json:"rule"`
+	// NeedABI is the first Landlock ABI that enforces it.
+	NeedABI int    `json:"need_abi"`
+	Why     string `json:"why,omitempty"`
+}
+
+func (r Rule) String() string {
+	return fmt.Sprintf("%s needs Landlock ABI %d", r.Rule, r.NeedABI)
+}
+
+// Refusal is one call Landlock refused.
+type Refusal struct {
+	// Call is the system call, Op the operation (read, bind, …), Layer
+	// "filesystem" or "network".
+	Call  string `json:"call"`
+	Op    string `json:"op"`
+	Layer string `json:"layer"`
+	// Objects are the paths, or "<port>/<transport>" for network rules.
+	Objects []string `json:"objects"`
+	// Rights are the rights refused, as Landlock's audit names them.
+	Rights []string `json:"rights"`
+	Errno  string   `json:"errno"`
+	// Line is the strace line (1-based Number in the trace).
+	Line   string `json:"line"`
+	Number int    `json:"number"`
+	// Grant lists the policy rows that would grant the call.
+	Grant []string `json:"grant"`
+	// Audit are the denial records joined with this refusal (empty when
+	// the kernel logged none, or does not log).
+	Audit []string `json:"audit"`
+}
+
+// key is how refusals are lined up across kernels: the same call on the same
+// objects in the same layer.
+func (r *Refusal) key() string {
+	return r.Call + "\x00" + r.Layer + "\x00" + strings.Join(r.Objects, "\x00")
+}
+
+// GrantRows renders p as one "[section] row" line per rule.
+func GrantRows(p *policy.Policy) []string {
+	rows := []string{}
+	section := ""
+	for _, l := range strings.Split(string(p.Render()), "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "" || strings.HasPrefix(l, "#"):
+		case strings.HasPrefix(l, "[") && strings.HasSuffix(l, "]"):
+			section = l
+		default:
+			rows = append(rows, section+" "+l)
+		}
+	}
+	return rows
+}
+
+// ReadObservation reads an Observation document and checks its schema.
+func ReadObservation(path string) (*Observation, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var o Observation
+	if err := json.Unmarshal(b, &o); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if o.Schema != ObservationSchema {
+		return nil, fmt.Errorf("read %s: schema %d, want %d", path, o.Schema, ObservationSchema)
+	}
+	return &o, nil
+}
+
+// normalise gives nil slices their empty JSON form.
+func (o *Observation) normalise() {
+	if o.Unenforceable == nil {
+		o.Unenforceable = []Rule{}
+	}
+	if o.Refusals == nil {
+		o.Refusals = []Refusal{}
+	}
+	if o.AuditOnly == nil {
+		o.AuditOnly = []string{}
+	}
+	if o.Stderr == nil {
+		o.Stderr = []string{}
+	}
+	for i := range o.Refusals {
+		r := &o.Refusals[i]
+		for _, s := range []*[]string{&r.Objects, &r.Rights, &r.Grant, &r.Audit} {
+			if *s == nil {
+				*s = []string{}
+			}
+		}
+	}
+}

@@ -1,0 +1,169 @@
+//go:build linux
+
+package repro
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
+	"github.com/lockstep-sandbox/lockstep/harness"
+)
+
+// guestPolicyDir is where a guest side finds the policy.
+const guestPolicyDir = proto.ShareDir + "/repro"
+
+// Kernel is one side of a comparison.
+type Kernel struct {
+	// Name is the kernel as the user named it: HostKernel, a pin, a file.
+	Name string
+	// BzImage is the kernel to boot; "" runs on this machine's kernel
+	// (Name must then be HostKernel).
+	BzImage string
+	// Pin is the pin BzImage was built from ("" for a file).
+	Pin string
+}
+
+// Options configures Run.
+type Options struct {
+	Kernels [2]Kernel
+	Policy  *policy.Policy
+	Command []string
+	// Exe is the lockstep binary: the host side's `run`, and the guest's
+	// init; "" is this executable.
+	Exe string
+	// Dir is the command's working directory on both sides; "" is the
+	// current directory (in a guest: if its root has it, else /).
+	Dir string
+	// Root, Accel, CPUs, MemMB and Timeout are as in harness.Options.
+	Root    string
+	Accel   string
+	CPUs    int
+	MemMB   int
+	Timeout time.Duration
+	// Wait bounds the wait for domain deallocation records; 0 is
+	// DefaultWait.
+	Wait time.Duration
+	// Stderr receives the guests' progress; nil discards it.
+	Stderr  io.Writer
+	Verbose bool
+	Log     *slog.Logger
+}
+
+// Run observes the command on both kernels at once (a guest each, the host
+// in-process) and compares what they refused.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	if opts.Policy == nil || len(opts.Command) == 0 {
+		return nil, fmt.Errorf("repro: a policy and a command are required")
+	}
+	if opts.Dir == "" {
+		opts.Dir, _ = os.Getwd()
+	}
+	for _, k := range opts.Kernels {
+		if k.BzImage == "" && k.Name != HostKernel {
+			return nil, fmt.Errorf("repro: kernel %q has no bzImage", k.Name)
+		}
+	}
+	if opts.Kernels[0].BzImage == "" && opts.Kernels[1].BzImage == "" {
+		// Two host sides would fight over the audit daemon slot.
+		a, err := observeSide(ctx, opts, opts.Kernels[0])
+		if err != nil {
+			return nil, err
+		}
+		b, err := observeSide(ctx, opts, opts.Kernels[1])
+		if err != nil {
+			return nil, err
+		}
+		return finish(opts, a, b), nil
+	}
+	var obs [2]*Observation
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i, k := range opts.Kernels {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			obs[i], errs[i] = observeSide(ctx, opts, k)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return finish(opts, obs[0], obs[1]), nil
+}
+
+func finish(opts Options, a, b *Observation) *Result {
+	res := Compare(a, b)
+	res.Command, res.PolicyHash = opts.Command, opts.Policy.Hash()
+	return res
+}
+
+func observeSide(ctx context.Context, opts Options, k Kernel) (*Observation, error) {
+	if k.BzImage == "" {
+		return ObserveHere(ctx, HereOptions{Kernel: k.Name, Policy: opts.Policy, Command: opts.Command, Exe: opts.Exe,
+			Dir: opts.Dir, Wait: opts.Wait, Log: opts.Log})
+	}
+	return observeGuest(ctx, opts, k)
+}
+
+// observeGuest boots k with `lockstep repro --in-guest` as the job and reads
+// its observation from the results. A guest that does not report is an
+// indeterminate observation, not an error.
+func observeGuest(ctx context.Context, opts Options, k Kernel) (*Observation, error) {
+	dir, err := os.MkdirTemp("", "lockstep-repro-guest.")
+	if err != nil {
+		return nil, fmt.Errorf("repro: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	share, results := filepath.Join(dir, "share"), filepath.Join(dir, "results")
+	for _, d := range []string{share, results} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return nil, fmt.Errorf("repro: %w", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(share, "policy.cfg"), opts.Policy.Render(), 0o644); err != nil {
+		return nil, fmt.Errorf("repro: %w", err)
+	}
+	cmd := []string{proto.GuestBinary, "repro", "--in-guest", "--name", k.Name, "--config", guestPolicyDir + "/policy.cfg",
+		"--out", proto.ResultsDir}
+	if opts.Wait > 0 {
+		cmd = append(cmd, "--wait", opts.Wait.String())
+	}
+	cmd = append(append(cmd, "--"), opts.Command...)
+	cpus := opts.CPUs
+	if cpus == 0 {
+		cpus = 1
+	}
+	run, err := harness.Run(ctx, harness.Options{Kernel: k.BzImage, Root: opts.Root, Accel: opts.Accel, CPUs: cpus,
+		MemMB: opts.MemMB, Timeout: opts.Timeout, Shares: []harness.Share{{Source: share, GuestPath: guestPolicyDir}},
+		Command: cmd, Dir: opts.Dir, Init: opts.Exe, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results,
+		Verbose: opts.Verbose, Log: opts.Log})
+	o, rerr := ReadObservation(filepath.Join(results, ObservationFile))
+	if rerr != nil {
+		o = &Observation{Schema: ObservationSchema, Kernel: k.Name}
+		switch {
+		case err != nil:
+			o.Indeterminate = fmt.Sprintf("the guest did not report: %v", err)
+		default:
+			o.Indeterminate = fmt.Sprintf("the guest exited %d without an observation: %v", run.Status, rerr)
+		}
+		o.normalise()
+	} else if err != nil && o.Indeterminate == "" {
+		o.Indeterminate = fmt.Sprintf("the guest run failed after reporting: %v", err)
+	}
+	if run != nil {
+		o.Guest = &GuestInfo{Pin: k.Pin, BzImage: k.BzImage, BzImageSHA256: run.KernelSHA256, InitramfsSHA256: run.InitramfsSHA256,
+			QEMUVersion: run.QEMUVersion, Accel: run.Accel, VCPUs: run.CPUs, MemMB: run.MemMB, Timings: run.Timings}
+	}
+	return o, nil
+}
