@@ -382,7 +382,25 @@ func (b *builder) run(step, name string, args ...string) error {
 	cmd := b.command(name, args...)
 	fmt.Fprintf(b.out, "$ %s\n", shellLine(cmd.Args))
 	cmd.Stdout, cmd.Stderr = b.out, b.out
-	if err := cmd.Run(); err != nil {
+	// Progress every 10 s while the step runs: its name, the time it has
+	// taken and the last line it wrote.
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				b.log.Info("waiting for "+step, "elapsed", time.Since(start).Round(time.Second), "last", tail(b.logPath, 1))
+			}
+		}
+	}()
+	err := cmd.Run()
+	close(done)
+	if err != nil {
 		return &BuildError{Step: step, Err: err, Log: b.logPath, Tail: tail(b.logPath, 20)}
 	}
 	return nil
