@@ -14,6 +14,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/kernel"
+	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/prune"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
@@ -26,6 +27,15 @@ const (
 )
 
 func init() {
+	register(&verb{
+		Name:   contain.Verb,
+		Hidden: true,
+		Usage:  contain.Verb + " <op> <arg>…",
+		Short:  "the containment probe of lockstep prune (one operation, START and OP lines)",
+		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+			return func(ctx context.Context, io *stdio, args []string) int { return contain.ProbeMain(args, io.out) }
+		},
+	})
 	register(&verb{
 		Name:  "prune",
 		Usage: "prune --key <key> --exercises <dir> --out <dir> [--in-guest | --on-host] [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--seeds <dir>] [--only <exercise>]",

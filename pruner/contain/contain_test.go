@@ -82,7 +82,8 @@ func TestRun(t *testing.T) {
 		{Name: "c unproven", Args: []string{"read", "/c"}, WantErrno: "EACCES", Control: true},
 		{Name: "d timeout", Args: []string{"sleep", "9"}, WantStatus: []int{124}},
 	}
-	probe := func(_ context.Context, sandboxed bool, args []string) (int, []byte, error) {
+	probe := func(_ context.Context, sandboxed bool, c Check) (int, []byte, error) {
+		args := c.Args
 		switch {
 		case args[1] == "/c" && !sandboxed:
 			return 1, []byte("START\nOP read ret=0 errno=ENOENT\n"), nil

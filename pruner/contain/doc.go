@@ -20,6 +20,6 @@
 // Checks that cannot run are recorded as unchecked with the reason: a limit
 // the policy does not set, a limit beyond the probe's caps (nofile ≥ 4000,
 // nproc ≥ 600, mem_mb ≥ 20000, fsize_mb ≥ 600, timeout or cpu ≥ MaxSeconds),
-// a CPU limit the timeout reaches first, no read-only file to try a write
+// no read-only file to try a write
 // on, a policy that lets every loopback port be connected to.
 package contain

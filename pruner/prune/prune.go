@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
@@ -212,6 +213,8 @@ type state struct {
 	template      *policy.Policy
 	// missingEvidence lists grants with no refusal behind them (a defect).
 	missingEvidence []string
+	limitHits       []policy.LimitKey
+	planted         []string
 	lg              *slog.Logger
 	now             func() time.Time
 }
@@ -264,6 +267,7 @@ func newState(ex *exercise.Exercise, opts Options) (*state, error) {
 }
 
 func (s *state) close() {
+	contain.Remove(s.planted)
 	if s.ownTmp {
 		os.RemoveAll(s.scratch)
 	}
@@ -286,6 +290,11 @@ func (s *state) pipeline(ctx context.Context) (*policy.Policy, error) {
 	start, err := s.seed()
 	if err != nil {
 		return nil, err
+	}
+	if !s.opts.SkipContainment {
+		if s.planted, err = contain.Plant(s.canaries()); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.baseline(ctx); err != nil {
 		return nil, err

@@ -92,6 +92,8 @@ func (s *state) attribute(trace string, run int, held *policy.Policy) (*policy.P
 	var needWhy []string
 	var served []generalise.Endpoint
 	copts := control.Options{PseudoTerminals: s.ex.Config.UsesPseudoTerminals}
+	var all []*attribute.Refusal
+	defer func() { s.limitHits = limitHitsOf(all) }()
 	for _, c := range tr.Calls {
 		if c.InDomain && !c.Failed() && c.Name == "bind" && len(c.Args) > 1 {
 			if sa, ok := c.Args[1].SockAddr(); ok && sa.Port > 0 {
@@ -102,6 +104,7 @@ func (s *state) attribute(trace string, run int, held *policy.Policy) (*policy.P
 		if r == nil {
 			continue
 		}
+		all = append(all, r)
 		desc := fmt.Sprintf("run %d line %d: %s", run, c.Line, r)
 		reported = append(reported, desc)
 		if !r.Layer.Grantable() {
@@ -115,6 +118,7 @@ func (s *state) attribute(trace string, run int, held *policy.Policy) (*policy.P
 		}
 		confirmed = append(confirmed, desc)
 		for _, nd := range v.Refusal.Needs {
+			nd.Path = attribute.ResolveSymlinks(nd.Path)
 			for _, sec := range nd.Sections {
 				obs = append(obs, generalise.Observation{Path: nd.Path, Section: sec, Run: run, TGID: c.TGID, TID: c.PID})
 				obsWhy = append(obsWhy, desc)

@@ -1,0 +1,240 @@
+package prune
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
+	"github.com/lockstep-sandbox/lockstep/pruner/contain"
+	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
+	"github.com/lockstep-sandbox/lockstep/pruner/limits"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/pruner/search"
+)
+
+// Limits stage budget.
+const (
+	measurementRuns = 3
+	limitRaises     = 3
+	probeTimeout    = 300 * time.Second
+)
+
+// ContainOptions configures the containment checks. The zero value plants
+// contain.DefaultCanaries and caps the timeout and CPU checks at
+// contain.DefaultMaxSeconds.
+type ContainOptions struct {
+	// Canaries are planted before the first run; nil means
+	// contain.DefaultCanaries. What the prune created is removed at the end.
+	Canaries []string
+	// MaxSeconds caps the timeout and cpu checks; 0 means the default.
+	MaxSeconds int
+	// Probe is the probe's argv prefix; nil means {Enforcer[0],
+	// contain.Verb} (lockstep itself).
+	Probe []string
+}
+
+func (s *state) canaries() []string {
+	if s.opts.Contain.Canaries != nil {
+		return s.opts.Contain.Canaries
+	}
+	return contain.DefaultCanaries
+}
+
+// limits measures the exercise under p and derives [limits].
+func (s *state) limits(ctx context.Context, p *policy.Policy) (*policy.Policy, error) {
+	var ms []limits.Measurement
+	skip, _ := filepath.EvalSymlinks(s.enforcer[0])
+	for i := 1; i <= measurementRuns; i++ {
+		smp := limits.StartSkipping(0, "", skip)
+		res, _, err := s.run(ctx, "limits measurement", "SAMPLED", p, false)
+		m := smp.Stop()
+		if err != nil {
+			return nil, err
+		}
+		if !res.Verdict.Same(s.ref.Verdict) {
+			return nil, &search.AbortError{Reason: fmt.Sprintf("the limits measurement run %d differs from the reference", i)}
+		}
+		m.WallSeconds = res.Duration.Seconds()
+		m.LargestFileMB = limits.LargestFileMB(p)
+		ms = append(ms, m)
+	}
+	lo := limits.Options{HeapPinned: s.ex.Config.HeapPinned, AddressSpaceUnbounded: s.ex.Config.AddressSpaceUnbounded}
+	derived := limits.Margins(limits.Max(ms...), lo)
+	note := "mem_mb not derived (heap_pinned is false): the grading default applies"
+	if lo.AddressSpaceUnbounded {
+		note = "mem_mb=0: the exercise declares address_space_unbounded"
+	} else if lo.HeapPinned {
+		note = "mem_mb derived: the exercise declares heap_pinned"
+	}
+	s.entry("limits", map[string]any{"measurements": ms, "derived": limitStrings(derived), "mem_mb": note})
+	raised := map[policy.LimitKey]int{}
+	for {
+		q := p.Clone()
+		q.Limits = derived
+		status, ok := 0, true
+		for i := 0; i < measurementRuns; i++ {
+			res, _, err := s.run(ctx, "limits verification", "LIMITED", q, false)
+			if err != nil {
+				return nil, err
+			}
+			if !res.Verdict.Same(s.ref.Verdict) {
+				status, ok = res.Status, false
+				break
+			}
+		}
+		if ok {
+			return q, nil
+		}
+		smp := limits.StartSkipping(0, "", skip)
+		res, _, err := s.run(ctx, "limits diagnosis", "OBSERVED_LIMITED", q, true)
+		m := smp.Stop()
+		if err != nil {
+			return nil, err
+		}
+		if res.Verdict.Same(s.ref.Verdict) {
+			res.Status = status
+		}
+		k := limits.Signature(res.Status, m.CPUSeconds, derived, s.limitHits)
+		if k == "" {
+			return nil, &search.AbortError{Reason: fmt.Sprintf("failed under limits without a limit signature (status %d)", res.Status)}
+		}
+		raised[k]++
+		if raised[k] > limitRaises {
+			return nil, &search.AbortError{Reason: fmt.Sprintf("limits did not settle: %s doubled %d times", k, limitRaises)}
+		}
+		derived = limits.Double(derived, k)
+		s.entry("limit raised", map[string]any{"limit": string(k), "value": derived[k].Format(k)})
+	}
+}
+
+func limitStrings(l map[policy.LimitKey]policy.Limit) map[string]string {
+	out := map[string]string{}
+	for k, v := range l {
+		out[string(k)] = v.Format(k)
+	}
+	return out
+}
+
+// limitHitsOf collects the limits an observed run's refusals ran into.
+func limitHitsOf(rs []*attribute.Refusal) []policy.LimitKey {
+	var out []policy.LimitKey
+	for _, r := range rs {
+		if r.Layer == attribute.Limit && r.Limit != "" {
+			out = append(out, r.Limit)
+		}
+	}
+	return out
+}
+
+// contain runs the containment checks on the final policy.
+func (s *state) contain(ctx context.Context, p *policy.Policy) error {
+	probe := s.opts.Contain.Probe
+	if probe == nil {
+		probe = []string{s.enforcer[0], contain.Verb}
+	}
+	bin, err := exec.LookPath(probe[0])
+	if err != nil {
+		return fmt.Errorf("the containment probe: %w", err)
+	}
+	if bin, err = filepath.EvalSymlinks(bin); err != nil {
+		return fmt.Errorf("the containment probe: %w", err)
+	}
+	pp := p.Clone()
+	if pp.FS == nil {
+		pp.FS = map[string]map[policy.Section]bool{}
+	}
+	if pp.FS[bin] == nil {
+		pp.FS[bin] = map[policy.Section]bool{}
+	}
+	pp.FS[bin][policy.Read], pp.FS[bin][policy.Execute] = true, true
+	if pp, err = pp.NormaliseHierarchy(); err != nil {
+		return err
+	}
+	cfg := filepath.Join(s.scratch, "containment.cfg")
+	if err := os.WriteFile(cfg, pp.Render(), 0o600); err != nil {
+		return err
+	}
+	noTimeout := pp.Clone()
+	delete(noTimeout.Limits, policy.Timeout)
+	cfgNoTimeout := filepath.Join(s.scratch, "containment-no-timeout.cfg")
+	if err := os.WriteFile(cfgNoTimeout, noTimeout.Render(), 0o600); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("a loopback listener for the connect check: %w", err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	free, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("a free port for the bind check: %w", err)
+	}
+	freePort := free.Addr().(*net.TCPAddr).Port
+	free.Close()
+	writable := ""
+	if generalise.Covered(p, s.workDir, policy.Write) && generalise.Covered(p, s.workDir, policy.Create) {
+		if err := os.MkdirAll(s.workDir, 0o755); err == nil {
+			writable = s.workDir
+		}
+	}
+	checks, un := contain.Plan(p, contain.PlanOptions{Canaries: s.canaries(), ListenPort: ln.Addr().(*net.TCPAddr).Port,
+		FreePort: freePort, WritableDir: writable, MaxSeconds: s.opts.Contain.MaxSeconds, UID: os.Getuid()})
+	run := func(ctx context.Context, sandboxed bool, c contain.Check) (int, []byte, error) {
+		argv := append(append([]string(nil), probe...), c.Args...)
+		if sandboxed {
+			f := cfg
+			if c.WithoutTimeout {
+				f = cfgNoTimeout
+			}
+			argv = append(append(append([]string(nil), s.enforcer...), "--config", f, "--"), argv...)
+		}
+		ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Env = exercise.DefaultEnv(s.workDir)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			return 0, out.Bytes(), nil
+		case errors.As(err, &ee):
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				return 128 + int(ws.Signal()), out.Bytes(), nil
+			}
+			return ee.ExitCode(), out.Bytes(), nil
+		}
+		return 0, nil, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, errb.Bytes())
+	}
+	s.logf("containment: %d checks, %d unchecked", len(checks), len(un))
+	res, failed, err := contain.Run(ctx, checks, un, run)
+	if err != nil {
+		return err
+	}
+	s.entry("containment", record.ContainmentEntry{Checks: res})
+	if len(failed) > 0 {
+		return &search.AbortError{Reason: "containment checks did not hold: " + strings.Join(failed, "; ")}
+	}
+	return nil
+}
