@@ -33,7 +33,7 @@ var realKernelMu sync.Mutex
 // realKernel returns the cached, verified DefaultPin kernel, building it
 // (many minutes) when the cache lacks it, as `go test` on a fresh machine must.
 // It skips only when the machine has no compiler to build or key it with.
-func realKernel(t *testing.T) *Result {
+func realKernel(t testing.TB) *Result {
 	t.Helper()
 	if _, err := toolchain(); err != nil {
 		t.Skipf("cannot key or build kernels here: %v", err)
@@ -290,4 +290,18 @@ func FuzzHeaderVersion(f *testing.F) {
 			t.Fatalf("HeaderVersion = %q", v)
 		}
 	})
+}
+
+// BenchmarkVerifyDir is the cost of a cache hit's verification (hashing a
+// few MB and reading the header), which every boot pays.
+func BenchmarkVerifyDir(b *testing.B) {
+	r := realKernel(b)
+	pin, _ := Lookup(DefaultPin)
+	req := RequiredOptions(Fragment())
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := VerifyDir(r.Dir, pin, r.Key, req); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
