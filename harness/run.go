@@ -133,8 +133,12 @@ type Result struct {
 	Timings         Timings `json:"timings"`
 	// Events is the number of events received; ResultsFiles the number
 	// of files unpacked into ResultsDir.
-	Events       uint64 `json:"events"`
-	ResultsFiles int    `json:"results_files"`
+	Events uint64 `json:"events"`
+	// GuestUptimeAtHello and GuestUptimeAtExit are the guest kernel's
+	// uptime when PID 1 said hello and when the command exited.
+	GuestUptimeAtHello time.Duration `json:"guest_uptime_at_hello"`
+	GuestUptimeAtExit  time.Duration `json:"guest_uptime_at_exit"`
+	ResultsFiles       int           `json:"results_files"`
 	// ForensicsFile is set when a deadline passed.
 	ForensicsFile string `json:"forensics_file,omitempty"`
 	// QEMUCommand is the pasteable QEMU command line.
@@ -523,6 +527,7 @@ func (g *guestRun) boot(ctx context.Context, argv []string, consolePath, qmpPath
 			switch e.Type {
 			case proto.EventHello:
 				res.KernelRelease = e.Msg
+				res.GuestUptimeAtHello = time.Duration(e.UptimeMS) * time.Millisecond
 				helloOnce.Do(func() { close(hello) })
 			case proto.EventStdout:
 				o.Stdout.Write(e.Data)
@@ -530,9 +535,9 @@ func (g *guestRun) boot(ctx context.Context, argv []string, consolePath, qmpPath
 				o.Stderr.Write(e.Data)
 			case proto.EventLog:
 				if o.Verbose {
-					g.log.Info("guest: " + e.Msg)
+					g.log.Info("guest: "+e.Msg, "uptime_ms", e.UptimeMS)
 				} else {
-					g.log.Debug("guest: " + e.Msg)
+					g.log.Debug("guest: "+e.Msg, "uptime_ms", e.UptimeMS)
 				}
 			case proto.EventError:
 				g.mu.Lock()
@@ -540,6 +545,7 @@ func (g *guestRun) boot(ctx context.Context, argv []string, consolePath, qmpPath
 				g.mu.Unlock()
 				doneOnce.Do(func() { close(jobDone) })
 			case proto.EventExit:
+				res.GuestUptimeAtExit = time.Duration(e.UptimeMS) * time.Millisecond
 				g.mu.Lock()
 				g.exitStatus = e.Status
 				g.mu.Unlock()

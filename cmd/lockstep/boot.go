@@ -123,6 +123,12 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 		if res == nil {
 			return fail(io, "boot", exitFail, err)
 		}
+		if io.verbose && err == nil {
+			fmt.Fprintf(io.err, "lockstep boot: guest console, last %d lines:\n", len(res.ConsoleTail))
+			for _, l := range res.ConsoleTail {
+				fmt.Fprintf(io.err, "  | %s\n", l)
+			}
+		}
 		if io.verbose {
 			log.Info("guest finished", "status", res.Status, "accel", res.Accel, "boot", res.Timings.Boot.Round(time.Millisecond),
 				"job", res.Timings.Job.Round(time.Millisecond), "total", res.Timings.Total.Round(time.Millisecond))
