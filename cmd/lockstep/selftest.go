@@ -7,10 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
@@ -121,7 +123,7 @@ func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args [
 // selftestHere runs the proof on the running kernel and writes its report
 // and records to out (when not empty).
 func selftestHere(ctx context.Context, io *stdio, out, wantRelease string, wantABI int, asJSON bool) int {
-	opts := proof.Options{WantRelease: wantRelease, WantABI: wantABI, Log: bootLogger(io)}
+	opts := proof.Options{WantRelease: wantRelease, WantABI: wantABI, Log: selftestLogger(io)}
 	var rawFile *os.File
 	if out != "" {
 		if err := os.MkdirAll(out, 0o755); err != nil {
@@ -157,7 +159,7 @@ func selftestHere(ctx context.Context, io *stdio, out, wantRelease string, wantA
 // selftestGuest boots the kernel with the in-guest selftest as the job and
 // reads the report it wrote.
 func selftestGuest(ctx context.Context, io *stdio, kernelArg, accel, results string, asJSON bool) int {
-	log := bootLogger(io)
+	log := selftestLogger(io)
 	bz, err := resolveKernel(ctx, kernelArg, log)
 	if err != nil {
 		return fail(io, "selftest", exitFail, err)
@@ -219,6 +221,18 @@ func selftestGuest(ctx context.Context, io *stdio, kernelArg, accel, results str
 	return rep.Status
 }
 
+// selftestLogger is bootLogger's handler with the verb's own prefix.
+func selftestLogger(io *stdio) *slog.Logger {
+	level := slog.LevelWarn
+	if io.errTTY {
+		level = slog.LevelInfo
+	}
+	if io.verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(&lineHandler{w: io.err, prefix: "lockstep selftest: ", level: level, mu: &sync.Mutex{}})
+}
+
 func selftestPrint(w io.Writer, rep *proof.Report, asJSON bool) error {
 	if !asJSON {
 		return rep.WriteTable(w)
@@ -273,6 +287,10 @@ func selftestWriteJSON(path string, v any) error {
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
 		tmp.Close()
 		return err
 	}

@@ -23,7 +23,7 @@ func report(b *testing.B, n int, cpu0 time.Duration) {
 	b.ReportMetric(float64(n)/(cpuTime()-cpu0).Seconds(), "records/cpu-s")
 }
 
-// Benchmarks parse the real host captures (testdata/audit/linux-6.18.44-host)
+// Benchmarks parse the real host captures (testdata/audit/linux-7.2.13-guest)
 // and report records per second; the goal is at least 1M records/s.
 
 func benchLines(b *testing.B, path string) []string {
@@ -41,7 +41,7 @@ func BenchmarkParseNetlink(b *testing.B) {
 		body []byte
 	}
 	var msgs []msg
-	for _, l := range benchLines(b, "../../testdata/audit/linux-6.18.44-host/netlink.txt") {
+	for _, l := range benchLines(b, "../../testdata/audit/linux-7.2.13-guest/netlink.txt") {
 		typ, body, _ := strings.Cut(l, " ")
 		v, _ := strconv.ParseUint(typ, 10, 16)
 		msgs = append(msgs, msg{uint16(v), []byte(body)})
@@ -72,18 +72,18 @@ func benchParseLine(b *testing.B, path string) {
 }
 
 func BenchmarkParseKmsg(b *testing.B) {
-	benchParseLine(b, "../../testdata/audit/linux-6.18.44-host/kmsg.txt")
+	benchParseLine(b, "../../testdata/audit/linux-7.2.13-guest/kmsg.txt")
 }
 
 func BenchmarkParseDmesg(b *testing.B) {
-	benchParseLine(b, "../../testdata/audit/linux-6.18.44-host/dmesg.txt")
+	benchParseLine(b, "../../testdata/audit/linux-7.2.13-guest/dmesg.txt")
 }
 
 // BenchmarkParseAccess parses and decodes the LANDLOCK_ACCESS records alone,
 // as the collector does for each denial.
 func BenchmarkParseAccess(b *testing.B) {
 	var lines []string
-	for _, l := range benchLines(b, "../../testdata/audit/linux-6.18.44-host/kmsg.txt") {
+	for _, l := range benchLines(b, "../../testdata/audit/linux-7.2.13-guest/kmsg.txt") {
 		if strings.Contains(l, "type=1423 ") {
 			lines = append(lines, l)
 		}

@@ -7,7 +7,11 @@
 # refusal and capture scenario under it (`lockstep selftest --in-guest
 # --scenarios`), and keeps its log as <out>/auditd.log beside cases.txt.
 # Needs root and no other registered audit daemon; audit is left as found
-# (disabled when it was).
+# (disabled when it was). With AUDITD_ROOT set to an unpacked auditd (the
+# packages' files), nothing is downloaded: how it runs in a guest, e.g.
+#   lockstep boot --share /tmp/auditd-root:/run/auditd --share testdata/audit:/run/cap \
+#     -- env AUDITD_ROOT=/run/auditd bash /run/cap/capture-auditd.sh \
+#        /run/lockstep/lockstep /run/lockstep/results/auditd
 set -euo pipefail
 bin=$(realpath "$1")
 out=$2
@@ -19,8 +23,13 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-(cd "$work" && apt-get download -qq auditd libauparse0 libwrap0 2>/dev/null)
-for d in "$work"/*.deb; do dpkg-deb -x "$d" "$work/root"; done
+if [[ -n ${AUDITD_ROOT:-} ]]; then
+	# Already unpacked (a guest has no network): AUDITD_ROOT holds sbin/ and lib/.
+	ln -s "$AUDITD_ROOT" "$work/root"
+else
+	(cd "$work" && apt-get download -qq auditd libauparse0 libwrap0 2>/dev/null)
+	for d in "$work"/*.deb; do dpkg-deb -x "$d" "$work/root"; done
+fi
 mkdir -p "$work/log" "$work/conf" "$work/plugins"
 cat >"$work/conf/auditd.conf" <<EOF
 local_events = yes
