@@ -16,17 +16,9 @@ func load(t *testing.T, name string) *Observation {
 	return o
 }
 
-// udpRefused is an ABI-10 side that refused the UDP bind: the host's
-// TCP-bind capture with the transport and right a 7.2 kernel writes
-// (net.bind_udp; reference/phobos-kvm-run.md §6.4).
-func udpRefused(t *testing.T) *Observation {
-	o := load(t, "host-6.18.44-tcp-bind.json")
-	o.Kernel, o.ABI, o.Release = "7.2.13", 10, "7.2.13"
-	r := &o.Refusals[0]
-	r.Objects, r.Rights, r.Grant = []string{"5000/udp"}, []string{"net.bind_udp"}, []string{"[bind] allow 5000 udp"}
-	r.Audit = []string{strings.ReplaceAll(r.Audit[0], "net.bind_tcp", "net.bind_udp")}
-	return o
-}
+// udpRefused is the 7.2.13 guest's real observation of the UDP bind
+// (Landlock ABI 10 refuses it, net.bind_udp record joined).
+func udpRefused(t *testing.T) *Observation { return load(t, "linux-7.2.13-udp-bind.json") }
 
 func TestCompare(t *testing.T) {
 	tests := []struct {
@@ -60,7 +52,7 @@ func TestCompare(t *testing.T) {
 				o.Kernel, o.ABI = "7.2.13", 10
 				return o
 			}, Status: StatusDiffer, Kinds: []string{KindUnenforceable},
-			InSummary: "host (Landlock ABI 7) cannot enforce [bind] allow 5000 udp needs Landlock ABI 10"},
+			InSummary: "host (Landlock ABI 7) cannot enforce [bind] allow 5000 udp (needs Landlock ABI 10); nothing ran there"},
 		{Name: "UnenforceableOnBoth", A: func(t *testing.T) *Observation { return load(t, "host-6.18.44-udp-allow.json") },
 			B: func(t *testing.T) *Observation { return load(t, "host-6.18.44-udp-allow.json") }, Status: StatusIndeterminate,
 			ReasonPart: "nothing ran on either"},

@@ -78,7 +78,7 @@ type Rule struct {
 }
 
 func (r Rule) String() string {
-	return fmt.Sprintf("%s needs Landlock ABI %d", r.Rule, r.NeedABI)
+	return fmt.Sprintf("%s (needs Landlock ABI %d)", r.Rule, r.NeedABI)
 }
 
 // Refusal is one call Landlock refused.

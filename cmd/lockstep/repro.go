@@ -14,13 +14,14 @@ import (
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/report"
 	"github.com/lockstep-sandbox/lockstep/repro"
 )
 
 func init() {
 	register(&verb{
 		Name:  "repro",
-		Usage: "repro --kernel {host|<pin>|<file>} --kernel {host|<pin>|<file>} --config <file>… [--base-dir <dir>] [--root <dir>] [--json] -- <cmd>…",
+		Usage: "repro --kernel {host|<pin>|<file>} --kernel {host|<pin>|<file>} --config <file>… [--base-dir <dir>] [--root <dir>] [--json] [--html <file>] -- <cmd>…",
 		Short: "the same command under the same policy on two kernels, refusals side by side",
 		Long: `Runs the command under the policy (every Base*.cfg of --base-dir, then each
 --config, combined as lockstep run does) on two kernels: "host" is this
@@ -57,6 +58,7 @@ func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 	mem := fs.Int("mem", 512, "guest memory in `MiB`")
 	timeout := fs.Duration("timeout", 0, "bound on each guest's job (default: harness's, scaled to the accelerator)")
 	wait := fs.Duration("wait", 0, "bound on the wait for each domain's deallocation record (default 10s)")
+	html := fs.String("html", "", "write a self-contained HTML report to `file`")
 	asJSON := fs.Bool("json", false, "print the result as one JSON document (schema 1)")
 	inGuest := fs.Bool("in-guest", false, "internal: observe on the running kernel and write the observation to --out")
 	name := fs.String("name", repro.HostKernel, "with --in-guest: the kernel's `name` in the observation")
@@ -109,7 +111,15 @@ func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 		if err != nil {
 			return fail(io, "repro", exitIndeterminate, err)
 		}
-		_ = t0
+		if *html != "" {
+			page, err := report.Repro(res, report.Meta{Title: "lockstep repro", Started: t0, Seconds: time.Since(t0).Seconds()})
+			if err == nil {
+				err = record.WriteFileAtomic(*html, page, 0o644)
+			}
+			if err != nil {
+				return fail(io, "repro", exitIndeterminate, fmt.Errorf("html report: %w", err))
+			}
+		}
 		if *asJSON {
 			b, _ := json.MarshalIndent(res, "", "  ")
 			fmt.Fprintf(io.out, "%s\n", b)
@@ -176,7 +186,7 @@ func printRepro(io *stdio, res *repro.Result) {
 			fmt.Fprintf(io.out, "  %-10s grant:  %s\n", "", strings.Join(r.Grant, "; "))
 		}
 		for _, r := range d.Rules {
-			fmt.Fprintf(io.out, "  %-10s cannot enforce %s (%s)\n", res.Kernels[d.Side].Kernel, r, r.Why)
+			fmt.Fprintf(io.out, "  %-10s cannot enforce %s: needs Landlock ABI %d (%s)\n", res.Kernels[d.Side].Kernel, r.Rule, r.NeedABI, r.Why)
 		}
 	}
 	switch res.Status {
