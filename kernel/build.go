@@ -173,7 +173,10 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	b.log().Info("kernel: compiling", "pin", pin.Version, "jobs", b.jobs(), "log", logPath)
 	buildStart := time.Now()
 	stop = progress(b.log(), b.interval(), "build", lw.Last)
-	err = mk.run(ctx, "make", makeArgs(fmt.Sprintf("-j%d", b.jobs()), "bzImage")...)
+	var cpu time.Duration
+	mkBuild := mk
+	mkBuild.cpu = &cpu
+	err = mkBuild.run(ctx, "make", makeArgs(fmt.Sprintf("-j%d", b.jobs()), "bzImage")...)
 	stop()
 	if err != nil {
 		return &BuildError{Stage: "build", Log: logPath, Tail: lw.Tail(), Err: err}
@@ -198,7 +201,7 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 		Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make,
 		BzImageSHA256: sha256Hex(img), BzImageSize: int64(len(img)), ConfigSHA256: sha256Hex(cfg),
 		KernelVersion: hv, Duration: time.Since(start).Round(time.Second).String(),
-		BuildDuration: buildDur.Round(time.Second).String(), Jobs: b.jobs(),
+		BuildDuration: buildDur.Round(time.Second).String(), BuildCPU: cpu.Round(time.Second).String(), Jobs: b.jobs(),
 		Built: time.Now().UTC().Format(time.RFC3339),
 	}
 	for name, data := range map[string][]byte{BzImageName: img, ConfigName: cfg, RecordName: rec.Marshal()} {
@@ -220,7 +223,7 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	}
 	os.Remove(failedLog)
 	os.Remove(dir + ".unfit.config")
-	b.log().Info("kernel: built", "pin", pin.Version, "build", rec.BuildDuration, "total", rec.Duration, "bzImage", fmt.Sprintf("%d bytes", len(img)))
+	b.log().Info("kernel: built", "pin", pin.Version, "build", rec.BuildDuration, "cpu", rec.BuildCPU, "total", rec.Duration, "bzImage", fmt.Sprintf("%d bytes", len(img)))
 	return nil
 }
 

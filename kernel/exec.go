@@ -22,6 +22,9 @@ type command struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// cpu, when set, receives the user+system CPU time of the process and
+	// the descendants it waited for (make's compilers).
+	cpu *time.Duration
 }
 
 func (c command) run(ctx context.Context, name string, args ...string) error {
@@ -36,7 +39,11 @@ func (c command) run(ctx context.Context, name string, args ...string) error {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	c.log.Debug("$ " + shellLine(c.dir, c.env, name, args))
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	if c.cpu != nil && cmd.ProcessState != nil {
+		*c.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", name, ctx.Err())
 		}

@@ -72,6 +72,7 @@ type Record struct {
 	KernelVersion  string // the bzImage header's version string
 	Duration       string // wall time of fetch+configure+build, e.g. "7m31s"
 	BuildDuration  string // wall time of `make bzImage` alone
+	BuildCPU       string // user+system CPU time of `make bzImage` and its compilers; "" in older records
 	Jobs           int    // make -j
 	Built          string // RFC 3339 UTC time the build finished
 }
@@ -97,6 +98,7 @@ var recordFields = []struct {
 	{"kernel-version", func(r *Record) *string { return &r.KernelVersion }},
 	{"duration", func(r *Record) *string { return &r.Duration }},
 	{"build-duration", func(r *Record) *string { return &r.BuildDuration }},
+	{"build-cpu", func(r *Record) *string { return &r.BuildCPU }},
 	{"built", func(r *Record) *string { return &r.Built }},
 }
 

@@ -79,7 +79,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		SourceSHA256: strings.Repeat("b", 64), FragmentSHA256: strings.Repeat("c", 64), Builder: BuilderVersion,
 		Compiler: "gcc: 12", Make: "GNU Make 4.3", BzImageSHA256: strings.Repeat("d", 64), BzImageSize: 2345678,
 		ConfigSHA256: strings.Repeat("e", 64), KernelVersion: "7.2.13 (lockstep@lockstep) #1 SMP", Duration: "7m31s",
-		BuildDuration: "7m1s", Jobs: 2, Built: "2026-11-29T09:00:00Z",
+		BuildDuration: "7m1s", BuildCPU: "13m40s", Jobs: 2, Built: "2026-11-29T09:00:00Z",
 	}
 	got, err := ParseRecord(r.Marshal())
 	if err != nil {
