@@ -1,0 +1,73 @@
+package prune_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/pruner/prune"
+	"github.com/lockstep-sandbox/lockstep/pruner/search"
+)
+
+// Prune a tiny exercise whose build script reads a file and writes one
+// JUnit report, on this host's Landlock (LOCKSTEP_DISPOSABLE=1: the pruner
+// owns the scratch directories it is given). Limits and containment are
+// left out to keep the example short; lockstep prune runs every stage.
+func ExamplePrune() {
+	tmp, _ := os.MkdirTemp("", "prune-example-")
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "lockstep")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/lockstep")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Println(err, string(out))
+		return
+	}
+	// The exercise: tiny/reads-data/{build_script.sh,data.txt,test-reports/}.
+	dir := filepath.Join(tmp, "exercises", "tiny", "reads-data")
+	os.MkdirAll(filepath.Join(dir, "test-reports"), 0o755)
+	os.WriteFile(filepath.Join(dir, "data.txt"), []byte("42\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "build_script.sh"), []byte(`#!/bin/bash
+read -r x <data.txt
+[[ $x == 42 ]] && outcome="" || outcome="<failure/>"
+printf '<testsuite name="tiny"><testcase classname="tiny" name="reads_data">%s</testcase></testsuite>\n' "$outcome" >test-reports/tiny.xml
+`), 0o755)
+	ex, err := exercise.ReadDir(dir)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	os.Setenv("LOCKSTEP_DISPOSABLE", "1")
+	work := filepath.Join(tmp, "testing-dir")
+	res, err := prune.Prune(context.Background(), ex, prune.Options{
+		Enforcer:   []string{bin, "run"},
+		WorkDir:    work,
+		SkipLimits: true, SkipContainment: true,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if res.Aborted != nil {
+		fmt.Println("aborted:", res.Aborted.Aborted)
+		return
+	}
+	// The grants inside the working directory (the rest, bash and its
+	// libraries, depends on the machine).
+	for _, it := range search.Items(res.Policy) {
+		if strings.HasPrefix(it.Path, work) {
+			fmt.Println(strings.Replace(it.String(), work, "WORK", 1))
+		}
+	}
+	paths, _ := res.Write(tmp)
+	fmt.Println(len(paths), "files:", filepath.Base(paths[0]), filepath.Base(paths[1]))
+	// Output:
+	// [read] WORK
+	// [write] WORK/test-reports
+	// [create] WORK/test-reports
+	// 2 files: tiny_reads-data.cfg tiny_reads-data.json
+}
