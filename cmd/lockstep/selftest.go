@@ -30,7 +30,7 @@ func init() {
 	hiddenRoles[proof.Role] = proof.RefusalMain
 	register(&verb{
 		Name:  "selftest",
-		Usage: "selftest [--kernel <pin>|<file>] [--accel {auto|kvm|tcg}] [--results <dir>] [--json]",
+		Usage: "selftest [--kernel <pin>|<file>] [--modules <dir>] [--machine {microvm|q35}] [--accel {auto|kvm|tcg}] [--results <dir>] [--json]",
 		Short: "boot a guest and prove its kernel: release, LSM list, ABI, audit, one refusal per right → one record",
 		Long: `Boots the kernel (a pin, built and cached on first use, or a bzImage file) in a
 throwaway guest and proves inside it that the kernel is the one meant and that
@@ -64,8 +64,8 @@ deallocation barrier did not arrive, or the guest did not report; 70 the guest
 could not be set up; 2 usage.`,
 		Example: `# Prove the default pin (7.2.13) in a guest
 $ lockstep selftest
-# A distribution kernel: the UDP rights are not offered, the ABI check fails, status 3
-$ lockstep selftest --kernel /boot/vmlinuz-6.12.48+deb13-amd64 --json`,
+# Debian 12's kernel (ABI 2, no Landlock audit): the ABI and audit checks fail, status 3
+$ lockstep selftest --kernel /boot/vmlinuz-6.1.0-50-amd64 --modules /lib/modules/6.1.0-50-amd64 --machine q35`,
 		Flags: selftestFlags,
 	})
 }
@@ -73,6 +73,8 @@ $ lockstep selftest --kernel /boot/vmlinuz-6.12.48+deb13-amd64 --json`,
 func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
 	kernelArg := fs.String("kernel", kernel.DefaultPin, "kernel `pin` or bzImage file")
 	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
+	modules := fs.String("modules", "", "a distribution kernel's /lib/modules/<release> `dir` (virtio, 9p, overlayfs are modules there; use with --machine q35)")
+	machine := fs.String("machine", harness.MachineMicrovm, "QEMU `machine`: microvm or q35")
 	results := fs.String("results", "", "`dir`ectory to keep selftest.json, selftest-records.txt and run.json")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema 1) instead of a table")
 	inGuest := fs.Bool("in-guest", false, "run the checks on the running kernel (what the guest runs)")
@@ -116,7 +118,7 @@ func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args [
 		default:
 			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
 		}
-		return selftestGuest(ctx, io, *kernelArg, *accel, *results, *asJSON)
+		return selftestGuest(ctx, io, selftestBoot{kernel: *kernelArg, modules: *modules, machine: *machine, accel: *accel, results: *results}, *asJSON)
 	}
 }
 
@@ -156,15 +158,26 @@ func selftestHere(ctx context.Context, io *stdio, out, wantRelease string, wantA
 	return rep.Status
 }
 
+// selftestBoot is how the selftest's guest boots.
+type selftestBoot struct {
+	kernel, modules, machine, accel, results string
+}
+
 // selftestGuest boots the kernel with the in-guest selftest as the job and
 // reads the report it wrote.
-func selftestGuest(ctx context.Context, io *stdio, kernelArg, accel, results string, asJSON bool) int {
+func selftestGuest(ctx context.Context, io *stdio, b selftestBoot, asJSON bool) int {
 	log := selftestLogger(io)
-	bz, err := resolveKernel(ctx, kernelArg, log)
+	bz, err := resolveKernel(ctx, b.kernel, log)
 	if err != nil {
 		return fail(io, "selftest", exitFail, err)
 	}
-	wantABI, err := selftestPinABI(kernelArg)
+	var mods []string
+	if b.modules != "" {
+		if mods, err = harness.ResolveModules(b.modules, harness.GuestModules); err != nil {
+			return fail(io, "selftest", exitFail, err)
+		}
+	}
+	wantABI, err := selftestPinABI(b.kernel)
 	if err != nil {
 		return fail(io, "selftest", exitFail, err)
 	}
@@ -172,7 +185,7 @@ func selftestGuest(ctx context.Context, io *stdio, kernelArg, accel, results str
 	if err != nil {
 		return fail(io, "selftest", exitFail, err)
 	}
-	dir := results
+	dir := b.results
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "lockstep-selftest.")
 		if err != nil {
@@ -186,7 +199,7 @@ func selftestGuest(ctx context.Context, io *stdio, kernelArg, accel, results str
 		guestOut = nil // the report is read from the results, not the console
 	}
 	res, err := harness.Run(ctx, harness.Options{
-		Kernel: bz, Accel: accel, ResultsDir: dir, Verbose: io.verbose, Log: log,
+		Kernel: bz, Accel: b.accel, Machine: b.machine, Modules: mods, ResultsDir: dir, Verbose: io.verbose, Log: log,
 		Command: []string{proto.GuestBinary, "selftest", "--in-guest", "--json",
 			"--want-release", release, "--want-abi", strconv.Itoa(wantABI)},
 		Stdout: guestOut, Stderr: io.err,
@@ -201,12 +214,12 @@ func selftestGuest(ctx context.Context, io *stdio, kernelArg, accel, results str
 		}
 		return fail(io, "selftest", code, fmt.Errorf("guest on %s: %w", filepath.Base(bz), err))
 	}
-	b, err := os.ReadFile(filepath.Join(dir, selftestReport))
+	data, err := os.ReadFile(filepath.Join(dir, selftestReport))
 	if err != nil {
 		return fail(io, "selftest", exitIndeterminate, fmt.Errorf("the guest wrote no report (status %d): %w", res.Status, err))
 	}
 	var rep proof.Report
-	if err := json.Unmarshal(b, &rep); err != nil || rep.Schema != proof.Schema {
+	if err := json.Unmarshal(data, &rep); err != nil || rep.Schema != proof.Schema {
 		return fail(io, "selftest", exitIndeterminate, fmt.Errorf("the guest's %s is not a schema-%d report: %v", selftestReport, proof.Schema, err))
 	}
 	if rep.Status != res.Status {
