@@ -89,13 +89,22 @@ func Start(opts Options) (_ *Collector, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit collector: open netlink socket: %w", err)
 	}
+	var st *libaudit.AuditStatus
 	defer func() {
 		if err != nil {
+			if st != nil { // put back what was changed before the failure
+				if st.Enabled == 0 {
+					reader.SetEnabled(false, libaudit.WaitForReply)
+				}
+				reader.SetBacklogLimit(st.BacklogLimit, libaudit.WaitForReply)
+				reader.SetRateLimit(st.RateLimit, libaudit.WaitForReply)
+			}
 			reader.Close()
 		}
 	}()
-	st, err := reader.GetStatus()
+	st, err = reader.GetStatus()
 	if err != nil {
+		st = nil
 		return nil, fmt.Errorf("audit collector: get status: %w", err)
 	}
 	if st.Enabled == 2 {

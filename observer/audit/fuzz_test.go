@@ -1,9 +1,26 @@
 package audit
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
+
+// capturedLines returns the lines of a real capture file of every capture
+// directory, as fuzz seeds.
+func capturedLines(f *testing.F, name string) []string {
+	var lines []string
+	for _, dir := range captureDirs {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		lines = append(lines, strings.Split(strings.TrimSpace(string(b)), "\n")...)
+	}
+	return lines
+}
 
 var seedBodies = []string{
 	`audit(1791373582.204:4): domain=1bf4c9339 blockers=fs.read_file path="/etc/hostname" dev="vda" ino=177`,
@@ -54,6 +71,11 @@ func FuzzParseNetlink(f *testing.F) {
 		f.Add(uint16(1423), []byte(b))
 		f.Add(uint16(1300), []byte(b+"\x00"))
 	}
+	for _, l := range capturedLines(f, "netlink.txt") {
+		typ, body, _ := strings.Cut(l, " ")
+		t, _ := parseTypeName(typ)
+		f.Add(uint16(t), []byte(body))
+	}
 	f.Fuzz(func(t *testing.T, typ uint16, data []byte) {
 		r, err := ParseNetlink(typ, data)
 		checkRecord(t, string(data), r, err, FormNetlink)
@@ -63,9 +85,12 @@ func FuzzParseNetlink(f *testing.F) {
 	})
 }
 
-func fuzzLine(f *testing.F, prefix func(body string) string) {
+func fuzzLine(f *testing.F, capture string, prefix func(body string) string) {
 	for _, b := range seedBodies {
 		f.Add(prefix(b))
+	}
+	for _, l := range capturedLines(f, capture) {
+		f.Add(l)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
 		r, err := ParseLine(line)
@@ -75,15 +100,15 @@ func fuzzLine(f *testing.F, prefix func(body string) string) {
 }
 
 func FuzzParseKmsg(f *testing.F) {
-	fuzzLine(f, func(b string) string { return "5,401,8100000,-;audit: type=1423 " + b })
+	fuzzLine(f, "kmsg.txt", func(b string) string { return "5,401,8100000,-;audit: type=1423 " + b })
 }
 
 func FuzzParseDmesg(f *testing.F) {
-	fuzzLine(f, func(b string) string { return "[    1.381916] audit: type=1423 " + b })
+	fuzzLine(f, "dmesg.txt", func(b string) string { return "[    1.381916] audit: type=1423 " + b })
 }
 
 func FuzzParseAuditd(f *testing.F) {
-	fuzzLine(f, func(b string) string {
+	fuzzLine(f, "auditd.log", func(b string) string {
 		return "node=guest type=LANDLOCK_ACCESS msg=" + b
 	})
 }

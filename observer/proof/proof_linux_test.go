@@ -82,3 +82,18 @@ func TestRunHostKernel(t *testing.T) {
 		os.WriteFile(os.Getenv("LOCKSTEP_PROOF_DUMP"), raw.b.Bytes(), 0o644)
 	}
 }
+
+// TestSpecsCoverRefusals: every refusal has a way to be made and an object
+// expectation (expectObject panics on a missing one).
+func TestSpecsCoverRefusals(t *testing.T) {
+	for _, r := range Refusals {
+		if _, ok := specs[r.Name]; !ok {
+			t.Errorf("refusal %s has no spec", r.Name)
+		}
+	}
+	for name := range captureABI {
+		if _, ok := specs[name]; !ok {
+			t.Errorf("capture scenario %s has no spec", name)
+		}
+	}
+}
