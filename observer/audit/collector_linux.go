@@ -36,9 +36,16 @@ type Options struct {
 	// line "<type> <netlink body>", in arrival order: a capture of the
 	// netlink form.
 	Raw io.Writer
+	// SlotWait bounds how long Start waits while another daemon holds the
+	// unicast slot (another collector closing, a parallel test); zero means
+	// DefaultSlotWait.
+	SlotWait time.Duration
 	// Log receives debug messages; nil discards them.
 	Log *slog.Logger
 }
+
+// DefaultSlotWait is how long Start waits for the audit daemon slot.
+const DefaultSlotWait = 30 * time.Second
 
 // Status is the kernel's audit status (struct audit_status).
 type Status struct {
@@ -81,6 +88,10 @@ func Start(opts Options) (_ *Collector, err error) {
 	if backlog == 0 {
 		backlog = DefaultBacklogLimit
 	}
+	slotWait := opts.SlotWait
+	if slotWait == 0 {
+		slotWait = DefaultSlotWait
+	}
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -89,28 +100,55 @@ func Start(opts Options) (_ *Collector, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit collector: open netlink socket: %w", err)
 	}
-	var st *libaudit.AuditStatus
+	var prev *libaudit.AuditStatus // set once the slot is ours
 	defer func() {
 		if err != nil {
-			if st != nil { // put back what was changed before the failure
-				if st.Enabled == 0 {
-					reader.SetEnabled(false, libaudit.WaitForReply)
-				}
-				reader.SetBacklogLimit(st.BacklogLimit, libaudit.WaitForReply)
-				reader.SetRateLimit(st.RateLimit, libaudit.WaitForReply)
+			if prev != nil {
+				restore(reader, prev) // put back what was changed before the failure
 			}
 			reader.Close()
 		}
 	}()
-	st, err = reader.GetStatus()
+	st, err := reader.GetStatus()
 	if err != nil {
-		st = nil
 		return nil, fmt.Errorf("audit collector: get status: %w", err)
 	}
 	if st.Enabled == 2 {
 		return nil, errors.New("audit collector: audit is locked (enabled=2); its backlog, rate limit and daemon cannot be set until reboot")
 	}
-	if st.Enabled == 0 {
+	// Take the slot first, then change the settings: another collector that
+	// is closing restores its settings before it lets the slot go.
+	deadline := time.Now().Add(slotWait)
+	for attempt := 0; ; attempt++ {
+		err = reader.SetPID(libaudit.WaitForReply)
+		if err == nil {
+			break
+		}
+		switch {
+		case errors.Is(err, syscall.ENOBUFS) && attempt < 3:
+			// A congested socket answers ENOBUFS (elastic/beats#26031): drain and retry.
+			for {
+				if _, e := reader.Receive(true); e != nil {
+					break
+				}
+			}
+			continue
+		case errors.Is(err, syscall.EEXIST) && time.Now().Before(deadline):
+			if attempt == 0 {
+				log.Info("waiting for the audit daemon slot", "holder", st.PID, "up_to", slotWait)
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		case errors.Is(err, syscall.EEXIST):
+			return nil, fmt.Errorf("audit collector: register as audit daemon: another daemon (pid %d) held the slot for %v (stop auditd): %w", st.PID, slotWait, err)
+		}
+		return nil, fmt.Errorf("audit collector: register as audit daemon: %w", err)
+	}
+	if prev, err = reader.GetStatus(); err != nil {
+		prev = nil
+		return nil, fmt.Errorf("audit collector: get status: %w", err)
+	}
+	if prev.Enabled == 0 {
 		if err := reader.SetEnabled(true, libaudit.WaitForReply); err != nil {
 			return nil, fmt.Errorf("audit collector: enable audit: %w", err)
 		}
@@ -121,25 +159,6 @@ func Start(opts Options) (_ *Collector, err error) {
 	if err := reader.SetRateLimit(0, libaudit.WaitForReply); err != nil {
 		return nil, fmt.Errorf("audit collector: set rate limit 0: %w", err)
 	}
-	for attempt := 0; ; attempt++ {
-		err = reader.SetPID(libaudit.WaitForReply)
-		if err == nil {
-			break
-		}
-		// A congested socket answers ENOBUFS (elastic/beats#26031): drain and retry.
-		if errors.Is(err, syscall.ENOBUFS) && attempt < 3 {
-			for {
-				if _, e := reader.Receive(true); e != nil {
-					break
-				}
-			}
-			continue
-		}
-		if errors.Is(err, syscall.EEXIST) {
-			return nil, fmt.Errorf("audit collector: register as audit daemon: pid %d holds the slot (stop auditd): %w", st.PID, err)
-		}
-		return nil, fmt.Errorf("audit collector: register as audit daemon: %w", err)
-	}
 	ctl, err := libaudit.NewAuditClient(nil)
 	if err != nil {
 		return nil, fmt.Errorf("audit collector: open control socket: %w", err)
@@ -147,11 +166,22 @@ func Start(opts Options) (_ *Collector, err error) {
 	c := &Collector{
 		reader: reader, ctl: ctl, raw: opts.Raw, log: log,
 		runs: map[*Run]bool{}, barriers: map[string]bool{},
-		stop: make(chan struct{}), done: make(chan struct{}), prev: st,
+		stop: make(chan struct{}), done: make(chan struct{}), prev: prev,
 	}
 	go c.loop()
-	log.Debug("audit collector registered", "pid", os.Getpid(), "backlog_limit", backlog, "was_enabled", st.Enabled)
+	log.Debug("audit collector registered", "pid", os.Getpid(), "backlog_limit", backlog, "was_enabled", prev.Enabled)
 	return c, nil
+}
+
+// restore puts back the enabled flag, backlog limit and rate limit of prev.
+func restore(c *libaudit.AuditClient, prev *libaudit.AuditStatus) error {
+	var err error
+	if prev.Enabled == 0 {
+		err = c.SetEnabled(false, libaudit.WaitForReply)
+	}
+	return errors.Join(err,
+		c.SetBacklogLimit(prev.BacklogLimit, libaudit.WaitForReply),
+		c.SetRateLimit(prev.RateLimit, libaudit.WaitForReply))
 }
 
 // loop reads records until Close. Receive is non-blocking: a blocked
@@ -331,8 +361,9 @@ func nativeUint32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
-// Close stops reading, unregisters the daemon and puts back the enabled
-// flag, backlog limit and rate limit that Start found.
+// Close stops reading, puts back the enabled flag, backlog limit and rate
+// limit that Start found (while still registered, so that a collector
+// waiting for the slot never has its settings undone) and unregisters.
 func (c *Collector) Close() error {
 	select {
 	case <-c.stop:
@@ -341,17 +372,12 @@ func (c *Collector) Close() error {
 	}
 	close(c.stop)
 	<-c.done
-	err := c.reader.Close()
+	// The loop has stopped: control calls on the reader are safe now.
+	err := restore(c.reader, c.prev)
+	err = errors.Join(err, c.reader.Close())
 	c.ctlMu.Lock()
 	defer c.ctlMu.Unlock()
-	if c.prev.Enabled == 0 {
-		err = errors.Join(err, c.ctl.SetEnabled(false, libaudit.WaitForReply))
-	}
-	err = errors.Join(err,
-		c.ctl.SetBacklogLimit(c.prev.BacklogLimit, libaudit.WaitForReply),
-		c.ctl.SetRateLimit(c.prev.RateLimit, libaudit.WaitForReply),
-		c.ctl.Close())
-	if err != nil {
+	if err = errors.Join(err, c.ctl.Close()); err != nil {
 		return fmt.Errorf("audit collector: close: %w", err)
 	}
 	return nil

@@ -179,3 +179,47 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	return w.b.Write(p)
 }
+
+// TestCollectorSlotHandover: a second collector waits while the first holds
+// the unicast slot, takes it when the first closes, and keeps its settings
+// (the first restores its own before letting the slot go).
+func TestCollectorSlotHandover(t *testing.T) {
+	requireAudit(t)
+	a, err := Start(Options{})
+	if err != nil {
+		t.Fatalf("Start(a) = %v", err)
+	}
+	type started struct {
+		c   *Collector
+		err error
+	}
+	got := make(chan started, 1)
+	go func() {
+		c, err := Start(Options{SlotWait: 20 * time.Second})
+		got <- started{c, err}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case s := <-got:
+		t.Fatalf("Start(b) returned (%v) while a held the slot", s.err)
+	default:
+	}
+	if err := a.Close(); err != nil {
+		t.Fatalf("Close(a) = %v", err)
+	}
+	s := <-got
+	if s.err != nil {
+		t.Fatalf("Start(b) after a closed = %v", s.err)
+	}
+	defer s.c.Close()
+	st, err := s.c.Status()
+	if err != nil || st.Enabled == 0 || st.BacklogLimit != DefaultBacklogLimit || int(st.PID) != os.Getpid() {
+		t.Errorf("b's status = %+v, %v; want enabled, backlog %d, registered", st, err, DefaultBacklogLimit)
+	}
+	// And b still collects: a barrier round-trips.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := s.c.Barrier(ctx); err != nil {
+		t.Errorf("Barrier(b) = %v", err)
+	}
+}
