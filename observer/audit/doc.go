@@ -23,9 +23,11 @@
 //
 // # Collector
 //
-// On Linux, [Start] enables audit, sets the backlog limit (8192) and the rate
-// limit (0, unlimited), registers the process as the audit daemon (unicast)
-// and reads records in a goroutine. A [Run] accepts only Landlock domains whose
+// On Linux, [Start] registers the process as the audit daemon (unicast;
+// waiting up to [Options].SlotWait while another collector holds the slot),
+// then enables audit, sets the backlog limit (8192) and the rate limit (0,
+// unlimited), and reads records in a goroutine; [Collector.Close] puts the
+// settings back and unregisters. A [Run] accepts only Landlock domains whose
 // allocated record names a pid of the run's process tree, waits for each
 // domain's "status=deallocated denials=N" record as a barrier and loss check,
 // and compares the kernel's lost counter before and after: a loss or a
