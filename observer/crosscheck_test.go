@@ -151,7 +151,7 @@ func TestCrossCheckDisagreements(t *testing.T) {
 		{"more rights than strace asked for", editRecord(`path="/etc/passwd"`, "blockers=fs.read_file", "blockers=fs.read_file,fs.execute"), "/etc/passwd", 1, false},
 		{"another object", editRecord(`path="/etc/nsswitch.conf"`, `path="/etc/nsswitch.conf"`, `path="/etc/hosts"`), "/etc/nsswitch.conf", 1, false},
 		{"another process", func(lines []string) []string {
-			s := serialOf(lines, `path="/usr/lib/python3.11"`)
+			s := serialOf(lines, `path="/var/tmp/testing-dir/data/input.txt"`)
 			out := slices.Clone(lines)
 			for i, l := range out {
 				if strings.HasPrefix(l, "1300 ") && strings.Contains(l, ":"+s+")") {
@@ -159,7 +159,7 @@ func TestCrossCheckDisagreements(t *testing.T) {
 				}
 			}
 			return out
-		}, "/usr/lib/python3.11", 1, false},
+		}, "/var/tmp/testing-dir/data/input.txt", 1, false},
 		{"another system call", func(lines []string) []string {
 			s := serialOf(lines, `path="/etc/ld.so.cache"`)
 			out := slices.Clone(lines)
