@@ -29,7 +29,7 @@ import (
 const abiAudit = 7
 
 // DefaultWait bounds the wait for each domain's deallocation record.
-const DefaultWait = 10 * time.Second
+const DefaultWait = 30 * time.Second
 
 // HereOptions configures ObserveHere.
 type HereOptions struct {
@@ -58,8 +58,33 @@ type HereOptions struct {
 // run at all (no strace, no Landlock); everything else is in the
 // observation, Indeterminate included.
 func ObserveHere(ctx context.Context, opts HereOptions) (*Observation, error) {
-	if opts.Policy == nil || len(opts.Command) == 0 {
-		return nil, errors.New("repro: a policy and a command are required")
+	if len(opts.Command) == 0 {
+		return nil, errors.New("repro: a command is required")
+	}
+	return ObserveRun(ctx, opts, func(ctx context.Context, prefix []string) (int, string, error) {
+		argv := append(append([]string{}, prefix...), opts.Command...)
+		var out bytes.Buffer
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = opts.Dir, &out, &out
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() >= 0 {
+			return ee.ExitCode(), out.String(), nil
+		}
+		return 0, out.String(), err
+	})
+}
+
+// RunFunc runs the observed command behind prefix (strace, then the
+// enforcer, ending in "--") and returns its exit status and output; the
+// error is for a command that could not be run at all.
+type RunFunc func(ctx context.Context, prefix []string) (status int, output string, err error)
+
+// ObserveRun is ObserveHere with the command run by run (opts.Command and
+// opts.Dir are not used): package verify runs an exercise this way.
+func ObserveRun(ctx context.Context, opts HereOptions, run RunFunc) (*Observation, error) {
+	if opts.Policy == nil {
+		return nil, errors.New("repro: a policy is required")
 	}
 	if opts.Kernel == "" {
 		opts.Kernel = HostKernel
@@ -108,9 +133,9 @@ func ObserveHere(ctx context.Context, opts HereOptions) (*Observation, error) {
 			o.Audit = true
 		}
 	}
-	var run *audit.Run
+	var arun *audit.Run
 	if col != nil {
-		if run, err = col.Begin(ctx); err != nil {
+		if arun, err = col.Begin(ctx); err != nil {
 			return nil, fmt.Errorf("repro: audit: %w", err)
 		}
 	}
@@ -118,27 +143,19 @@ func ObserveHere(ctx context.Context, opts HereOptions) (*Observation, error) {
 	if abi >= abiAudit {
 		argv = append(argv, "--log-subprocesses")
 	}
-	argv = append(append(argv, "--config", cfg, "--"), opts.Command...)
-	argv = strace.Command(trace, argv...)
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = opts.Dir, &stderr, &stderr
+	argv = strace.Command(trace, append(argv, "--config", cfg, "--")...)
 	t0 := time.Now()
-	err = cmd.Run()
+	status, output, err := run(ctx, argv)
 	o.Seconds = time.Since(t0).Seconds()
-	o.Stderr = tail(stderr.String(), 20)
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee) && ee.ExitCode() >= 0:
-		o.Status = ee.ExitCode()
-	default:
-		if run != nil {
-			run.End(ctx, func(int) bool { return false }, 0)
+	o.Stderr = tail(output, 20)
+	if err != nil {
+		if arun != nil {
+			arun.End(ctx, func(int) bool { return false }, 0)
 		}
 		o.Indeterminate = fmt.Sprintf("strace did not run the enforcer: %v", err)
 		return o, nil
 	}
+	o.Status = status
 	if o.Status == enforcer.StatusRefused {
 		for _, u := range enforcer.CheckEnforceable(opts.Policy, rowOf(abi)) {
 			o.Unenforceable = append(o.Unenforceable, Rule{Rule: u.Rule, NeedABI: u.NeedABI, Why: u.Why})
@@ -149,19 +166,19 @@ func ObserveHere(ctx context.Context, opts HereOptions) (*Observation, error) {
 	}
 	refusals, lines, err := refusalsOf(trace)
 	if err != nil {
-		if run != nil {
-			run.End(ctx, func(int) bool { return false }, 0)
+		if arun != nil {
+			arun.End(ctx, func(int) bool { return false }, 0)
 		}
 		o.Indeterminate = err.Error()
 		return o, nil
 	}
 	var denials []audit.Denial
-	if run != nil {
+	if arun != nil {
 		pids := map[int]bool{}
 		for _, l := range lines.pids {
 			pids[l] = true
 		}
-		res, err := run.End(ctx, func(pid int) bool { return pids[pid] }, opts.Wait)
+		res, err := arun.End(ctx, func(pid int) bool { return pids[pid] }, opts.Wait)
 		if err != nil {
 			return nil, fmt.Errorf("repro: audit: %w", err)
 		}
