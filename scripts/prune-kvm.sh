@@ -125,7 +125,7 @@ do_prune() {
 			die "--prune-kernel host deletes what an exercise leaves behind on this machine: only on a disposable machine (CI), or set LOCKSTEP_DISPOSABLE=1"
 		fi
 		step prune "default prune of $key on this machine's kernel $(uname -r)" \
-			env LOCKSTEP_DISPOSABLE=1 lockstep prune --key "$key" --exercises "$exercises" --out "$dir"
+			env LOCKSTEP_DISPOSABLE=1 lockstep prune --on-host --key "$key" --exercises "$exercises" --out "$dir"
 		;;
 	container)
 		command -v docker >/dev/null || die "--prune-kernel container needs docker"
@@ -135,10 +135,10 @@ do_prune() {
 		step prune "default prune of $key in the prune container on this machine's kernel $(uname -r)" \
 			docker run --rm --network none --memory 3g --pids-limit 1024 -e LOCKSTEP_DISPOSABLE=1 \
 			-v "$(command -v lockstep):/usr/local/bin/lockstep:ro" -v "$exercises:/exercises:ro" -v "$dir:/out" \
-			lockstep-prune:local lockstep prune --key "$key" --exercises /exercises --out /out
+			lockstep-prune:local lockstep prune --on-host --key "$key" --exercises /exercises --out /out
 		;;
 	'')
-		step prune "default prune of $key (lockstep prune's default kernel)" \
+		step prune "default prune of $key in a guest (lockstep prune's default kernel)" \
 			lockstep prune --key "$key" --exercises "$exercises" --out "$dir" "${root_args[@]}"
 		;;
 	*)
