@@ -632,42 +632,18 @@ wait:
 		res.Reason = "interrupted: " + ctx.Err().Error()
 		return fmt.Errorf("%w: interrupted: %w", ErrIndeterminate, ctx.Err())
 	}
-	status, statusOK := proto.ParseStatus(console)
-	if statusOK && status == proto.StatusSetupFailed {
-		res.Status = proto.StatusSetupFailed
-		res.Reason = proto.ParseSetupError(console)
-		if res.Reason == "" {
-			g.mu.Lock()
-			res.Reason = g.guestError
-			g.mu.Unlock()
-		}
-		if res.Reason == "" {
-			res.Reason = "the guest reported status 70 without a reason"
-		}
+	g.mu.Lock()
+	guestError := g.guestError
+	g.mu.Unlock()
+	v := judge(outcome{
+		console: console, deadline: deadlineReason, events: evErr, done: evDone,
+		results: resErr, resultsSHA256: sum, resultsBytes: int64(len(payload)), guestError: guestError,
+	})
+	if v.setup {
+		res.Status, res.Reason = proto.StatusSetupFailed, v.reason
 		return fmt.Errorf("%w: %s", ErrGuestSetup, res.Reason)
 	}
-	var problems []string
-	if deadlineReason != "" {
-		problems = append(problems, deadlineReason)
-	}
-	if !statusOK {
-		problems = append(problems, "no LOCKSTEP-STATUS line on the console")
-	}
-	if evErr != nil {
-		problems = append(problems, evErr.Error())
-	}
-	if evDone != nil {
-		if statusOK && evDone.Status != status {
-			problems = append(problems, fmt.Sprintf("console status %d differs from the done event's %d", status, evDone.Status))
-		}
-		switch {
-		case resErr != nil:
-			problems = append(problems, resErr.Error())
-		case evDone.ResultsSHA256 != sum || evDone.ResultsBytes != int64(len(payload)):
-			problems = append(problems, fmt.Sprintf("results frame sha256 %s (%d bytes) differs from the done event's %s (%d bytes)",
-				sum, len(payload), evDone.ResultsSHA256, evDone.ResultsBytes))
-		}
-	}
+	problems := v.problems
 	if len(problems) == 0 && o.ResultsDir != "" && len(payload) > 0 {
 		n, err := guest.UnpackResults(payload, o.ResultsDir)
 		res.ResultsFiles = n
@@ -686,8 +662,73 @@ wait:
 		g.log.Debug("indeterminate run", "qemu", res.QEMUCommand)
 		return fmt.Errorf("%w: %s", ErrIndeterminate, res.Reason)
 	}
-	res.Status = status
+	res.Status = v.status
 	return nil
+}
+
+// outcome is everything the channels delivered once QEMU is gone.
+type outcome struct {
+	console  []byte
+	deadline string      // why a deadline passed; "" if none did
+	events   error       // the event stream's error (gap, missing done, …)
+	done     *proto.Done // the done event, nil without one
+	results  error       // the results frame's error
+	// resultsSHA256 and resultsBytes describe the frame received.
+	resultsSHA256 string
+	resultsBytes  int64
+	guestError    string // the last error event's message
+}
+
+// verdict is what an outcome means: a guest setup failure (status 70 and
+// its reason), or the command's status when problems is empty, or
+// indeterminate because of problems.
+type verdict struct {
+	setup    bool
+	reason   string
+	status   int
+	problems []string
+}
+
+// judge decides a run from what arrived: the status is the command's only
+// when the console line, the done event and the results frame agree and
+// arrived whole.
+func judge(o outcome) verdict {
+	status, ok := proto.ParseStatus(o.console)
+	if ok && status == proto.StatusSetupFailed {
+		reason := proto.ParseSetupError(o.console)
+		if reason == "" {
+			reason = o.guestError
+		}
+		if reason == "" {
+			reason = "the guest reported status 70 without a reason"
+		}
+		return verdict{setup: true, reason: reason, status: status}
+	}
+	var problems []string
+	if o.deadline != "" {
+		problems = append(problems, o.deadline)
+	}
+	if !ok {
+		problems = append(problems, "no LOCKSTEP-STATUS line on the console")
+	}
+	if o.events != nil {
+		problems = append(problems, o.events.Error())
+	} else if o.done == nil {
+		problems = append(problems, "no done event")
+	}
+	if o.done != nil {
+		if ok && o.done.Status != status {
+			problems = append(problems, fmt.Sprintf("console status %d differs from the done event's %d", status, o.done.Status))
+		}
+		switch {
+		case o.results != nil:
+			problems = append(problems, o.results.Error())
+		case o.done.ResultsSHA256 != o.resultsSHA256 || o.done.ResultsBytes != o.resultsBytes:
+			problems = append(problems, fmt.Sprintf("results frame sha256 %s (%d bytes) differs from the done event's %s (%d bytes)",
+				o.resultsSHA256, o.resultsBytes, o.done.ResultsSHA256, o.done.ResultsBytes))
+		}
+	}
+	return verdict{status: status, problems: problems}
 }
 
 // acceptUntil accepts one connection, giving up when QEMU exits.
