@@ -19,7 +19,7 @@ import (
 func init() {
 	register(&verb{
 		Name:  "boot",
-		Usage: "boot [--kernel <pin>|<file>] [--root <dir>] [--share <src>[:<guestpath>]]… [--accel {auto|kvm|tcg}] [--mem <MiB>] [--cpus <n>] [--timeout <duration>] [--results <dir>] -- <cmd>…",
+		Usage: "boot [--kernel <pin>|<file>] [--root <dir>] [--share <src>[:<guestpath>]]… [--accel {auto|kvm|tcg}] [--mem <MiB>] [--cpus <n>] [--timeout <duration>] [--boot-timeout <duration>] [--results <dir>] -- <cmd>…",
 		Short: "run one command in a throwaway guest; its output and status come back",
 		Long: `Boots the pinned kernel (built and cached on first use; --kernel also takes a
 bzImage file) in QEMU with this lockstep binary as PID 1. The guest's root is
@@ -84,6 +84,7 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 	mem := fs.Int("mem", 512, "guest memory in `MiB`")
 	cpus := fs.Int("cpus", 1, "guest vCPUs")
 	timeout := fs.Duration("timeout", 0, "job `duration` limit (default 10m, ×10 under TCG)")
+	bootTimeout := fs.Duration("boot-timeout", 0, "`duration` from QEMU's start to the guest's first event (default 6s, ×10 under TCG)")
 	results := fs.String("results", "", "`dir`ectory for /run/lockstep/results, run.json and forensics")
 	machine := fs.String("machine", harness.MachineMicrovm, "QEMU `machine`: microvm or q35")
 	modules := fs.String("modules", "", "a distribution kernel's /lib/modules/<release> `dir`: load virtio, 9p and overlayfs from it (use with --machine q35)")
@@ -97,7 +98,7 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 		default:
 			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
 		}
-		if *mem < 64 || *cpus < 1 || *timeout < 0 {
+		if *mem < 64 || *cpus < 1 || *timeout < 0 || *bootTimeout < 0 {
 			return usageExit(io, v, usagef("want --mem of at least 64, --cpus of at least 1 and a non-negative --timeout"))
 		}
 		log := bootLogger(io)
@@ -117,7 +118,7 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 		}
 		res, err := harness.Run(ctx, harness.Options{
 			Kernel: bz, Root: *root, Shares: shares, Accel: *accel, Machine: *machine,
-			MemMB: *mem, CPUs: *cpus, Timeout: *timeout, Command: args, Dir: dir, Modules: mods,
+			MemMB: *mem, CPUs: *cpus, Timeout: *timeout, BootTimeout: *bootTimeout, Command: args, Dir: dir, Modules: mods,
 			Stdout: io.out, Stderr: io.err, ResultsDir: *results, Verbose: io.verbose, Log: log,
 		})
 		if res == nil {
