@@ -255,3 +255,38 @@ func TestHostBrokenAborts(t *testing.T) {
 		t.Errorf("runs %v: want the one baseline run that showed the failure", res.Runs)
 	}
 }
+
+// TestHostPythonAndC prunes the python and c reference exercises on this
+// host: each gets a policy (with its record vouching for it) whose every
+// grant has a refusal behind it.
+func TestHostPythonAndC(t *testing.T) {
+	needHost(t)
+	if testing.Short() {
+		t.Skip("-short: each prune takes minutes")
+	}
+	t.Setenv("LOCKSTEP_DISPOSABLE", "1")
+	for _, rel := range []string{"python/pytest-reference", "c/make-reference"} {
+		t.Run(rel, func(t *testing.T) {
+			ex := readExercise(t, rel)
+			res, err := Prune(t.Context(), ex, hostOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Aborted != nil {
+				t.Fatalf("aborted: %s\n%v", res.Aborted.Aborted, res.Aborted.Evidence["last_failing_log_tail"])
+			}
+			t.Logf("%s in %d runs %v:\n%s", res.Policy.Hash(), res.TotalRuns(), res.Runs, res.Cfg)
+			paths, err := res.Write(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := record.ReadExercise(paths[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rec.Vouches(res.Cfg); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
