@@ -116,6 +116,7 @@ func (s *state) attribute(trace string, run int, held *policy.Policy) (*policy.P
 			notLandlock = append(notLandlock, notGranted{desc, string(r.Layer), v.Reason})
 			continue
 		}
+		desc = fmt.Sprintf("run %d line %d: %s", run, c.Line, v.Refusal)
 		confirmed = append(confirmed, desc)
 		for _, nd := range v.Refusal.Needs {
 			nd.Path = attribute.ResolveSymlinks(nd.Path)
@@ -190,6 +191,11 @@ func nonNilNG(s []notGranted) []notGranted {
 }
 
 func (s *state) addBecause(it search.Item, why string) {
+	for _, w := range s.because[it] {
+		if w == why {
+			return
+		}
+	}
 	if len(s.because[it]) < maxEvidence {
 		s.because[it] = append(s.because[it], why)
 	}
