@@ -55,7 +55,8 @@ func (b *Builder) sources(ctx context.Context, pin Pin) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(parent, ".unpack-")
+	b.removeStale(filepath.Join(parent, ".unpack-"+pin.SHA256[:12]+"-*"))
+	tmp, err := os.MkdirTemp(parent, ".unpack-"+pin.SHA256[:12]+"-")
 	if err != nil {
 		return "", fmt.Errorf("create unpack dir: %w", err)
 	}
@@ -109,6 +110,9 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	if err != nil {
 		return err
 	}
+	// The caller holds key's lock, so any earlier build directory of this
+	// key was left by a process that died mid-build.
+	b.removeStale(filepath.Join(b.root(), ".build-"+key[:12]+"-*"))
 	work, err := os.MkdirTemp(b.root(), ".build-"+key[:12]+"-")
 	if err != nil {
 		return fmt.Errorf("create build dir: %w", err)
@@ -237,4 +241,14 @@ func appendFile(path string, data []byte) error {
 		return fmt.Errorf("append fragment: %w", err)
 	}
 	return f.Close()
+}
+
+// removeStale deletes what a process that died mid-step left behind; callers
+// hold the lock that covers pattern.
+func (b *Builder) removeStale(pattern string) {
+	stale, _ := filepath.Glob(pattern)
+	for _, d := range stale {
+		b.log().Info("kernel: removing what a dead process left", "path", d)
+		os.RemoveAll(d)
+	}
 }

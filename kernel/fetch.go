@@ -61,7 +61,8 @@ func (b *Builder) download(ctx context.Context, pin Pin) (string, error) {
 		b.log().Info("kernel: source cached", "file", final)
 		return final, nil
 	}
-	tmp, err := os.MkdirTemp(dir, ".fetch-")
+	b.removeStale(filepath.Join(dir, ".fetch-"+pin.SHA256[:12]+"-*"))
+	tmp, err := os.MkdirTemp(dir, ".fetch-"+pin.SHA256[:12]+"-")
 	if err != nil {
 		return "", fmt.Errorf("create fetch dir: %w", err)
 	}

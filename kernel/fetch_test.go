@@ -79,6 +79,11 @@ func TestSourcesFetchesChecksAndCaches(t *testing.T) {
 	}
 	cache := t.TempDir()
 	b := &Builder{CacheDir: cache, Pins: pins}
+	// What a process killed mid-unpack left is removed under the lock.
+	dead := filepath.Join(cache, "sources", ".unpack-"+sum[:12]+"-123")
+	if err := os.MkdirAll(filepath.Join(dead, "linux-9.9"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	src, err := b.sources(t.Context(), pins[0])
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +93,9 @@ func TestSourcesFetchesChecksAndCaches(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(src, "Makefile")); string(got) != "VERSION = 9\n" {
 		t.Errorf("unpacked Makefile = %q", got)
+	}
+	if _, err := os.Stat(dead); err == nil {
+		t.Errorf("%s of a dead process survived", dead)
 	}
 	if st := b.sourceState(pins[0]); st != "unpacked" {
 		t.Errorf("sourceState = %q, want unpacked", st)
