@@ -37,6 +37,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseProcCgroup$$' -fuzztime $(FUZZTIME) ./enforcer
 	$(GO) test -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME) ./enforcer
 	$(GO) test -run '^$$' -fuzz '^FuzzParseVersion$$' -fuzztime $(FUZZTIME) ./internal/machine
+	$(GO) test -run '^$$' -fuzz '^FuzzParseNetlink$$' -fuzztime $(FUZZTIME) ./observer/audit
+	$(GO) test -run '^$$' -fuzz '^FuzzParseKmsg$$' -fuzztime $(FUZZTIME) ./observer/audit
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDmesg$$' -fuzztime $(FUZZTIME) ./observer/audit
+	$(GO) test -run '^$$' -fuzz '^FuzzParseAuditd$$' -fuzztime $(FUZZTIME) ./observer/audit
 
 demo: deps build
 	@scripts/demo.sh
