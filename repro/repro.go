@@ -48,6 +48,9 @@ type Options struct {
 	CPUs    int
 	MemMB   int
 	Timeout time.Duration
+	// BootTimeout bounds each guest's boot; 0 is harness's (6 s times the
+	// accel factor, 60 s under TCG), which a loaded machine can pass.
+	BootTimeout time.Duration
 	// Wait bounds the wait for domain deallocation records; 0 is
 	// DefaultWait.
 	Wait time.Duration
@@ -145,7 +148,7 @@ func observeGuest(ctx context.Context, opts Options, k Kernel) (*Observation, er
 		cpus = 1
 	}
 	run, err := harness.Run(ctx, harness.Options{Kernel: k.BzImage, Root: opts.Root, Accel: opts.Accel, CPUs: cpus,
-		MemMB: opts.MemMB, Timeout: opts.Timeout, Shares: []harness.Share{{Source: share, GuestPath: guestPolicyDir}},
+		MemMB: opts.MemMB, Timeout: opts.Timeout, BootTimeout: opts.BootTimeout, Shares: []harness.Share{{Source: share, GuestPath: guestPolicyDir}},
 		Command: cmd, Dir: opts.Dir, Init: opts.Exe, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results,
 		Verbose: opts.Verbose, Log: opts.Log})
 	o, rerr := ReadObservation(filepath.Join(results, ObservationFile))
@@ -156,6 +159,9 @@ func observeGuest(ctx context.Context, opts Options, k Kernel) (*Observation, er
 			o.Indeterminate = fmt.Sprintf("the guest did not report: %v", err)
 		default:
 			o.Indeterminate = fmt.Sprintf("the guest exited %d without an observation: %v", run.Status, rerr)
+		}
+		if run != nil && len(run.ConsoleTail) > 0 {
+			o.Stderr = run.ConsoleTail[max(0, len(run.ConsoleTail)-10):]
 		}
 		o.normalise()
 	} else if err != nil && o.Indeterminate == "" {

@@ -57,7 +57,8 @@ func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 	cpus := fs.Int("cpus", 1, "vCPUs per guest")
 	mem := fs.Int("mem", 512, "guest memory in `MiB`")
 	timeout := fs.Duration("timeout", 0, "bound on each guest's job (default: harness's, scaled to the accelerator)")
-	wait := fs.Duration("wait", 0, "bound on the wait for each domain's deallocation record (default 10s)")
+	bootTimeout := fs.Duration("boot-timeout", 0, "bound on each guest's boot (default: harness's, 60s under TCG)")
+	wait := fs.Duration("wait", 0, "bound on the wait for each domain's deallocation record (default 30s)")
 	html := fs.String("html", "", "write a self-contained HTML report to `file`")
 	asJSON := fs.Bool("json", false, "print the result as one JSON document (schema 1)")
 	inGuest := fs.Bool("in-guest", false, "internal: observe on the running kernel and write the observation to --out")
@@ -88,7 +89,7 @@ func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 		}
 		log := bootLogger(io)
 		opts := repro.Options{Policy: p, Command: args, Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem,
-			Timeout: *timeout, Wait: *wait, Verbose: io.verbose, Log: log}
+			Timeout: *timeout, BootTimeout: *bootTimeout, Wait: *wait, Verbose: io.verbose, Log: log}
 		if io.verbose {
 			opts.Stderr = io.err
 		}

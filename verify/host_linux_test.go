@@ -1,0 +1,130 @@
+//go:build linux
+
+package verify
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer"
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+)
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binPath string
+	binErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// lockstepBinary builds cmd/lockstep once: the enforcer, the probes and
+// the guests' init.
+func lockstepBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "verify-test-bin."); binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "lockstep")
+		cmd := exec.Command("go", "build", "-o", binPath, "../cmd/lockstep")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = &exec.Error{Name: "go build: " + strings.TrimSpace(string(out)), Err: err}
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// hostBase is testdata's generic base with its working directory moved to
+// dir (the host's /var/tmp/testing-dir may be in use by other runs).
+func hostBase(t *testing.T, dir string) *policy.Policy {
+	t.Helper()
+	b, err := os.ReadFile("testdata/BaseLanguage-generic.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Parse("BaseLanguage-generic.cfg", []byte(strings.ReplaceAll(string(b), "/var/tmp/testing-dir", dir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func needHostKernel(t *testing.T) int {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the diagnosis run collects audit records and needs root")
+	}
+	abi, err := enforcer.HostABI()
+	if err != nil || abi < 7 {
+		t.Fatalf("Landlock ABI = %d, %v; this machine promises at least 7", abi, err)
+	}
+	return abi
+}
+
+// TestHereHostKernel verifies testdata's exercises on this machine's
+// kernel: the two sound ones pass with their containment checks held, the
+// one broken on purpose fails naming its refused write into /srv, with the
+// kernel's audit record and the row that would grant it.
+func TestHereHostKernel(t *testing.T) {
+	abi := needHostKernel(t)
+	work := filepath.Join(t.TempDir(), "work")
+	p := hostBase(t, work)
+	for _, tt := range []struct {
+		Name    string
+		Verdict string
+	}{{"shell-reference", Pass}, {"counting", Pass}, {"writes-outside", Fail}} {
+		t.Run(tt.Name, func(t *testing.T) {
+			c, err := Here(t.Context(), HereOptions{Kernel: "host", Policy: p, Exercises: "testdata/exercises", Key: "generic",
+				Exercise: tt.Name, Exe: lockstepBinary(t), WorkDir: work})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Verdict != tt.Verdict || c.ABI != abi || len(c.Joint) != DefaultJointRuns {
+				t.Fatalf("Here = %s (%s), ABI %d, %d joint run(s); want %s after %d joint runs", c.Verdict, c.Why, c.ABI, len(c.Joint), tt.Verdict, DefaultJointRuns)
+			}
+			if tt.Verdict == Pass {
+				for _, ch := range c.Containment {
+					if !ch.Held && !ch.Skipped {
+						t.Errorf("containment %s did not hold: %s", ch.Name, ch.Detail)
+					}
+				}
+				if len(c.Containment) != 2 {
+					t.Errorf("containment = %+v, want the canary and the connect probes", c.Containment)
+				}
+				return
+			}
+			d := c.Diagnosis
+			if d == nil || len(d.Refusals) == 0 {
+				t.Fatalf("diagnosis = %+v, want the refused write", d)
+			}
+			var found bool
+			for _, r := range d.Refusals {
+				if strings.Join(r.Objects, ",") == "/srv/lockstep-verify-cache" || strings.HasPrefix(strings.Join(r.Objects, ","), "/srv") {
+					found = true
+					if len(r.Audit) == 0 || !strings.Contains(r.Audit[0], "/srv") || len(r.Grant) == 0 {
+						t.Errorf("refusal %+v: want its audit record and granting row", r)
+					}
+				}
+			}
+			if !found || !strings.Contains(c.Why, "/srv") {
+				t.Errorf("Why = %q, refusals %+v; want the write into /srv named", c.Why, d.Refusals)
+			}
+		})
+	}
+}

@@ -1,0 +1,189 @@
+//go:build linux
+
+package verify
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
+	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/repro"
+)
+
+// Guest paths of the host's inputs.
+const (
+	guestExercises = proto.ShareDir + "/exercises"
+	guestPolicy    = proto.ShareDir + "/verify"
+)
+
+// Kernel is one row of the matrix.
+type Kernel struct {
+	// Name is the kernel as named (a pin or a file); BzImage the kernel to
+	// boot; Pin the pin it was built from ("" for a file); ABI the pin's
+	// Landlock ABI (0 unknown).
+	Name, BzImage, Pin string
+	ABI                int
+}
+
+// Options configures Run.
+type Options struct {
+	Policy *policy.Policy
+	// Policies are the files the policy came from (provenance only).
+	Policies []string
+	Kernels  []Kernel
+	// Exercises is the testing root, Key the key; Only, if not empty,
+	// keeps just the exercises named.
+	Exercises, Key string
+	Only           []string
+	// JointRuns: 0 is DefaultJointRuns.
+	JointRuns int
+	// Parallel bounds the guests at once; 0 is as many as the host's CPUs
+	// allow (harness.NewPool), 1 runs them one after another.
+	Parallel int
+	// Exe is the guest's init and job binary; "" is this executable.
+	Exe string
+	// Root, Accel, CPUs, MemMB and Timeout are as in harness.Options.
+	Root    string
+	Accel   string
+	CPUs    int
+	MemMB   int
+	Timeout time.Duration
+	// BootTimeout bounds each guest's boot; 0 is harness's (6 s times the
+	// accel factor, 60 s under TCG), which a loaded machine can pass.
+	BootTimeout time.Duration
+	// Progress receives one line per finished cell; Stderr the guests'
+	// output (nil discards).
+	Progress func(format string, args ...any)
+	Stderr   io.Writer
+	Verbose  bool
+	Log      *slog.Logger
+}
+
+// Run verifies every exercise of the key on every kernel, a fresh guest per
+// cell, through a harness.Pool.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	t0 := time.Now()
+	if opts.Policy == nil || len(opts.Kernels) == 0 || opts.Exercises == "" || opts.Key == "" {
+		return nil, fmt.Errorf("verify: a policy, kernels, exercises and a key are required")
+	}
+	if opts.Progress == nil {
+		opts.Progress = func(string, ...any) {}
+	}
+	found, err := exercise.ForKey(opts.Exercises, opts.Key)
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	res := &Result{Schema: ResultSchema, Key: opts.Key, PolicyHash: opts.Policy.Hash(), Policies: opts.Policies, Parallel: opts.Parallel}
+	for _, f := range found {
+		if len(opts.Only) == 0 || contains(opts.Only, f.Name) {
+			res.Exercises = append(res.Exercises, f.Name)
+		}
+	}
+	if len(res.Exercises) == 0 {
+		return nil, fmt.Errorf("verify: no exercise for key %q under %s", opts.Key, opts.Exercises)
+	}
+	exAbs, err := filepath.Abs(opts.Exercises)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "lockstep-verify.")
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	share := filepath.Join(dir, "policy")
+	if err := os.Mkdir(share, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(share, "policy.cfg"), opts.Policy.Render(), 0o644); err != nil {
+		return nil, err
+	}
+	joint := opts.JointRuns
+	if joint == 0 {
+		joint = DefaultJointRuns
+	}
+	var runs []harness.Options
+	for ki, k := range opts.Kernels {
+		res.Kernels = append(res.Kernels, KernelInfo{Name: k.Name, Pin: k.Pin, BzImage: k.BzImage, ABI: k.ABI})
+		for ei, ex := range res.Exercises {
+			results := filepath.Join(dir, fmt.Sprintf("results-%d-%d", ki, ei))
+			if err := os.Mkdir(results, 0o755); err != nil {
+				return nil, err
+			}
+			cmd := []string{proto.GuestBinary, "verify", "--in-guest", "--name", k.Name, "--config", guestPolicy + "/policy.cfg",
+				"--exercises", guestExercises, "--key", opts.Key, "--exercise", ex, "--joint-runs", strconv.Itoa(joint), "--out", proto.ResultsDir}
+			runs = append(runs, harness.Options{Kernel: k.BzImage, Root: opts.Root, Accel: opts.Accel, CPUs: max(opts.CPUs, 1),
+				MemMB: opts.MemMB, Timeout: opts.Timeout, BootTimeout: opts.BootTimeout, Init: opts.Exe, Command: cmd, ResultsDir: results,
+				Shares: []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: share, GuestPath: guestPolicy}},
+				Stdout: opts.Stderr, Stderr: opts.Stderr, Verbose: opts.Verbose, Log: opts.Log})
+		}
+	}
+	pool := harness.NewPool(opts.Parallel)
+	res.Cells = make([]*Cell, len(runs))
+	done := make(chan int, len(runs))
+	for i := range runs {
+		go func() {
+			run, err := pool.Run(ctx, runs[i])
+			res.Cells[i] = cellOf(runs[i].ResultsDir, res, i, run, err)
+			done <- i
+		}()
+	}
+	for range runs {
+		i := <-done
+		c := res.Cells[i]
+		opts.Progress("%s × %s: %s %s", c.Kernel, c.Exercise, c.Verdict, c.Why)
+	}
+	for _, c := range res.Cells {
+		if c.Guest != nil {
+			res.GuestSeconds += c.Guest.Timings.Total.Seconds()
+		}
+	}
+	res.Status = status(res.Cells)
+	res.WallSeconds = time.Since(t0).Seconds()
+	return res, nil
+}
+
+// cellOf reads a guest's cell, or makes an indeterminate one saying why
+// there is none.
+func cellOf(results string, res *Result, i int, run *harness.Result, err error) *Cell {
+	k, e := res.Kernels[i/len(res.Exercises)], res.Exercises[i%len(res.Exercises)]
+	c, rerr := ReadCell(filepath.Join(results, CellFile))
+	if rerr != nil {
+		c = &Cell{Schema: CellSchema, Kernel: k.Name, Exercise: e, Verdict: Indeterminate, ABI: k.ABI}
+		switch {
+		case err != nil:
+			c.Why = fmt.Sprintf("the guest did not report: %v", err)
+		default:
+			c.Why = fmt.Sprintf("the guest exited %d without a cell: %v", run.Status, rerr)
+		}
+		if run != nil && len(run.ConsoleTail) > 0 {
+			c.Console = run.ConsoleTail[max(0, len(run.ConsoleTail)-10):]
+		}
+	} else if err != nil && c.Verdict == Pass {
+		c.Verdict, c.Why = Indeterminate, fmt.Sprintf("the guest failed after reporting: %v", err)
+	}
+	if run != nil {
+		c.Guest = &repro.GuestInfo{Pin: k.Pin, BzImage: k.BzImage, BzImageSHA256: run.KernelSHA256, InitramfsSHA256: run.InitramfsSHA256,
+			QEMUVersion: run.QEMUVersion, Accel: run.Accel, VCPUs: run.CPUs, MemMB: run.MemMB, Timings: run.Timings}
+	}
+	c.normalise()
+	return c
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
