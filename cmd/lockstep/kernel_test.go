@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/kernel"
 )
 
 // TestKernelVerb drives `lockstep kernel` against an empty temporary cache:
@@ -46,5 +48,40 @@ func TestKernelVerbStaleEntryListed(t *testing.T) {
 	code, out, errOut := runCLI(t, "kernel", "list", "--cache", cache)
 	if code != exitOK || !strings.Contains(out, "stale") || !strings.Contains(out, "not built") {
 		t.Errorf("kernel list = %d\n%s%s\nwant a 'not built' pin and a stale entry", code, out, errOut)
+	}
+}
+
+// TestKernelVerbRefusesTampered copies the real cached kernel (building it
+// when the cache is empty) into a temporary cache, flips one byte, and
+// expects `kernel verify` and `kernel path` to refuse it with exit 1, naming
+// the check.
+func TestKernelVerbRefusesTampered(t *testing.T) {
+	bz, err := kernel.Path(t.Context(), kernel.DefaultPin, nil)
+	if err != nil {
+		t.Fatalf("kernel %s: %v", kernel.DefaultPin, err)
+	}
+	src := filepath.Dir(bz)
+	cache := t.TempDir()
+	dst := filepath.Join(cache, filepath.Base(src))
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{kernel.BzImageName, kernel.ConfigName, kernel.RecordName} {
+		b, err := os.ReadFile(filepath.Join(src, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == kernel.BzImageName {
+			b[len(b)-1] ^= 0xff
+		}
+		if err := os.WriteFile(filepath.Join(dst, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sub := range []string{"verify", "path", "build"} {
+		code, out, errOut := runCLI(t, "kernel", sub, "--cache", cache)
+		if code != exitFail || out != "" || !strings.Contains(errOut, "refused: bzImage sha256 is ") {
+			t.Errorf("kernel %s on a flipped byte = %d\nstdout: %s\nstderr: %s\nwant 1 naming the bzImage sha256 check", sub, code, out, errOut)
+		}
 	}
 }
