@@ -38,7 +38,7 @@ func init() {
 	})
 	register(&verb{
 		Name:  "prune",
-		Usage: "prune --key <key> --exercises <dir> --out <dir> [--in-guest | --on-host] [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--seeds <dir>] [--only <exercise>]",
+		Usage: "prune --key <key> --exercises <dir> --out <dir> [--in-guest | --on-host] [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--seeds <dir>] [--only <exercise>] [--check-minimality]",
 		Short: "prune a policy for every exercise of a key (the default prune)",
 		Long: `Runs lockstep's layer pruner for every exercise of --key under --exercises
 (<dir>/<family>/<exercise>/, key from prune.json or the family's name): a
@@ -83,6 +83,7 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 	only := fs.String("only", "", "prune only the `exercise` of this folder name")
 	workDir := fs.String("work-dir", exercise.DefaultWorkDir, "working `dir`ectory of every run (with --in-guest or --on-host)")
 	skipContain := fs.Bool("skip-containment", false, "leave out the containment checks (recorded; for development)")
+	minimal := fs.Bool("check-minimality", false, "after verifying, drop each grant in turn and record whether the exercise still passes (one run per grant)")
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["prune"]
 		switch {
@@ -136,11 +137,11 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 			if err := prune.Disposable(); err != nil {
 				return fail(io, "prune", exitRefused, err)
 			}
-			opts := prune.Options{WorkDir: *workDir, SeedDir: *seeds, SkipContainment: *skipContain, Log: bootLogger(io)}
+			opts := prune.Options{WorkDir: *workDir, SeedDir: *seeds, SkipContainment: *skipContain, CheckMinimality: *minimal, Log: bootLogger(io)}
 			return pruneHere(ctx, io, found, opts, *out)
 		}
 		return pruneGuests(ctx, io, found, pruneGuestArgs{key: *key, root: *root, out: *out, kernel: *kernelArg,
-			rootDir: *rootDir, accel: *accel, seeds: *seeds, skipContain: *skipContain})
+			rootDir: *rootDir, accel: *accel, seeds: *seeds, skipContain: *skipContain, minimal: *minimal})
 	}
 }
 
@@ -203,7 +204,7 @@ func pruneRefused(ctx context.Context, f exercise.Found, err error) *prune.Resul
 
 type pruneGuestArgs struct {
 	key, root, out, kernel, rootDir, accel, seeds string
-	skipContain                                   bool
+	skipContain, minimal                          bool
 }
 
 // pruneGuests prunes each exercise in a fresh guest and copies what it
@@ -230,6 +231,9 @@ func pruneGuests(ctx context.Context, io *stdio, found []exercise.Found, a prune
 	}
 	if a.skipContain {
 		cmd = append(cmd, "--skip-containment")
+	}
+	if a.minimal {
+		cmd = append(cmd, "--check-minimality")
 	}
 	code := exitOK
 	for _, f := range found {

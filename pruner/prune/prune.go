@@ -69,6 +69,11 @@ type Options struct {
 	// SkipLimits leaves out the limits stage (the policy has no [limits]);
 	// SkipContainment the containment checks. Both are recorded.
 	SkipLimits, SkipContainment bool
+	// CheckMinimality, after the joint verification, drops each grant of
+	// the final policy in turn and runs the exercise: the record's
+	// "minimality" entry lists the grants whose removal still passed (none,
+	// for a 1-minimal policy). One run per grant.
+	CheckMinimality bool
 	// Contain configures the containment checks (zero: Phobos's canaries
 	// and probe caps).
 	Contain ContainOptions
@@ -316,6 +321,11 @@ func (s *state) pipeline(ctx context.Context) (*policy.Policy, error) {
 		return nil, err
 	}
 	s.grantsEntry(p)
+	if s.opts.CheckMinimality {
+		if err := s.minimality(ctx, p); err != nil {
+			return nil, err
+		}
+	}
 	if len(s.missingEvidence) > 0 {
 		return nil, fmt.Errorf("grants without a recorded refusal behind them: %s", strings.Join(s.missingEvidence, ", "))
 	}

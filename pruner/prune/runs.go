@@ -431,3 +431,33 @@ func (s *state) grantsEntry(p *policy.Policy) {
 		s.missingEvidence = missing
 	}
 }
+
+// minimality drops each grant of p in turn (the hierarchy rule applied, so
+// a grant an ancestor implies is not a grant of its own) and runs the
+// exercise once: a run that still matches names a grant that is not needed.
+func (s *state) minimality(ctx context.Context, p *policy.Policy) error {
+	items := search.Items(p)
+	var needed, notNeeded, implied []string
+	for i, it := range items {
+		rest := append(append([]search.Item(nil), items[:i]...), items[i+1:]...)
+		q, err := search.Build(rest, p).NormaliseHierarchy()
+		if err != nil {
+			return err
+		}
+		if q.Hash() == p.Hash() {
+			implied = append(implied, it.String())
+			continue
+		}
+		res, _, err := s.run(ctx, "minimality", "JOINT", q, false)
+		if err != nil {
+			return err
+		}
+		if res.Verdict.Same(s.ref.Verdict) {
+			notNeeded = append(notNeeded, it.String())
+		} else {
+			needed = append(needed, it.String())
+		}
+	}
+	s.entry("minimality", map[string]any{"needed": nonNil(needed), "not_needed": nonNil(notNeeded), "implied": nonNil(implied)})
+	return nil
+}
