@@ -182,3 +182,27 @@ func near(img image.Image, x, y int, c color.RGBA) bool {
 	d := func(a uint32, b uint8) int { v := int(a>>8) - int(b); return v * v }
 	return d(r, c.R)+d(g, c.G)+d(b, c.B) < 300
 }
+
+// TestObserveReportInChromium renders a real observe run's files (pin
+// 7.2.13; the exercise failed in its ABI-10 phase) and loads the page.
+func TestObserveReportInChromium(t *testing.T) {
+	bin := chromium(t)
+	page, err := ObserveDir("testdata/observe-fixture-7.2.13", Meta{Started: time.Date(2026, 11, 29, 9, 51, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "observe.html")
+	if err := os.WriteFile(f, page, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom, console := headless(t, bin, f, "--dump-dom")
+	if len(console) > 0 {
+		t.Errorf("console messages: %q", console)
+	}
+	for _, want := range []string{`id="verdict">fail<`, `cell fail`, `udp-fixture`, `18 strace refusal(s), 18 audit record(s); 18 matched`,
+		`more than a UDP bind port`, `id="timings"`, `bzImage sha256`, `received`} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("rendered DOM lacks %q", want)
+		}
+	}
+}

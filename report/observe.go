@@ -1,7 +1,10 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/harness"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -115,4 +118,37 @@ func observeSection(e observer.ExerciseSummary, key, pathSets, id, verdict strin
 		s.Pairs = append(s.Pairs, Pair{Side: k.Kernel, Strace: "refused UDP bind → " + r.Rule, Audit: r.Audit, Kind: "matched"})
 	}
 	return s
+}
+
+// ObserveDir renders the report of an observe run after the fact, from the
+// run.json, observe.json and .abi10.json files `lockstep observe` left in
+// pathSets.
+func ObserveDir(pathSets string, m Meta) ([]byte, error) {
+	var run observer.RunJSON
+	if err := readJSON(filepath.Join(pathSets, "run.json"), &run); err != nil {
+		return nil, err
+	}
+	res := &observer.HostResult{Status: run.Status, Reason: run.Reason, Run: &harness.Result{Status: run.Status,
+		Accel: run.Accel, AccelReason: run.AccelReason, CPUs: run.VCPUs, MemMB: run.MemMB, QEMUVersion: run.QEMUVersion,
+		KernelRelease: run.KernelRelease, KernelSHA256: run.BzImageSHA256, InitramfsSHA256: run.InitramfsSHA256, Timings: run.Timings}}
+	var sum observer.Summary
+	if err := readJSON(filepath.Join(pathSets, observer.SummaryFile), &sum); err == nil {
+		res.Summary = &sum
+	}
+	page := ObservePage(res, run.Key, pathSets, m)
+	if run.KernelPin != "" {
+		page.Provenance = append([]KV{{"pin", run.KernelPin}, {"config sha256", run.ConfigSHA256}}, page.Provenance...)
+	}
+	return Render(page)
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("report: %s: %w", path, err)
+	}
+	return nil
 }
