@@ -35,7 +35,7 @@ func (c command) run(ctx context.Context, name string, args ...string) error {
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
 	// Stop politely first (make cleans up its children), then for good.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = sysProcAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	c.log.Debug("$ " + shellLine(c.dir, c.env, name, args))
