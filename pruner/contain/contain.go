@@ -65,9 +65,10 @@ type PlanOptions struct {
 	ReadOnlyFile func(dir string) string
 	// MaxSeconds caps the timeout and cpu checks; 0 means DefaultMaxSeconds.
 	MaxSeconds int
-	// UID is the uid the probe runs as (nproc does not bind uid 0 as an
-	// rlimit; lockstep's enforcer caps it with a cgroup, so it is checked).
-	UID int
+	// NProcUnenforced, when not empty, says why the nproc limit cannot
+	// hold here (uid 0, which RLIMIT_NPROC does not bind, and no cgroup for
+	// the enforcer's process cap); the check is then recorded as unchecked.
+	NProcUnenforced string
 }
 
 func unchecked(name, why string) record.ContainmentCheck {
@@ -200,6 +201,8 @@ func Plan(p *policy.Policy, o PlanOptions) ([]Check, []record.ContainmentCheck) 
 	}
 	if v, ok := lim(policy.NProc); !ok {
 		un = append(un, unchecked("limit nproc", "not set"))
+	} else if o.NProcUnenforced != "" {
+		un = append(un, unchecked("limit nproc", o.NProcUnenforced))
 	} else if v >= MaxNProc {
 		un = append(un, unchecked("limit nproc", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxNProc)))
 	} else {

@@ -38,9 +38,9 @@ func TestPlan(t *testing.T) {
 	}
 
 	// Caps, coverage and the timeout reaching first.
-	src2 := "[read]\n/work\n[write]\n/work\n[connect]\nallow 127.0.0.1:*\n[bind]\nallow 4001\n[limits]\ntimeout=20\ncpu=30\nnofile=5000\n"
+	src2 := "[read]\n/work\n[write]\n/work\n[connect]\nallow 127.0.0.1:*\n[bind]\nallow 4001\n[limits]\ntimeout=20\ncpu=30\nnofile=5000\nnproc=64\n"
 	p2, _ := policy.Parse("t2.cfg", []byte(src2))
-	cs, un = Plan(p2, PlanOptions{ListenPort: 4000, FreePort: 4001, MaxSeconds: 10,
+	cs, un = Plan(p2, PlanOptions{ListenPort: 4000, FreePort: 4001, MaxSeconds: 10, NProcUnenforced: "uid 0 without a cgroup",
 		ReadOnlyFile: func(d string) string { return d + "/f" }})
 	if len(cs) != 0 {
 		t.Errorf("Plan(covered) checks = %s, want none", names(cs))
@@ -56,6 +56,7 @@ func TestPlan(t *testing.T) {
 		"limit nofile":                        "beyond the probe's cap",
 		"limit timeout":                       "beyond the probe's cap 10",
 		"limit cpu":                           "beyond",
+		"limit nproc":                         "without a cgroup",
 	} {
 		if !strings.Contains(reasons[name], sub) {
 			t.Errorf("unchecked %q = %q, want it to contain %q", name, reasons[name], sub)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
@@ -197,8 +198,14 @@ func (s *state) contain(ctx context.Context, p *policy.Policy) error {
 			writable = s.workDir
 		}
 	}
+	nprocWhy := ""
+	if _, ok := p.Limits[policy.NProc]; ok && os.Getuid() == 0 {
+		if caps := enforcer.CgroupCaps(); strings.HasPrefix(caps, "none") {
+			nprocWhy = "uid 0, which RLIMIT_NPROC does not bind, and the enforcer has no cgroup for its process cap here (" + caps + ")"
+		}
+	}
 	checks, un := contain.Plan(p, contain.PlanOptions{Canaries: s.canaries(), ListenPort: ln.Addr().(*net.TCPAddr).Port,
-		FreePort: freePort, WritableDir: writable, MaxSeconds: s.opts.Contain.MaxSeconds, UID: os.Getuid()})
+		FreePort: freePort, WritableDir: writable, MaxSeconds: s.opts.Contain.MaxSeconds, NProcUnenforced: nprocWhy})
 	run := func(ctx context.Context, sandboxed bool, c contain.Check) (int, []byte, error) {
 		argv := append(append([]string(nil), probe...), c.Args...)
 		if sandboxed {
