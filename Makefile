@@ -5,7 +5,7 @@ PIN         ?= 7.2.13
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 export CGO_ENABLED := 0
 
-.PHONY: all build deps test demo bench lint fuzz clean
+.PHONY: all build deps test demo bench bench-kernel lint fuzz clean
 
 all: build
 
@@ -37,6 +37,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseProcCgroup$$' -fuzztime $(FUZZTIME) ./enforcer
 	$(GO) test -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME) ./enforcer
 	$(GO) test -run '^$$' -fuzz '^FuzzParseVersion$$' -fuzztime $(FUZZTIME) ./internal/machine
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePins$$' -fuzztime $(FUZZTIME) ./kernel
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRecord$$' -fuzztime $(FUZZTIME) ./kernel
+	$(GO) test -run '^$$' -fuzz '^FuzzHeaderVersion$$' -fuzztime $(FUZZTIME) ./kernel
+	$(GO) test -run '^$$' -fuzz '^FuzzDebianArchiveURIs$$' -fuzztime $(FUZZTIME) ./kernel
 	$(GO) test -run '^$$' -fuzz '^FuzzParseNetlink$$' -fuzztime $(FUZZTIME) ./observer/audit
 	$(GO) test -run '^$$' -fuzz '^FuzzParseKmsg$$' -fuzztime $(FUZZTIME) ./observer/audit
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDmesg$$' -fuzztime $(FUZZTIME) ./observer/audit
@@ -47,6 +51,11 @@ demo: deps build
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Not in CI: builds the same kernel source with our fragment and with Phobos's
+# configuration (about half an hour on 2 quiet cores) and prints the ratio.
+bench-kernel: build
+	scripts/bench-kernel.sh
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt: these files need formatting:"; echo "$$out"; exit 1; fi

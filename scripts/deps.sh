@@ -24,6 +24,7 @@ need=(
 	python3:python3
 	pytest-3:python3-pytest
 	dpkg-deb:dpkg
+	/usr/share/keyrings/debian-archive-keyring.gpg:debian-archive-keyring
 )
 missing=()
 for pair in "${need[@]}"; do
