@@ -450,6 +450,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	g := &guestRun{o: &o, res: res, log: log}
 	err = g.boot(ctx, argv, cfg.ConsoleLog, cfg.QMPSocket, evL, resL, bootTimeout, jobTimeout, shutdownTimeout)
+	res.Timings.Total = time.Since(start)
 	if o.ResultsDir != "" {
 		if werr := writeRunJSON(o.ResultsDir, res); werr != nil {
 			log.Warn("cannot write run.json", "err", werr)
