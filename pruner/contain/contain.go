@@ -206,7 +206,9 @@ func Plan(p *policy.Policy, o PlanOptions) ([]Check, []record.ContainmentCheck) 
 	} else if v >= MaxNProc {
 		un = append(un, unchecked("limit nproc", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxNProc)))
 	} else {
-		cs = append(cs, Check{Name: "limit nproc", Args: []string{"nproc", strconv.FormatInt(v, 10)}, WantErrno: "EAGAIN", Control: true})
+		// 137: the enforcer's cgroup cap was passed and it killed the
+		// probe, possibly before the probe could print its EAGAIN.
+		cs = append(cs, Check{Name: "limit nproc", Args: []string{"nproc", strconv.FormatInt(v, 10)}, WantErrno: "EAGAIN", WantStatus: []int{137}, Control: true})
 	}
 	if v, ok := lim(policy.MemMB); !ok {
 		un = append(un, unchecked("limit mem_mb", "not set"))
