@@ -154,9 +154,9 @@ func TestKernelCmdline(t *testing.T) {
 		Hook    string
 		Want    string
 	}{
-		{"quiet", false, "", "console=ttyS0 panic=-1 reboot=t lsm=landlock audit=1 audit_backlog_limit=8192 lockstep.job=ab quiet"},
-		{"verbose", true, "", "console=ttyS0 panic=-1 reboot=t lsm=landlock audit=1 audit_backlog_limit=8192 lockstep.job=ab"},
-		{"hook", false, "hang-boot", "console=ttyS0 panic=-1 reboot=t lsm=landlock audit=1 audit_backlog_limit=8192 lockstep.job=ab quiet lockstep.hook=hang-boot"},
+		{"quiet", false, "", "console=ttyS0 panic=-1 reboot=t no_timer_check lsm=landlock audit=1 audit_backlog_limit=8192 lockstep.job=ab quiet"},
+		{"verbose", true, "", "console=ttyS0 panic=-1 reboot=t no_timer_check lsm=landlock audit=1 audit_backlog_limit=8192 lockstep.job=ab"},
+		{"hook", false, "hang-boot", "console=ttyS0 panic=-1 reboot=t no_timer_check lsm=landlock audit=1 audit_backlog_limit=8192 lockstep.job=ab quiet lockstep.hook=hang-boot"},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
 			if got := kernelCmdline("ab", tc.Verbose, tc.Hook); got != tc.Want {
