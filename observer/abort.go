@@ -23,8 +23,8 @@ func abortf(evidence map[string]any, format string, args ...any) *AbortError {
 	return &AbortError{Reason: oneLine(fmt.Sprintf(format, args...)), Evidence: evidence}
 }
 
-// ErrRecordsLost is the reason text of a run whose records cannot be
-// trusted as complete.
+// recordsLost is in the reason of every run whose records cannot be trusted
+// as complete.
 const recordsLost = "records were lost"
 
 // JudgeAudit returns nil when a run's records can be trusted as complete,
