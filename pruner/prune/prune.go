@@ -209,8 +209,9 @@ type state struct {
 	workDir  string
 	abi      int
 	ref      *exercise.Result
+	// started is when the prune began: a file born later is not pristine.
+	started time.Time
 	// what earlier runs showed
-	pristine      map[string][2]bool
 	executed      map[string]bool
 	because       map[search.Item][]string
 	minStats      search.MinimiseStats
@@ -226,7 +227,7 @@ type state struct {
 
 func newState(ex *exercise.Exercise, opts Options) (*state, error) {
 	s := &state{ex: ex, opts: opts, runs: map[string]int{}, evidence: map[string]any{},
-		pristine: map[string][2]bool{}, executed: map[string]bool{}, because: map[search.Item][]string{},
+		started: time.Now(), executed: map[string]bool{}, because: map[search.Item][]string{},
 		lg: opts.Log, now: opts.Now}
 	if s.lg == nil {
 		s.lg = slog.New(slog.NewTextHandler(io.Discard, nil))

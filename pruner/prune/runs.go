@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
@@ -201,10 +204,12 @@ func (s *state) addBecause(it search.Item, why string) {
 	}
 }
 
-// existed says whether p existed before the first run: beneath the working
-// directory, in the exercise's own folder (every run starts from a fresh
-// copy); elsewhere, as first looked at (cached, so a file a run creates
-// later does not count).
+// existed says whether p existed before the prune started: beneath the
+// working directory, in the exercise's own folder (every run starts from a
+// fresh copy); elsewhere, a file that exists now and was born (statx btime,
+// or changed, ctime, where the file system keeps no birth time) before the
+// prune's first run. A file a run created, such as a compiler's random name
+// in /tmp, therefore never counts as pre-existing.
 func (s *state) existed(p string) (bool, bool) {
 	if p == s.workDir || policy.Beneath(p, s.workDir) {
 		rel, _ := filepath.Rel(s.workDir, p)
@@ -214,13 +219,18 @@ func (s *state) existed(p string) (bool, bool) {
 		}
 		return true, fi.IsDir()
 	}
-	if v, ok := s.pristine[p]; ok {
-		return v[0], v[1]
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME|unix.STATX_CTIME|unix.STATX_TYPE, &st); err != nil {
+		return false, false
 	}
-	fi, err := os.Lstat(p)
-	v := [2]bool{err == nil, err == nil && fi.IsDir()}
-	s.pristine[p] = v
-	return v[0], v[1]
+	born := st.Ctime
+	if st.Mask&unix.STATX_BTIME != 0 {
+		born = st.Btime
+	}
+	if time.Unix(born.Sec, int64(born.Nsec)).After(s.started) {
+		return false, false
+	}
+	return true, st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
 func (s *state) env(held *policy.Policy) generalise.Env {
