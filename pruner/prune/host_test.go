@@ -291,3 +291,54 @@ func TestHostPython(t *testing.T) {
 		})
 	}
 }
+
+// TestHostCWithSeed prunes a copy of the c reference exercise whose
+// prune.json names the seed testdata/seeds/c.cfg (gcc's random /tmp names
+// need it; without it the prune aborts, which TestHostCWithoutSeed shows).
+func TestHostCWithSeed(t *testing.T) {
+	needHost(t)
+	if testing.Short() {
+		t.Skip("-short: a prune takes minutes")
+	}
+	t.Setenv("LOCKSTEP_DISPOSABLE", "1")
+	orig := readExercise(t, "c/make-reference")
+	dir := filepath.Join(t.TempDir(), "c", "make-reference")
+	if err := exercise.FreshCopy(orig.Dir, dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"key": "c", "report_globs": ["test-reports/*.xml"], "runs_compiled_programs": true, "compiled_programs_directory": "assignment", "seed": "c.cfg"}`
+	if err := os.WriteFile(filepath.Join(dir, "prune.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := exercise.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := hostOptions(t)
+	opts.SeedDir, _ = filepath.Abs("testdata/seeds")
+	res, err := Prune(t.Context(), ex, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Aborted != nil {
+		t.Fatalf("aborted: %s\n%v", res.Aborted.Aborted, res.Aborted.Evidence["last_failing_log_tail"])
+	}
+	t.Logf("%s in %d runs %v:\n%s", res.Policy.Hash(), res.TotalRuns(), res.Runs, res.Cfg)
+	if !res.Policy.FS[opts.WorkDir+"/assignment"][policy.Execute] {
+		t.Errorf("no [execute] on the compiled-programs directory: the tests run what they compile")
+	}
+}
+
+func TestHostCWithoutSeed(t *testing.T) {
+	needHost(t)
+	t.Setenv("LOCKSTEP_DISPOSABLE", "1")
+	opts := hostOptions(t)
+	opts.SkipContainment = true
+	res, err := Prune(t.Context(), readExercise(t, "c/make-reference"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Aborted == nil || !strings.Contains(res.Aborted.Aborted, "without an attributable denial") {
+		t.Fatalf("Prune(c without a seed) = %v; want the abort: gcc's /tmp names are never granted", res.Aborted)
+	}
+}
