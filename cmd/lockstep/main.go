@@ -14,8 +14,10 @@ import (
 )
 
 func main() {
-	// PID 1 is the guest: the initramfs carries exactly this binary.
-	if os.Getpid() == 1 && guestMain != nil {
+	// PID 1 started as /init is the guest: the initramfs carries exactly this
+	// binary there. PID 1 under any other name (a container's entry point,
+	// `docker run` without --init) is an ordinary command line.
+	if os.Getpid() == 1 && os.Args[0] == "/init" && guestMain != nil {
 		guestMain()
 		return
 	}
