@@ -3,9 +3,10 @@ GO          ?= go
 BIN         := bin/lockstep
 PIN         ?= 7.2.13
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+ACTIONLINT  := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 export CGO_ENABLED := 0
 
-.PHONY: all build deps test demo bench bench-kernel lint fuzz clean
+.PHONY: all build deps test demo bench bench-kernel lint prune-kvm fuzz clean
 
 all: build
 
@@ -61,6 +62,14 @@ lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt: these files need formatting:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(ACTIONLINT) .github/workflows/*.yml workflows/*/action.yml
+
+# The prune-kvm pipeline of .github/workflows/prune-kvm.yml, run locally:
+# default prune, the observer twice, the merge of both, the summary.
+KEY    ?= fixture
+SOURCE ?= fixture
+prune-kvm: deps build
+	PATH="$(CURDIR)/bin:$$PATH" scripts/prune-kvm.sh all --key $(KEY) --source $(SOURCE)
 
 clean:
 	rm -rf bin
