@@ -25,14 +25,20 @@ type VerifyError struct {
 	Dir      string   // the cache entry
 	Version  string   // the pin it was checked against
 	Failures []string // one per failed check, each naming the check
+	// Unfit is true when the stored config lacks a required option: the
+	// kernel is then also unfit (exit 3), not only refused.
+	Unfit bool
 }
 
 func (e *VerifyError) Error() string {
 	return fmt.Sprintf("kernel %s in %s refused: %s", e.Version, e.Dir, strings.Join(e.Failures, "; "))
 }
 
-// Is makes errors.Is(err, ErrRefused) true.
-func (e *VerifyError) Is(target error) bool { return target == ErrRefused }
+// Is makes errors.Is(err, ErrRefused) true, and errors.Is(err, ErrUnfit)
+// when a required option is missing.
+func (e *VerifyError) Is(target error) bool {
+	return target == ErrRefused || (e.Unfit && target == ErrUnfit)
+}
 
 // Verified is what verification proved about a cache entry.
 type Verified struct {
@@ -53,8 +59,9 @@ type Verified struct {
 func VerifyDir(dir string, pin Pin, key string, required []string) (*Verified, error) {
 	v := &Verified{Dir: dir, BzImage: filepath.Join(dir, BzImageName), Config: filepath.Join(dir, ConfigName), Options: len(required)}
 	var fail []string
+	unfit := false
 	failf := func(format string, a ...any) { fail = append(fail, fmt.Sprintf(format, a...)) }
-	refuse := func() error { return &VerifyError{Dir: dir, Version: pin.Version, Failures: fail} }
+	refuse := func() error { return &VerifyError{Dir: dir, Version: pin.Version, Failures: fail, Unfit: unfit} }
 
 	raw, err := os.ReadFile(filepath.Join(dir, RecordName))
 	if err != nil {
@@ -102,6 +109,7 @@ func VerifyDir(dir string, pin Pin, key string, required []string) (*Verified, e
 		if err := CheckConfig("config", cfg, required); err != nil {
 			var u *UnfitError
 			errors.As(err, &u)
+			unfit = true
 			failf("config lacks required option(s) %s", strings.Join(u.Missing, ", "))
 		}
 		if got := sha256Hex(cfg); got != rec.ConfigSHA256 {

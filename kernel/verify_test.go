@@ -169,6 +169,10 @@ func TestVerifyTampered(t *testing.T) {
 					t.Errorf("VerifyDir error = %q\nwant it to contain %q", err, w)
 				}
 			}
+			// Only a missing option makes the kernel unfit (exit 3).
+			if got, want := errors.Is(err, ErrUnfit), tt.Name == "RequiredOptionRemoved"; got != want {
+				t.Errorf("errors.Is(VerifyDir error, ErrUnfit) = %v, want %v", got, want)
+			}
 		})
 	}
 }
