@@ -664,9 +664,6 @@ func TestWriteFailureKeepsTree(t *testing.T) {
 // and checks the tree: the old one before the exchange, the complete new
 // one after it, never a mixture.
 func TestCrash(t *testing.T) {
-	if os.Getenv("LOCKSTEP_TEST_CRASH_AT") != "" {
-		return // the child's work is in TestCrashChild
-	}
 	for _, st := range []stage{stageBuilt, stageExchanged} {
 		t.Run(string(st), func(t *testing.T) {
 			e := newEnv(t)
@@ -676,7 +673,7 @@ func TestCrash(t *testing.T) {
 			oldTree := readTree(t, e.core)
 			data, _ := os.ReadFile(filepath.Join(e.path, "java_one.cfg"))
 			e.writeCfg(t, "java_one", string(data)+"[read]\n/srv/new\n")
-			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+			cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.count=1")
 			cmd.Env = append(os.Environ(), "LOCKSTEP_TEST_CRASH_AT="+string(st), "LOCKSTEP_TEST_PATH="+e.path, "LOCKSTEP_TEST_CORE="+e.core)
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
@@ -705,11 +702,17 @@ func TestCrash(t *testing.T) {
 	}
 }
 
-func TestCrashChild(t *testing.T) {
-	at := os.Getenv("LOCKSTEP_TEST_CRASH_AT")
-	if at == "" {
-		t.Skip("only run as TestCrash's child process (LOCKSTEP_TEST_CRASH_AT unset)")
+// TestMain makes the test binary TestCrash's child when LOCKSTEP_TEST_CRASH_AT
+// is set: it runs the orchestrator and kills itself at that stage.
+func TestMain(m *testing.M) {
+	if at := os.Getenv("LOCKSTEP_TEST_CRASH_AT"); at != "" {
+		crashChild(at)
+		return
 	}
+	os.Exit(m.Run())
+}
+
+func crashChild(at string) {
 	o := Options{Langs: []string{"java", "python"}, PathDir: os.Getenv("LOCKSTEP_TEST_PATH"), CoreDir: os.Getenv("LOCKSTEP_TEST_CORE")}
 	o.hook = func(s stage) error {
 		if string(s) == at {
@@ -718,9 +721,11 @@ func TestCrashChild(t *testing.T) {
 		return nil
 	}
 	if _, err := Run(o); err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, "crash child:", err)
+		os.Exit(2)
 	}
-	t.Fatal("the child was not killed")
+	fmt.Fprintln(os.Stderr, "crash child: the child was not killed at", at)
+	os.Exit(2)
 }
 
 func TestCapitalised(t *testing.T) {
