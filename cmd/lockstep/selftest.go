@@ -90,7 +90,7 @@ func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args [
 		if *wantABI == 0 {
 			pin, err := kernel.Lookup(kernel.DefaultPin)
 			if err != nil {
-				return fail(io, "selftest", exitFail, err)
+				return fail(io, "selftest", exitIndeterminate, err)
 			}
 			*wantABI = pin.ABI
 		}
@@ -169,27 +169,27 @@ func selftestGuest(ctx context.Context, io *stdio, b selftestBoot, asJSON bool) 
 	log := selftestLogger(io)
 	bz, err := resolveKernel(ctx, b.kernel, log)
 	if err != nil {
-		return fail(io, "selftest", exitFail, err)
+		return fail(io, "selftest", exitIndeterminate, err)
 	}
 	var mods []string
 	if b.modules != "" {
 		if mods, err = harness.ResolveModules(b.modules, harness.GuestModules); err != nil {
-			return fail(io, "selftest", exitFail, err)
+			return fail(io, "selftest", exitIndeterminate, err)
 		}
 	}
 	wantABI, err := selftestPinABI(b.kernel)
 	if err != nil {
-		return fail(io, "selftest", exitFail, err)
+		return fail(io, "selftest", exitIndeterminate, err)
 	}
 	release, err := selftestRelease(bz)
 	if err != nil {
-		return fail(io, "selftest", exitFail, err)
+		return fail(io, "selftest", exitIndeterminate, err)
 	}
 	dir := b.results
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "lockstep-selftest.")
 		if err != nil {
-			return fail(io, "selftest", exitFail, err)
+			return fail(io, "selftest", exitIndeterminate, err)
 		}
 		defer os.RemoveAll(tmp)
 		dir = tmp
@@ -205,7 +205,7 @@ func selftestGuest(ctx context.Context, io *stdio, b selftestBoot, asJSON bool) 
 		Stdout: guestOut, Stderr: io.err,
 	})
 	if res == nil {
-		return fail(io, "selftest", exitFail, err)
+		return fail(io, "selftest", exitIndeterminate, err)
 	}
 	if err != nil {
 		code := exitIndeterminate
