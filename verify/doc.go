@@ -19,7 +19,7 @@
 //     → fail;
 //  5. if it held: containment checks under the policy (a canary file outside
 //     every grant stays unreadable, a TCP port no rule names stays
-//     unreachable), the observer's probe children (observer.ProbeArgs) →
+//     unreachable), run as `lockstep contain-probe` children (pruner/contain) →
 //     pass, or fail naming the check that did not hold.
 //
 // # The matrix

@@ -19,7 +19,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/observer"
+	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
 	"github.com/lockstep-sandbox/lockstep/repro"
@@ -138,7 +138,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 		return c, nil
 	}
 	opts.Progress("%s: containment checks", ex.Name)
-	c.Containment, err = contain(ctx, opts.Policy, opts.Exe)
+	c.Containment, err = containment(ctx, opts.Policy, opts.Exe)
 	if err != nil {
 		return nil, fmt.Errorf("verify: containment: %w", err)
 	}
@@ -188,10 +188,10 @@ func oneLine(v verdict.Verdict) string {
 	return fmt.Sprintf("%s, %d test(s): %d passed, %d not", v.ExitClass, len(v.Tests), pass, fail)
 }
 
-// contain runs the containment probes under p: a canary outside every grant
+// containment runs the containment probes under p: a canary outside every grant
 // stays unreadable, and a listening TCP port no rule names stays
 // unreachable.
-func contain(ctx context.Context, p *policy.Policy, exe string) ([]Check, error) {
+func containment(ctx context.Context, p *policy.Policy, exe string) ([]Check, error) {
 	pp := withExe(p, exe)
 	var checks []Check
 	canary, cleanup, err := makeCanary(p)
@@ -228,11 +228,16 @@ func contain(ctx context.Context, p *policy.Policy, exe string) ([]Check, error)
 	return checks, nil
 }
 
+// probe runs `lockstep contain-probe <op> <arg>` under pp: the check holds
+// when the probe says the operation was refused (status 1, an OP line with
+// an errno).
 func probe(ctx context.Context, pp *policy.Policy, exe, name, op, arg string) Check {
 	var out bytes.Buffer
-	status, err := enforcer.Run(ctx, enforcer.Options{Policy: pp, Command: append([]string{exe}, observer.ProbeArgs(op, arg)...),
+	status, err := enforcer.Run(ctx, enforcer.Options{Policy: pp, Command: []string{exe, contain.Verb, op, arg},
 		Dir: "/", Stdout: &out, Stderr: &out, Quiet: true, Self: exe})
-	c := Check{Name: name, Held: err == nil && status == 0, Detail: fmt.Sprintf("%s %s: status %d: %s", op, arg, status, strings.TrimSpace(out.String()))}
+	po := contain.ParseOutput(out.Bytes())
+	c := Check{Name: name, Held: err == nil && status == 1 && po.Started && po.Errno != "" && po.Errno != "0",
+		Detail: fmt.Sprintf("%s %s: status %d: %s", op, arg, status, strings.TrimSpace(strings.ReplaceAll(out.String(), "\n", "; ")))}
 	if err != nil {
 		c.Detail += ": " + err.Error()
 	}

@@ -1,0 +1,70 @@
+//go:build linux
+
+package verify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/kernel"
+)
+
+// pinnedKernel builds (or restores and verifies) the default pin once.
+var pinnedKernel = sync.OnceValues(func() (string, error) {
+	return kernel.Path(context.Background(), kernel.DefaultPin, nil)
+})
+
+// TestVerifyGuest runs `lockstep verify` on the default pin, twice as two
+// kernel rows (the pin and its bzImage file), over a sound exercise and the
+// one broken on purpose: the matrix is pass / fail on both rows, the fail
+// names the refused write into /srv with its audit record, exit 1.
+func TestVerifyGuest(t *testing.T) {
+	needHostKernel(t)
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip("no qemu-system-x86_64 on PATH: guest tests need QEMU")
+	}
+	bz, err := pinnedKernel()
+	if err != nil {
+		t.Fatalf("kernel %s: %v", kernel.DefaultPin, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, lockstepBinary(t), "verify", "--json", "--base", "BaseLanguage-generic.cfg", "--kernel", kernel.DefaultPin,
+		"--kernel", bz, "--exercises", "exercises", "--exercise", "counting", "--exercise", "writes-outside", "--boot-timeout", "10m")
+	cmd.Dir = "testdata"
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("lockstep verify: %v\n%s", err, errb.String())
+	}
+	var res Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("lockstep verify (exit %d) printed no result: %v\n%s", code, err, errb.String())
+	}
+	if code != 1 || res.Status != StatusFail || len(res.Cells) != 4 {
+		t.Fatalf("verify = exit %d, status %d, %d cells; want exit 1 over 2×2 cells\n%s", code, res.Status, len(res.Cells), out.String())
+	}
+	for k := range res.Kernels {
+		if c := res.Cell(k, 0); c.Verdict != Pass {
+			t.Errorf("%s × %s = %s (%s), want pass", c.Kernel, c.Exercise, c.Verdict, c.Why)
+		}
+		c := res.Cell(k, 1)
+		if c.Verdict != Fail || !strings.Contains(c.Why, "/srv") || c.Diagnosis == nil || !c.Diagnosis.Audit {
+			t.Errorf("%s × %s = %s (%s), want fail naming /srv with audit records", c.Kernel, c.Exercise, c.Verdict, c.Why)
+		}
+		if c.Guest == nil || c.Guest.BzImageSHA256 == "" || c.ABI != 10 {
+			t.Errorf("%s × %s: guest %+v, ABI %d; want provenance and ABI 10", c.Kernel, c.Exercise, c.Guest, c.ABI)
+		}
+	}
+	t.Logf("wall %.1f s, the guests' own %.1f s", res.WallSeconds, res.GuestSeconds)
+}
