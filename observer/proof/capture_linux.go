@@ -297,47 +297,51 @@ func scenarioNames() ([]string, error) {
 func capturePass(ctx context.Context, pass string, names []string, exe string, opts CaptureOptions, cases io.Writer,
 	around func(ctx context.Context, run func() int) error) error {
 	for i, name := range names {
-		dir, err := os.MkdirTemp(opts.Dir, "lockstep-capture.")
-		if err != nil {
-			return err
-		}
-		if dir, err = filepath.EvalSymlinks(dir); err != nil {
-			return err
-		}
-		if err := prepareFixture(dir); err != nil {
-			return err
-		}
-		fx := newFixture(dir, exe, opts.PortBase+i)
-		for _, f := range []string{fx.spaced, fx.gone, fx.moved2} {
-			if err := os.WriteFile(f, []byte("lockstep capture\n"), 0o644); err != nil {
-				return err
-			}
-		}
-		var ln net.Listener
-		if name == "capture.abstract_unix" {
-			if ln, err = net.Listen("unix", "@"+abstractName(fx.port)); err != nil {
-				return err
-			}
-		}
-		err = around(ctx, func() int {
-			pid, stdout, stderr, runErr := runChild(ctx, name, fx)
-			var rep childReport
-			if jerr := json.Unmarshal(bytes.TrimSpace(stdout), &rep); jerr != nil {
-				fmt.Fprintf(cases, "%s %s pid=%d no report (%v): %s\n", pass, name, pid, runErr, oneLine(stderr))
-			} else {
-				fmt.Fprintf(cases, "%s %s pid=%d errno=%s dir=%s port=%d\n", pass, name, pid, errnoName(rep.Errno), dir, fx.port)
-			}
-			return pid
-		})
-		if ln != nil {
-			ln.Close()
-		}
-		os.RemoveAll(dir)
-		if err != nil {
+		if err := captureOne(ctx, pass, name, i, exe, opts, cases, around); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	return nil
+}
+
+// captureOne runs one scenario in a fixture directory that is removed on
+// every path out.
+func captureOne(ctx context.Context, pass, name string, i int, exe string, opts CaptureOptions, cases io.Writer,
+	around func(ctx context.Context, run func() int) error) error {
+	dir, err := os.MkdirTemp(opts.Dir, "lockstep-capture.")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+		return err
+	}
+	if err := prepareFixture(dir); err != nil {
+		return err
+	}
+	fx := newFixture(dir, exe, opts.PortBase+i)
+	for _, f := range []string{fx.spaced, fx.gone, fx.moved2} {
+		if err := os.WriteFile(f, []byte("lockstep capture\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	if name == "capture.abstract_unix" {
+		ln, err := net.Listen("unix", "@"+abstractName(fx.port))
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+	}
+	return around(ctx, func() int {
+		pid, stdout, stderr, runErr := runChild(ctx, name, fx)
+		var rep childReport
+		if jerr := json.Unmarshal(bytes.TrimSpace(stdout), &rep); jerr != nil {
+			fmt.Fprintf(cases, "%s %s pid=%d no report (%v): %s\n", pass, name, pid, runErr, oneLine(stderr))
+		} else {
+			fmt.Fprintf(cases, "%s %s pid=%d errno=%s dir=%s port=%d\n", pass, name, pid, errnoName(rep.Errno), dir, fx.port)
+		}
+		return pid
+	})
 }
 
 // capturePrintk runs the scenarios with audit enabled and no daemon, and
