@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -400,13 +399,4 @@ func tail(b []byte, n int) string {
 		b = b[len(b)-n:]
 	}
 	return strings.ToValidUTF8(string(b), "?")
-}
-
-func sortedKeys[M ~map[string]V, V any](m M) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
