@@ -282,15 +282,13 @@ func (v *verification) run(ctx context.Context, f exercise.Found) (reason string
 		return "", err
 	}
 	// 5. Containment under the verified policy.
-	checks, err := v.contain(ctx, final)
+	checks, failed, err := v.contain(ctx, final)
 	if err != nil {
 		return "", err
 	}
-	v.es.Containment = checks
-	for _, c := range checks {
-		if !c.Held && !c.Skipped && reason == "" {
-			reason = fmt.Sprintf("the containment check %s failed: %s", c.Name, c.Detail)
-		}
+	v.es.Containment = containmentChecks(checks)
+	if len(failed) > 0 && reason == "" {
+		reason = "containment checks did not hold: " + strings.Join(failed, "; ")
 	}
 	return reason, nil
 }

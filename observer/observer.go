@@ -1,11 +1,14 @@
 package observer
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/observer/proof"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
 )
 
 // SummarySchema is the version of the Summary document (observe.json).
@@ -107,7 +110,8 @@ type ExerciseSummary struct {
 	Runs map[string]int `json:"runs"`
 	// Trace names the run whose strace log is in the .abi10.observed.trace.gz
 	// and the SHA-256 of that log, uncompressed.
-	Trace       *TraceInfo         `json:"trace,omitempty"`
+	Trace *TraceInfo `json:"trace,omitempty"`
+	// Containment are pruner/contain's checks under the settled policy.
 	Containment []ContainmentCheck `json:"containment,omitempty"`
 	Seconds     float64            `json:"seconds"`
 }
@@ -119,10 +123,33 @@ type TraceInfo struct {
 	Bytes  int    `json:"bytes"`
 }
 
-// ContainmentCheck is one containment probe under the verified policy.
+// ContainmentCheck is one containment check under the verified policy, as
+// pruner/contain ran it.
 type ContainmentCheck struct {
-	Name    string `json:"name"`
+	Name string `json:"name"`
+	// Held: the sandbox refused the probe (and its control, if any,
+	// succeeded without one). Skipped: the check could not run (Detail says
+	// why).
 	Held    bool   `json:"held"`
 	Skipped bool   `json:"skipped,omitempty"`
 	Detail  string `json:"detail"`
+}
+
+// containmentChecks converts pruner/contain's record of the checks.
+func containmentChecks(rs []record.ContainmentCheck) []ContainmentCheck {
+	out := make([]ContainmentCheck, 0, len(rs))
+	for _, r := range rs {
+		c := ContainmentCheck{Name: r.Name, Held: r.Refused && r.Unchecked == "", Skipped: r.Unchecked != ""}
+		switch {
+		case r.Unchecked != "":
+			c.Detail = r.Unchecked
+		default:
+			c.Detail = fmt.Sprintf("probe %s: refused %v", strings.Join(r.Arguments, " "), r.Refused)
+			if r.Control != "" {
+				c.Detail += "; control: " + r.Control
+			}
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -37,8 +37,8 @@ status 3 and nothing is written), then for each exercise of the key:
   4. ABI-10 phase: 3 joint runs with every layer and the policy's limits; a
      refused UDP bind that strace's rule and a net.bind_udp record both name
      becomes "[bind] allow <port> udp"; any other difference aborts; 3 rounds;
-  5. containment: a canary outside every grant, a write into a read-only path,
-     a connect to a port no rule names, one probe per limit.
+  5. containment (pruner/contain): the canaries, a write into a read-only
+     path, a connect and a bind to ports no rule names, one probe per limit.
 
 Writes into --path-sets: <key>_<ex>.abi10.json (schema 1), <key>_<ex>.abi10.cfg
 (only with rows), <key>_<ex>.abi10.observed.trace.gz (the cross-check run's
@@ -68,7 +68,7 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 	out := fs.String("out", "", "with --in-guest: `dir`ectory for the results (default /run/lockstep/results in a guest)")
 	wantABI := fs.Int("want-abi", 0, "with --in-guest: the pin's Landlock `abi` (default: the default pin's)")
 	wantRelease := fs.String("want-release", "", "with --in-guest: the `release` uname -r must say (empty: not checked)")
-	probe := fs.String("probe", "", "internal: be a containment probe child trying `op` (the observer starts these)")
+	probe := fs.String("probe", "", "internal: be a probe child trying `op` (verify starts these; see observer.ProbeMain)")
 	probeArg := fs.String("probe-arg", "", "internal: the probe's `arg`ument")
 	backlog := fs.Uint("backlog-limit", 0, "with --in-guest: the audit backlog `limit` to set (default 8192; tests lower it)")
 	return func(ctx context.Context, io *stdio, args []string) int {
