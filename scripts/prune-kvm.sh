@@ -256,7 +256,7 @@ do_summary() {
 			if [[ $rc == 0 ]]; then rc="passed"; else rc="**failed ($rc)**"; fi
 			echo "| $text | $rc |"
 		done
-		if [[ -d $out/merged-base ]]; then
+		if compgen -G "$out/merged-base/*.cfg" >/dev/null; then
 			echo
 			echo "### merged base"
 			echo
