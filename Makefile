@@ -62,13 +62,15 @@ lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt: these files need formatting:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
-	$(GO) run $(ACTIONLINT) .github/workflows/*.yml workflows/*/action.yml
+	$(GO) run $(ACTIONLINT) -config-file workflows/actionlint.yaml .github/workflows/*.yml
+	shellcheck scripts/*.sh workflows/enable-kvm/enable-kvm.sh workflows/kernel/discard-cached.sh
 
 # The prune-kvm pipeline of .github/workflows/prune-kvm.yml, run locally:
 # default prune, the observer twice, the merge of both, the summary.
-KEY    ?= fixture
-SOURCE ?= fixture
+KEY    ?=
+SOURCE ?= $(if $(filter fixture,$(KEY)),fixture,reference)
 prune-kvm: deps build
+	@test -n "$(KEY)" || { echo "usage: make prune-kvm KEY=<key> [SOURCE=fixture|reference]" >&2; exit 2; }
 	PATH="$(CURDIR)/bin:$$PATH" scripts/prune-kvm.sh all --key $(KEY) --source $(SOURCE)
 
 clean:

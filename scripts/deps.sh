@@ -24,6 +24,8 @@ need=(
 	python3:python3
 	pytest-3:python3-pytest
 	dpkg-deb:dpkg
+	debootstrap:debootstrap
+	shellcheck:shellcheck
 	/usr/share/keyrings/debian-archive-keyring.gpg:debian-archive-keyring
 )
 missing=()
