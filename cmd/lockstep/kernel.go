@@ -18,7 +18,7 @@ import (
 func init() {
 	register(&verb{
 		Name:  "kernel",
-		Usage: "kernel {build|verify|list|path} [--pin <version>] [--cache <dir>]",
+		Usage: "kernel {build|verify|list|path|key} [--pin <version>] [--cache <dir>]",
 		Short: "fetch, build, cache and verify the pinned guest kernels",
 		Long: `Subcommands:
   build   fetch, check, configure, build and verify the pin's kernel unless it is
@@ -27,6 +27,7 @@ func init() {
           against build.txt, every required option, the header version string.
   list    every pin, its source, and what the cache holds for it (and stale entries).
   path    print only the verified bzImage's path, building it if needed (for scripts).
+  key     print the pin's content key (the cache directory's name; CI cache keys use it).
 
 Pins are in kernel/pins.txt; the configuration is tinyconfig plus kernel/fragment.config.
 The cache is $XDG_CACHE_HOME/lockstep/kernels (default ~/.cache/lockstep/kernels).
@@ -40,7 +41,9 @@ $ lockstep kernel build --pin 7.2.13
 # Boot the verified kernel by hand
 $ qemu-system-x86_64 -M microvm -kernel "$(lockstep kernel path)" -nographic -append console=ttyS0
 # Show what is pinned and cached
-$ lockstep kernel list`,
+$ lockstep kernel list
+# The content key a CI cache entry is stored under
+$ lockstep kernel key --pin 7.2.13`,
 		Flags: kernelFlags,
 	})
 }
@@ -59,7 +62,7 @@ func kernelFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["kernel"]
 		if len(args) == 0 {
-			return usageExit(io, v, usagef("missing subcommand: want build, verify, list or path"))
+			return usageExit(io, v, usagef("missing subcommand: want build, verify, list, path or key"))
 		}
 		sub := args[0]
 		// Flags may follow the subcommand: kernel build --pin 7.2.13.
@@ -83,8 +86,10 @@ func kernelFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 			return kernelVerify(ctx, io, b, o)
 		case "list":
 			return kernelList(ctx, io, b)
+		case "key":
+			return kernelKey(io, b, o)
 		}
-		return usageExit(io, v, usagef("unknown subcommand %q: want build, verify, list or path", sub))
+		return usageExit(io, v, usagef("unknown subcommand %q: want build, verify, list, path or key", sub))
 	}
 }
 
@@ -120,6 +125,21 @@ func kernelBuild(ctx context.Context, io *stdio, b *kernel.Builder, o *kernelOpt
 	fmt.Fprintf(io.out, "  %s, verified in %s total: bzImage and config SHA-256 match build.txt, %d required options present, header version %q\n",
 		how, r.Elapsed.Round(time.Millisecond), r.Options, r.HeaderVersion)
 	fmt.Fprintf(io.out, "  key %s, bzImage %d bytes, Landlock ABI %d expected\n", r.Key, r.Record.BzImageSize, r.Pin.ABI)
+	return exitOK
+}
+
+// kernelKey prints the pin's content key: SHA-256 over the pin row, the
+// fragment, the builder version and the toolchain versions.
+func kernelKey(io *stdio, b *kernel.Builder, o *kernelOptions) int {
+	pin, err := kernel.Lookup(o.pin)
+	if err != nil {
+		return kernelExit(io, err)
+	}
+	key, err := b.Key(pin)
+	if err != nil {
+		return kernelExit(io, err)
+	}
+	fmt.Fprintln(io.out, key)
 	return exitOK
 }
 

@@ -85,3 +85,21 @@ func TestKernelVerbRefusesTampered(t *testing.T) {
 		}
 	}
 }
+
+func TestKernelVerbKey(t *testing.T) {
+	pin, err := kernel.Lookup(kernel.DefaultPin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := (&kernel.Builder{}).Key(pin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errb := runCLI(t, "kernel", "key", "--pin", kernel.DefaultPin)
+	if code != exitOK || strings.TrimSpace(out) != want || len(want) != 64 {
+		t.Errorf("lockstep kernel key = %d, %q (stderr %q), want 0 and %q", code, out, errb, want)
+	}
+	if code, _, _ := runCLI(t, "kernel", "key", "--pin", "0.0.1"); code != exitUsage {
+		t.Errorf("lockstep kernel key --pin 0.0.1 = %d, want %d (unknown pin)", code, exitUsage)
+	}
+}
