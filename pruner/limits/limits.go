@@ -208,8 +208,10 @@ func (s *Sampler) sample() {
 }
 
 // LargestFileMB is the size in MiB of the largest regular file beneath the
-// paths p grants a write-class right on (outside /proc, /sys and /dev).
-func LargestFileMB(p *policy.Policy) float64 {
+// paths p grants a write-class right on (outside /proc, /sys and /dev) that
+// was modified at or after since: what the run wrote, not what a shared
+// directory such as /tmp held already. The zero since counts every file.
+func LargestFileMB(p *policy.Policy, since time.Time) float64 {
 	var largest int64
 	for q, secs := range p.FS {
 		if q == "/proc" || q == "/sys" || q == "/dev" || policy.Beneath(q, "/proc") || policy.Beneath(q, "/sys") || policy.Beneath(q, "/dev") {
@@ -229,7 +231,7 @@ func LargestFileMB(p *policy.Policy) float64 {
 				return nil
 			}
 			if d.Type().IsRegular() {
-				if fi, err := d.Info(); err == nil && fi.Size() > largest {
+				if fi, err := d.Info(); err == nil && fi.Size() > largest && !fi.ModTime().Before(since) {
 					largest = fi.Size()
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 )
@@ -97,9 +98,20 @@ func TestLargestFileMB(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(other, "bigger"), make([]byte, 5<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	old := filepath.Join(dir, "old")
+	if err := os.WriteFile(old, make([]byte, 7<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(old, since.Add(-time.Hour), since.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	p := &policy.Policy{FS: map[string]map[policy.Section]bool{dir: {policy.Write: true}, other: {policy.Read: true}}}
-	if got := LargestFileMB(p); got != 3 {
-		t.Errorf("LargestFileMB = %v, want 3 (the read-only tree does not count)", got)
+	if got := LargestFileMB(p, since); got != 3 {
+		t.Errorf("LargestFileMB = %v, want 3 (the read-only tree and the file older than the run do not count)", got)
+	}
+	if got := LargestFileMB(p, time.Time{}); got != 7 {
+		t.Errorf("LargestFileMB(since zero) = %v, want 7", got)
 	}
 }
 

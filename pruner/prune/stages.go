@@ -58,6 +58,7 @@ func (s *state) limits(ctx context.Context, p *policy.Policy) (*policy.Policy, e
 	skip, _ := filepath.EvalSymlinks(s.enforcer[0])
 	for i := 1; i <= measurementRuns; i++ {
 		smp := limits.StartSkipping(0, "", skip)
+		runStart := time.Now()
 		res, _, err := s.run(ctx, "limits measurement", "SAMPLED", p, false)
 		m := smp.Stop()
 		if err != nil {
@@ -67,7 +68,7 @@ func (s *state) limits(ctx context.Context, p *policy.Policy) (*policy.Policy, e
 			return nil, &search.AbortError{Reason: fmt.Sprintf("the limits measurement run %d differs from the reference", i)}
 		}
 		m.WallSeconds = res.Duration.Seconds()
-		m.LargestFileMB = limits.LargestFileMB(p)
+		m.LargestFileMB = limits.LargestFileMB(p, runStart)
 		ms = append(ms, m)
 	}
 	lo := limits.Options{HeapPinned: s.ex.Config.HeapPinned, AddressSpaceUnbounded: s.ex.Config.AddressSpaceUnbounded}
