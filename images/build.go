@@ -205,12 +205,14 @@ func Build(ctx context.Context, r *Recipe, opts Options) (img *Image, err error)
 		return nil, fmt.Errorf("create a build directory: %w", err)
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
+		os.RemoveAll(tmp)
 		return nil, err
 	}
 	root := filepath.Join(tmp, "root")
 	logPath := filepath.Join(tmp, "build.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
+		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("create the build log: %w", err)
 	}
 	b := &builder{ctx: ctx, log: log, out: logf, logPath: logPath, root: root}
