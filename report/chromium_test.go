@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/repro"
+	"github.com/lockstep-sandbox/lockstep/verify"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/report.png from the screenshot")
@@ -134,15 +135,6 @@ func TestReproReportInChromium(t *testing.T) {
 	shot := filepath.Join(dir, "report.png")
 	headless(t, bin, f, "--screenshot="+shot, "--hide-scrollbars")
 	checkScreenshot(t, shot)
-	if *update {
-		b, err := os.ReadFile(shot)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("..", "docs", "report.png"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // checkScreenshot decodes the PNG and wants the verdict colours in it: the
@@ -203,6 +195,52 @@ func TestObserveReportInChromium(t *testing.T) {
 		`more than a UDP bind port`, `id="timings"`, `bzImage sha256`, `received`} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("rendered DOM lacks %q", want)
+		}
+	}
+}
+
+// TestVerifyReportInChromium renders a real verify matrix (2 kernel rows ×
+// 2 exercises, one broken on purpose) and loads it; the screenshot of this
+// page is docs/report.png.
+func TestVerifyReportInChromium(t *testing.T) {
+	bin := chromium(t)
+	b, err := os.ReadFile("testdata/verify-7.2.13-generic.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res verify.Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	page, err := Verify(&res, Meta{Started: time.Date(2026, 11, 29, 10, 5, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	f := filepath.Join(dir, "verify.html")
+	if err := os.WriteFile(f, page, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom, console := headless(t, bin, f, "--dump-dom")
+	if len(console) > 0 {
+		t.Errorf("console messages: %q", console)
+	}
+	for _, want := range []string{`id="verdict">fail<`, `id="matrix"`, `cell pass`, `cell fail`, `/srv/lockstep-verify-cache`,
+		`↔ matched`, `containment: canary`, `joint run 1`, `id="timings"`, `policy hash`} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("rendered DOM lacks %q", want)
+		}
+	}
+	shot := filepath.Join(dir, "report.png")
+	headless(t, bin, f, "--screenshot="+shot, "--hide-scrollbars")
+	checkScreenshot(t, shot)
+	if *update {
+		b, err := os.ReadFile(shot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join("..", "docs", "report.png"), b, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -185,7 +185,7 @@ func buildChart(ts []Timing) *chart {
 	c := &chart{Width: chartLeft + chartWidth + 90}
 	seen := map[string]bool{}
 	for i, t := range ts {
-		b := bar{Y: 10 + i*(barHeight+8), Label: t.Label}
+		b := bar{Y: 10 + i*(barHeight+8), Label: shorten(t.Label, 26)}
 		x, sum := float64(chartLeft), 0.0
 		for _, p := range t.Phases {
 			cls := phaseClasses[p.Name]
@@ -247,4 +247,14 @@ func Render(p *Page) ([]byte, error) {
 		return nil, fmt.Errorf("report: render: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// shorten keeps the end of a long label (a bzImage path ends in what tells
+// it apart), marking the cut with an ellipsis.
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + string(r[len(r)-n+1:])
 }

@@ -34,7 +34,13 @@ func VerifyPage(res *verify.Result, m Meta) *Page {
 	}
 	mx := &Matrix{Corner: "kernel \\ exercise", Columns: res.Exercises}
 	for ki, k := range res.Kernels {
-		row := MatrixRow{Name: fmt.Sprintf("%s (ABI %d)", k.Name, k.ABI)}
+		abi := k.ABI
+		for ei := range res.Exercises {
+			if c := res.Cell(ki, ei); abi == 0 && c.ABI > 0 {
+				abi = c.ABI
+			}
+		}
+		row := MatrixRow{Name: fmt.Sprintf("%s (ABI %d)", shorten(k.Name, 40), abi)}
 		for ei := range res.Exercises {
 			c := res.Cell(ki, ei)
 			id := fmt.Sprintf("cell-%d-%d", ki, ei)
@@ -45,7 +51,7 @@ func VerifyPage(res *verify.Result, m Meta) *Page {
 			row.Cells = append(row.Cells, Cell{Verdict: c.Verdict, Text: text, Anchor: id})
 			p.Sections = append(p.Sections, cellSection(c, id))
 			if g := c.Guest; g != nil {
-				p.Timings = append(p.Timings, Timing{Label: k.Name + " × " + c.Exercise, Phases: []Phase{
+				p.Timings = append(p.Timings, Timing{Label: shorten(k.Name, 14) + " × " + c.Exercise, Phases: []Phase{
 					{"boot", (g.Timings.Accel + g.Timings.Initramfs + g.Timings.Boot).Seconds()},
 					{"runs", g.Timings.Job.Seconds()}, {"teardown", g.Timings.Shutdown.Seconds()}}})
 			}

@@ -147,6 +147,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			res.GuestSeconds += c.Guest.Timings.Total.Seconds()
 		}
 	}
+	for ki := range res.Kernels {
+		for ei := range res.Exercises {
+			if c := res.Cell(ki, ei); res.Kernels[ki].ABI == 0 && c.ABI > 0 {
+				res.Kernels[ki].ABI = c.ABI
+			}
+		}
+	}
 	res.Status = status(res.Cells)
 	res.WallSeconds = time.Since(t0).Seconds()
 	return res, nil
