@@ -166,7 +166,7 @@ const (
 
 // initramfsCompressionDefault compresses the cached initramfs base; the
 // kernel unpacks it at every boot.
-const initramfsCompressionDefault = guest.CompressGzip
+const initramfsCompressionDefault = guest.CompressZstd
 
 // initramfsCompression is $LOCKSTEP_INITRAMFS_COMPRESSION (gzip, zstd or
 // none) or the default.
