@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -99,13 +100,27 @@ func Initramfs(ctx context.Context, o InitramfsOptions) (string, error) {
 	for i, m := range o.Modules {
 		o.Job.Modules = append(o.Job.Modules, moduleArchivePath(i, m))
 	}
-	base, err := baseArchive(ctx, o, init, extra, tmp)
+	basePath, err := baseArchive(ctx, o, init, extra, tmp)
 	if err != nil {
 		return "", err
 	}
 	if o.CacheDir == "" {
-		defer os.Remove(base)
+		defer os.Remove(basePath)
 	}
+	// Held open from here: another process pruning the cache cannot take
+	// it away mid-copy.
+	base, err := os.Open(basePath)
+	if errors.Is(err, os.ErrNotExist) && o.CacheDir != "" {
+		// Pruned by another process between the lookup and the open.
+		if basePath, err = baseArchive(ctx, o, init, extra, tmp); err != nil {
+			return "", err
+		}
+		base, err = os.Open(basePath)
+	}
+	if err != nil {
+		return "", fmt.Errorf("initramfs: base: %w", err)
+	}
+	defer base.Close()
 	jobPath := filepath.Join(tmp, "job.json")
 	b, err := json.MarshalIndent(o.Job, "", "\t")
 	if err != nil {
@@ -293,7 +308,7 @@ type compressedCPIO struct {
 	compression string
 	// appendFile, when set, is copied after this archive (padded to four
 	// bytes, where the kernel looks for the next cpio header).
-	appendFile string
+	appendFile *os.File
 	sum        hash.Hash
 }
 
@@ -302,7 +317,7 @@ type cpioFileWriter struct {
 	comp       io.WriteCloser // nil without compression
 	f          *os.File
 	w          io.Writer // f and the hash
-	appendFile string
+	appendFile *os.File
 }
 
 func (c *compressedCPIO) OpenWriter() (initramfs.Writer, error) {
@@ -345,7 +360,7 @@ func (w *cpioFileWriter) Finish() error {
 			err = cerr
 		}
 	}
-	if err == nil && w.appendFile != "" {
+	if err == nil && w.appendFile != nil {
 		err = w.appendPadded()
 	}
 	if cerr := w.f.Close(); err == nil {
@@ -364,12 +379,7 @@ func (w *cpioFileWriter) appendPadded() error {
 			return err
 		}
 	}
-	in, err := os.Open(w.appendFile)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	_, err = io.Copy(w.w, in)
+	_, err = io.Copy(w.w, w.appendFile)
 	return err
 }
 
