@@ -83,7 +83,13 @@ func readExercise(t *testing.T, rel string) *exercise.Exercise {
 }
 
 func hostOptions(t *testing.T) Options {
-	c := t.TempDir()
+	// Canaries outside /tmp: a seed may grant /tmp, and the tests' working
+	// directories live there.
+	c, err := os.MkdirTemp("/var/tmp", "lockstep-prune-canaries-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(c) })
 	return Options{Enforcer: []string{lockstepBinary(t), "run"}, WorkDir: filepath.Join(t.TempDir(), "testing-dir"),
 		Contain: ContainOptions{Canaries: []string{filepath.Join(c, "srv/canary/secret"), filepath.Join(c, "root-canary")}}}
 }
