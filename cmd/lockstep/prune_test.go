@@ -32,7 +32,7 @@ func TestPruneVerb(t *testing.T) {
 		{"both modes", []string{"prune", "--key", "generic", "--exercises", root, "--out", out, "--in-guest", "--on-host"}, "", exitUsage, "exclude"},
 		{"no exercise of the key", []string{"prune", "--key", "nothing-here", "--exercises", root, "--out", out, "--on-host"}, "1", exitFail, "no exercise of key"},
 		{"not disposable", []string{"prune", "--key", "broken", "--exercises", root, "--out", out, "--on-host"}, "", exitRefused, "LOCKSTEP_DISPOSABLE=1"},
-		{"aborts", []string{"prune", "--key", "broken", "--exercises", root, "--out", out, "--on-host", "--work-dir", filepath.Join(t.TempDir(), "testing-dir")}, "1", exitFail, "aborted: baseline run 1: the reference fails its own tests"},
+		{"aborts", []string{"prune", "--key", "broken", "--exercises", root, "--out", out, "--on-host", "--skip-containment", "--work-dir", filepath.Join(t.TempDir(), "testing-dir")}, "1", exitFail, "aborted: baseline run 1: the reference fails its own tests"},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Setenv("LOCKSTEP_DISPOSABLE", tc.Env)
