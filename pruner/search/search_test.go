@@ -256,3 +256,21 @@ func TestItemsBuildRoundTrip(t *testing.T) {
 		t.Error("coveredBy disagrees with generalise.Covered")
 	}
 }
+
+// BenchmarkMinimise reports the runs Minimise takes on 64 items of which 16
+// are needed, against the reference algorithm's bound (4n−2 = 254).
+func BenchmarkMinimise(b *testing.B) {
+	all := needs(64)
+	f := &fakeExercise{needs: all[:16]}
+	b.ReportAllocs()
+	var runs int
+	for b.Loop() {
+		_, st, err := Minimise(context.Background(), all, nil, f.try)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runs = st.Runs
+	}
+	b.ReportMetric(float64(runs), "runs")
+	b.ReportMetric(float64(runs)/float64(4*len(all)-2), "x-bound")
+}
