@@ -131,6 +131,11 @@ func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	if run == nil {
 		return nil, fmt.Errorf("observe: %w", err)
 	}
+	// An earlier run's .abi10 files must not outlive this run: after an
+	// indeterminate run they would vouch for what was not observed now.
+	if cerr := clearStale(opts.PathSets, opts.Key); cerr != nil {
+		return nil, fmt.Errorf("observe: %w", cerr)
+	}
 	if err != nil {
 		res.Status, res.Reason = StatusIndeterminate, err.Error()
 		if errors.Is(err, harness.ErrGuestSetup) {
@@ -164,12 +169,29 @@ func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	if res.Status == StatusVerified {
 		for _, f := range found {
 			name := f.Key + "_" + f.Name + ".abi10.json"
-			if _, err := os.Stat(filepath.Join(opts.PathSets, name)); err != nil {
+			if _, err := os.Stat(filepath.Join(results, name)); err != nil {
 				res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest reported status 0 but %s is missing", name)
 			}
 		}
 	}
 	return res, writeRunJSON(opts, res, start)
+}
+
+// clearStale removes the key's .abi10 files (record, sidecar, trace) from dir.
+func clearStale(dir, key string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if e.Type().IsRegular() && strings.HasPrefix(n, key+"_") && strings.Contains(n, ".abi10.") {
+			if err := os.Remove(filepath.Join(dir, n)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // unpack copies the observer's files (the key's .abi10 files and

@@ -86,7 +86,7 @@ func (o *observer) exercises(ctx context.Context, sum *Summary) int {
 		sum.Reason = err.Error()
 		return StatusFailed
 	}
-	status := StatusVerified
+	failed, lost := false, false
 	for _, f := range found {
 		t0 := time.Now()
 		k, sidecar, trace, es := o.verify(ctx, f)
@@ -94,15 +94,31 @@ func (o *observer) exercises(ctx context.Context, sum *Summary) int {
 		if err := o.write(k, sidecar, trace); err != nil {
 			es.Verified, es.Reason = false, err.Error()
 		}
-		if !es.Verified {
-			status = StatusFailed
-			o.progress("%s: FAILED: %s", f.Name, es.Reason)
-		} else {
+		switch {
+		case es.Verified:
 			o.progress("%s: verified, rows %v (%.1f s)", f.Name, rowRules(k.Rows), es.Seconds)
+		case strings.Contains(es.Reason, recordsLost):
+			lost = true
+			o.progress("%s: INDETERMINATE: %s", f.Name, es.Reason)
+		default:
+			failed = true
+			o.progress("%s: FAILED: %s", f.Name, es.Reason)
 		}
 		sum.Exercises = append(sum.Exercises, es)
 	}
-	return status
+	return exercisesStatus(failed, lost)
+}
+
+// exercisesStatus is the run's status: a failed exercise is a finding (1);
+// otherwise lost records leave the run indeterminate (3), never verified.
+func exercisesStatus(failed, lost bool) int {
+	switch {
+	case failed:
+		return StatusFailed
+	case lost:
+		return StatusIndeterminate
+	}
+	return StatusVerified
 }
 
 // write replaces an exercise's .abi10 files: stale ones go first, then the
