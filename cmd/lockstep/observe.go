@@ -131,13 +131,13 @@ func observeGuest(ctx context.Context, io *stdio, kernelArg string, opts observe
 	log := bootLogger(io)
 	bz, err := resolveKernel(ctx, kernelArg, log)
 	if err != nil {
-		return fail(io, "observe", exitFail, err)
+		return fail(io, "observe", exitIndeterminate, err)
 	}
 	if opts.WantABI, err = selftestPinABI(kernelArg); err != nil {
-		return fail(io, "observe", exitFail, err)
+		return fail(io, "observe", exitIndeterminate, err)
 	}
 	if opts.WantRelease, err = selftestRelease(bz); err != nil {
-		return fail(io, "observe", exitFail, err)
+		return fail(io, "observe", exitIndeterminate, err)
 	}
 	if _, err := kernel.Lookup(kernelArg); err == nil {
 		opts.Pin = kernelArg
