@@ -43,8 +43,8 @@
 //
 // # Environment
 //
-//   - LOCKSTEP_DISPOSABLE=1: Prune runs on a machine it may change (it
-//     deletes and recreates the working directory, plants canaries and
-//     removes what runs leave). Without it, or LOCKSTEP_GUEST=1 inside a
-//     lockstep guest, Prune refuses (Disposable).
+//   - LOCKSTEP_DISPOSABLE=1 declares a machine Prune may change (it deletes
+//     and recreates the working directory and plants canary files);
+//     LOCKSTEP_GUEST=1, which a lockstep guest sets, counts as the same.
+//     With neither, Prune refuses with ErrNotDisposable (see Disposable).
 package prune
