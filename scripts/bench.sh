@@ -19,8 +19,9 @@ if ! ls "$cache"/boot/vmlinuz-* >/dev/null 2>&1; then
 	mkdir -p "$cache.tmp" && dpkg-deb -x "$tmp"/*.deb "$cache.tmp"
 	rm -rf "$cache" && mv "$cache.tmp" "$cache"
 fi
-LOCKSTEP_REF_KERNEL=$(ls "$cache"/boot/vmlinuz-* | head -n1)
-LOCKSTEP_REF_MODULES=$(ls -d "$cache"/lib/modules/* | head -n1)
+kernels=("$cache"/boot/vmlinuz-*) modules=("$cache"/lib/modules/*)
+LOCKSTEP_REF_KERNEL=${kernels[0]}
+LOCKSTEP_REF_MODULES=${modules[0]}
 export LOCKSTEP_REF_KERNEL LOCKSTEP_REF_MODULES
 echo "bench: reference layout: $(basename "$LOCKSTEP_REF_KERNEL") on q35 (SeaBIOS)" >&2
 go test -run '^$' -bench . -benchmem -benchtime=1x -timeout 60m ./... | grep -Ev '^(PASS|ok|\?)'
