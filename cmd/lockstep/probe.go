@@ -7,33 +7,46 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
+	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/machine"
+	"github.com/lockstep-sandbox/lockstep/kernel"
 )
 
 func init() {
 	register(&verb{
 		Name:  "probe",
-		Usage: "probe [--json]",
+		Usage: "probe [--json] [--boot] [--kernel <pin|file>]",
 		Short: "show what this machine offers: Landlock ABI, LSMs, audit, KVM, QEMU, strace, cgroups, ptrace",
 		Long: `Reads, and changes nothing (it creates and removes one empty cgroup to see
 which caps 'lockstep run' would use). /dev/kvm is reported as present or
-not; whether KVM is usable is found by booting (lockstep boot --accel kvm).
+not, with the harness's verdict on whether KVM is usable: that is found only
+by booting a guest under KVM, cached per (host kernel release, QEMU version).
+Without --boot the cached verdict is shown ("unknown" if none); --boot boots
+the pinned kernel under KVM now (with a TCG control boot) and caches it.
 With --json, stdout is one document whose schema docs/probe.md documents
 (schema_version ` + fmt.Sprint(machine.SchemaVersion) + `). A fact that could not be read has its "error" set;
 it is unknown, never "no".`,
 		Example: `# what this machine offers
 $ lockstep probe
 # the same for a program
-$ lockstep probe --json`,
+$ lockstep probe --json
+# find out now whether KVM can run a guest here (boots the pinned kernel)
+$ lockstep probe --boot`,
 		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
 			asJSON := fs.Bool("json", false, "print one JSON document (docs/probe.md) instead of the table")
+			boot := fs.Bool("boot", false, "measure whether KVM is usable by booting the pinned kernel under it (cached)")
+			kernelArg := fs.String("kernel", kernel.DefaultPin, "with --boot: the kernel `pin` or bzImage file to boot")
 			return func(ctx context.Context, io *stdio, args []string) int {
 				if len(args) > 0 {
 					return usageExit(io, verbs["probe"], usagef("unexpected argument %q", args[0]))
 				}
 				f := probeFacts(ctx)
+				if err := probeAccel(ctx, io, f, *boot, *kernelArg); err != nil {
+					return fail(io, "probe", exitIndeterminate, err)
+				}
 				if *asJSON {
 					enc := json.NewEncoder(io.out)
 					enc.SetIndent("", "  ")
@@ -53,6 +66,37 @@ func probeFacts(ctx context.Context) *machine.Facts {
 	f := machine.Probe(ctx)
 	f.Cgroup.EnforcerCaps = enforcer.CgroupCaps()
 	return f
+}
+
+// probeAccel fills the KVM verdict: from the harness's cache, or by booting
+// the kernel under KVM when boot is set.
+func probeAccel(ctx context.Context, io *stdio, f *machine.Facts, boot bool, kernelArg string) error {
+	var v harness.Verdict
+	if boot {
+		bz, err := resolveKernel(ctx, kernelArg, bootLogger(io))
+		if err != nil {
+			return fmt.Errorf("kernel for the KVM probe: %w", err)
+		}
+		if v, err = harness.ProbeAccel(ctx, bz, bootLogger(io)); err != nil {
+			return fmt.Errorf("KVM probe: %w", err)
+		}
+	} else {
+		cached, ok, err := harness.CachedAccel()
+		switch {
+		case err != nil:
+			f.KVM.UsableReason = "no cached verdict: " + err.Error()
+			return nil
+		case !ok:
+			return nil
+		}
+		v = cached
+	}
+	f.KVM.Usable, f.KVM.UsableReason = "unusable", v.Reason
+	if v.KVMUsable {
+		f.KVM.Usable = "usable"
+	}
+	f.KVM.ProbedAt = v.ProbedAt.UTC().Format(time.RFC3339)
+	return nil
 }
 
 func orUnknown(s, err string) string {
@@ -98,7 +142,13 @@ func printFacts(w io.Writer, f *machine.Facts) {
 	}
 	kvm := "/dev/kvm absent"
 	if f.KVM.Present {
-		kvm = "/dev/kvm present (char device: " + yesNo(f.KVM.CharDevice) + "; usability is found by booting)"
+		kvm = "/dev/kvm present (char device: " + yesNo(f.KVM.CharDevice) + "); KVM " + f.KVM.Usable
+		if f.KVM.ProbedAt != "" {
+			kvm += " (booted " + f.KVM.ProbedAt + ")"
+		}
+		if f.KVM.UsableReason != "" {
+			kvm += ": " + f.KVM.UsableReason
+		}
 	}
 	row("kvm", orUnknown(kvm, f.KVM.Error))
 	row("qemu", orUnknown(f.QEMU.Version+" ("+f.QEMU.Path+")", f.QEMU.Error))

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -39,5 +40,37 @@ func TestProbeVerb(t *testing.T) {
 	}
 	if code := run(t.Context(), []string{"probe", "extra"}, &stdio{out: &out, err: &errb}); code != exitUsage {
 		t.Errorf("probe extra = %d, want %d", code, exitUsage)
+	}
+}
+
+// TestProbeBootKVMVerdict: --boot really boots the pinned kernel under KVM
+// and answers usable or unusable (never unknown), and the plain probe shows
+// the same cached verdict afterwards. On this kind of machine /dev/kvm exists
+// but cannot run a guest; on a GitHub runner it can.
+func TestProbeBootKVMVerdict(t *testing.T) {
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip("qemu-system-x86_64 is not installed")
+	}
+	probe := func(args ...string) machine.Facts {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := run(t.Context(), append([]string{"probe", "--json"}, args...), &stdio{out: &out, err: &errb}); code != exitOK {
+			t.Fatalf("probe --json %v = %d, stderr %s", args, code, errb.String())
+		}
+		var f machine.Facts
+		if err := json.Unmarshal(out.Bytes(), &f); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	booted := probe("--boot")
+	if booted.KVM.Usable != "usable" && booted.KVM.Usable != "unusable" {
+		t.Fatalf("probe --boot: kvm.usable = %q, want usable or unusable", booted.KVM.Usable)
+	}
+	if booted.KVM.Usable == "unusable" && booted.KVM.UsableReason == "" {
+		t.Error("probe --boot: unusable without a reason")
+	}
+	if cached := probe(); cached.KVM.Usable != booted.KVM.Usable || cached.KVM.ProbedAt != booted.KVM.ProbedAt {
+		t.Errorf("probe after --boot: %q at %q, want the cached %q at %q", cached.KVM.Usable, cached.KVM.ProbedAt, booted.KVM.Usable, booted.KVM.ProbedAt)
 	}
 }

@@ -91,6 +91,15 @@ type KVM struct {
 	Present    bool   `json:"present"`
 	CharDevice bool   `json:"char_device"`
 	Error      string `json:"error"`
+	// Usable is the harness's verdict from booting a guest under KVM:
+	// "usable", "unusable", or "unknown" (never measured on this host
+	// kernel and QEMU version). Probe leaves it "unknown"; the caller fills
+	// it from the harness's cache, or by booting (lockstep probe --boot).
+	Usable string `json:"usable"`
+	// UsableReason says why KVM is unusable, or why the verdict is unknown.
+	UsableReason string `json:"usable_reason"`
+	// ProbedAt is when the verdict was measured (RFC 3339), "" if never.
+	ProbedAt string `json:"probed_at"`
 }
 
 // Tool is an external program found on PATH.
@@ -268,7 +277,7 @@ func capEff() (uint64, error) {
 }
 
 func probeKVM(path string) KVM {
-	var k KVM
+	k := KVM{Usable: "unknown", UsableReason: "not measured here; lockstep probe --boot measures it"}
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
