@@ -35,6 +35,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseExercise$$' -fuzztime $(FUZZTIME) ./pruner/record
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pruner/strace
 	$(GO) test -run '^$$' -fuzz '^FuzzRefusals$$' -fuzztime $(FUZZTIME) ./pruner/attribute
+	$(GO) test -run '^$$' -fuzz '^FuzzGrants$$' -fuzztime $(FUZZTIME) ./pruner/generalise
+	$(GO) test -run '^$$' -fuzz '^FuzzParseOutput$$' -fuzztime $(FUZZTIME) ./pruner/contain
 	$(GO) test -run '^$$' -fuzz '^FuzzParseProcCgroup$$' -fuzztime $(FUZZTIME) ./enforcer
 	$(GO) test -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME) ./enforcer
 	$(GO) test -run '^$$' -fuzz '^FuzzParseVersion$$' -fuzztime $(FUZZTIME) ./internal/machine
