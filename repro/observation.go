@@ -132,12 +132,18 @@ func ReadObservation(path string) (*Observation, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseObservation(path, b)
+}
+
+// ParseObservation decodes an Observation document (name is for errors)
+// and checks its schema.
+func ParseObservation(name string, b []byte) (*Observation, error) {
 	var o Observation
 	if err := json.Unmarshal(b, &o); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	if o.Schema != ObservationSchema {
-		return nil, fmt.Errorf("read %s: schema %d, want %d", path, o.Schema, ObservationSchema)
+		return nil, fmt.Errorf("read %s: schema %d, want %d", name, o.Schema, ObservationSchema)
 	}
 	return &o, nil
 }
