@@ -36,6 +36,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pruner/strace
 	$(GO) test -run '^$$' -fuzz '^FuzzRefusals$$' -fuzztime $(FUZZTIME) ./pruner/attribute
 	$(GO) test -run '^$$' -fuzz '^FuzzGrants$$' -fuzztime $(FUZZTIME) ./pruner/generalise
+	$(GO) test -run '^$$' -fuzz '^FuzzObservation$$' -fuzztime $(FUZZTIME) ./repro
 	$(GO) test -run '^$$' -fuzz '^FuzzParseOutput$$' -fuzztime $(FUZZTIME) ./pruner/contain
 	$(GO) test -run '^$$' -fuzz '^FuzzParseProcCgroup$$' -fuzztime $(FUZZTIME) ./enforcer
 	$(GO) test -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME) ./enforcer

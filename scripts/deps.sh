@@ -26,6 +26,7 @@ need=(
 	dpkg-deb:dpkg
 	debootstrap:debootstrap
 	shellcheck:shellcheck
+	chromium:chromium
 	/usr/share/keyrings/debian-archive-keyring.gpg:debian-archive-keyring
 )
 missing=()
