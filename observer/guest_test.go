@@ -61,7 +61,10 @@ func observeGuest(t testing.TB, bin, exercises, pathSets string) (int, string, t
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "observe", "--key", "fixture", "--exercises", exercises, "--path-sets", pathSets)
+	// The HTML report goes beside the path set (outside it: the orchestrator
+	// reads every file there); checkObserveGuest checks it.
+	cmd := exec.CommandContext(ctx, bin, "observe", "--key", "fixture", "--exercises", exercises, "--path-sets", pathSets,
+		"--html", filepath.Join(filepath.Dir(pathSets), "observe.html"))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	t0 := time.Now()
@@ -109,6 +112,11 @@ func checkObserveGuest(t *testing.T, exercises string) {
 	code, out, wall := observeGuest(t, bin, exercises, ps)
 	t.Logf("lockstep observe (%v, exit %d):\n%s", wall, code, out)
 	stem := filepath.Join(ps, "fixture_udp-fixture")
+	if page, err := os.ReadFile(filepath.Join(filepath.Dir(ps), "observe.html")); err != nil {
+		t.Errorf("observe --html wrote no report: %v", err)
+	} else if !bytes.Contains(page, []byte("<html")) || !bytes.Contains(page, []byte("udp-fixture")) {
+		t.Errorf("observe --html: the report does not name the exercise (%d bytes)", len(page))
+	}
 	if code != 0 {
 		// The fixture only binds its UDP port: a datagram sent to it would
 		// also need net.connect_send_udp, which no policy can hold below

@@ -12,12 +12,14 @@ import (
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/observer"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/report"
 )
 
 func init() {
 	register(&verb{
 		Name:  "observe",
-		Usage: "observe --key <key> --exercises <dir> --path-sets <dir> [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--cpus N] [--mem MiB] [--timeout D]",
+		Usage: "observe --key <key> --exercises <dir> --path-sets <dir> [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--cpus N] [--mem MiB] [--timeout D] [--html <file>]",
 		Short: "the KVM run: cross-check strace against Landlock's audit records in a guest, write ABI-10 sidecars",
 		Long: `Boots the kernel (a pin, built and cached on first use, or a bzImage file) in a
 throwaway guest with the exercises and path sets shared read-only, and runs the
@@ -70,6 +72,7 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 	wantRelease := fs.String("want-release", "", "with --in-guest: the `release` uname -r must say (empty: not checked)")
 	probe := fs.String("probe", "", "internal: be a probe child trying `op` (verify starts these; see observer.ProbeMain)")
 	probeArg := fs.String("probe-arg", "", "internal: the probe's `arg`ument")
+	html := fs.String("html", "", "also write a self-contained HTML report of the run to `file`")
 	backlog := fs.Uint("backlog-limit", 0, "with --in-guest: the audit backlog `limit` to set (default 8192; tests lower it)")
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["observe"]
@@ -105,7 +108,7 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 		default:
 			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
 		}
-		return observeGuest(ctx, io, *kernelArg, observer.HostOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets,
+		return observeGuest(ctx, io, *kernelArg, *html, observer.HostOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets,
 			Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout, Verbose: io.verbose})
 	}
 }
@@ -127,7 +130,7 @@ func observeHere(ctx context.Context, io *stdio, opts observer.Options) int {
 }
 
 // observeGuest boots the kernel with the in-guest observer as the job.
-func observeGuest(ctx context.Context, io *stdio, kernelArg string, opts observer.HostOptions) int {
+func observeGuest(ctx context.Context, io *stdio, kernelArg, html string, opts observer.HostOptions) int {
 	log := bootLogger(io)
 	bz, err := resolveKernel(ctx, kernelArg, log)
 	if err != nil {
@@ -159,6 +162,16 @@ func observeGuest(ctx context.Context, io *stdio, kernelArg string, opts observe
 		fmt.Fprintf(io.err, "lockstep observe: %s\n", res.Reason)
 	}
 	fmt.Fprintf(io.out, "status %d in %.1f s (accel %s); results in %s\n", res.Status, time.Since(t0).Seconds(), res.Run.Accel, filepath.Clean(opts.PathSets))
+	if html != "" {
+		page, err := report.Observe(res, opts.Key, opts.PathSets, report.Meta{Started: t0, Seconds: time.Since(t0).Seconds()})
+		if err == nil {
+			err = record.WriteFileAtomic(html, page, 0o644)
+		}
+		if err != nil {
+			return fail(io, "observe", exitIndeterminate, fmt.Errorf("html report: %w", err))
+		}
+		fmt.Fprintf(io.out, "report: %s\n", html)
+	}
 	return res.Status
 }
 
