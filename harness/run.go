@@ -621,16 +621,22 @@ wait:
 	resL.Close()
 	readersDone := make(chan struct{})
 	go func() { readers.Wait(); close(readersDone) }()
+	stuck := false
 	select {
 	case <-readersDone:
 	case <-time.After(5 * time.Second):
 		// QEMU is gone, so its sockets are closed; this cannot happen
-		// unless a writer blocks.
-		evErr = errors.Join(evErr, errors.New("channel readers did not finish after QEMU exited"))
+		// unless a writer blocks. The readers still own their variables,
+		// so nothing they write is read here.
+		stuck = true
 	}
 
 	console, _ := os.ReadFile(consolePath)
 	res.ConsoleTail = consoleLines(console, consoleTailLines)
+	if stuck {
+		res.Reason = "channel readers did not finish after QEMU exited"
+		return fmt.Errorf("%w: %s", ErrIndeterminate, res.Reason)
+	}
 	if interrupted {
 		res.Reason = "interrupted: " + ctx.Err().Error()
 		return fmt.Errorf("%w: interrupted: %w", ErrIndeterminate, ctx.Err())
