@@ -104,12 +104,12 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 		log := bootLogger(io)
 		bz, err := resolveKernel(ctx, *kernelArg, log)
 		if err != nil {
-			return fail(io, "boot", exitFail, err)
+			return fail(io, "boot", exitIndeterminate, err)
 		}
 		var mods []string
 		if *modules != "" {
 			if mods, err = harness.ResolveModules(*modules, harness.GuestModules); err != nil {
-				return fail(io, "boot", exitFail, err)
+				return fail(io, "boot", exitIndeterminate, err)
 			}
 		}
 		dir := ""
@@ -122,7 +122,7 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 			Stdout: io.out, Stderr: io.err, ResultsDir: *results, Verbose: io.verbose, Log: log,
 		})
 		if res == nil {
-			return fail(io, "boot", exitFail, err)
+			return fail(io, "boot", exitIndeterminate, err)
 		}
 		if io.verbose && err == nil {
 			fmt.Fprintf(io.err, "lockstep boot: guest console, last %d lines:\n", len(res.ConsoleTail))
