@@ -76,7 +76,9 @@ func hostVerification(t *testing.T, backlog uint32, raw io.Writer) (*verificatio
 	t.Helper()
 	needRootAudit(t)
 	bin := lockstepBinary(t)
-	col, err := audit.Start(audit.Options{BacklogLimit: backlog, Raw: raw})
+	// A lowered backlog is for provoking loss: drop at once rather than
+	// make the refusing task wait for room.
+	col, err := audit.Start(audit.Options{BacklogLimit: backlog, DropWhenFull: backlog != 0 && backlog < audit.DefaultBacklogLimit, Raw: raw})
 	if err != nil {
 		t.Fatalf("audit.Start: %v", err)
 	}

@@ -34,7 +34,9 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	defer o.cleanup()
 	sum := &Summary{Schema: SummarySchema, Key: opts.Key, Exercises: []ExerciseSummary{}}
-	col, err := audit.Start(audit.Options{BacklogLimit: opts.BacklogLimit, Log: o.log})
+	// A lowered backlog (--backlog-limit, for tests) is for provoking loss.
+	col, err := audit.Start(audit.Options{BacklogLimit: opts.BacklogLimit, Log: o.log,
+		DropWhenFull: opts.BacklogLimit != 0 && opts.BacklogLimit < audit.DefaultBacklogLimit})
 	if err != nil {
 		sum.Status, sum.Reason = StatusIndeterminate, fmt.Sprintf("the audit collector did not start: %v", err)
 		return sum, nil

@@ -32,6 +32,11 @@ type Options struct {
 	// BacklogLimit is the kernel's audit_backlog_limit to set; zero means
 	// DefaultBacklogLimit.
 	BacklogLimit uint32
+	// DropWhenFull sets the kernel's backlog wait time to 0, so a record
+	// that finds the backlog full is dropped (and counted lost) at once
+	// instead of its task waiting for room. Only for provoking loss in
+	// tests; the previous wait time is restored on Close.
+	DropWhenFull bool
 	// Raw, if not nil, receives every record the collector reads as one
 	// line "<type> <netlink body>", in arrival order: a capture of the
 	// netlink form.
@@ -159,6 +164,11 @@ func Start(opts Options) (_ *Collector, err error) {
 	if err := reader.SetRateLimit(0, libaudit.WaitForReply); err != nil {
 		return nil, fmt.Errorf("audit collector: set rate limit 0: %w", err)
 	}
+	if opts.DropWhenFull {
+		if err := reader.SetBacklogWaitTime(0, libaudit.WaitForReply); err != nil {
+			return nil, fmt.Errorf("audit collector: set backlog wait time 0: %w", err)
+		}
+	}
 	ctl, err := libaudit.NewAuditClient(nil)
 	if err != nil {
 		return nil, fmt.Errorf("audit collector: open control socket: %w", err)
@@ -181,7 +191,8 @@ func restore(c *libaudit.AuditClient, prev *libaudit.AuditStatus) error {
 	}
 	return errors.Join(err,
 		c.SetBacklogLimit(prev.BacklogLimit, libaudit.WaitForReply),
-		c.SetRateLimit(prev.RateLimit, libaudit.WaitForReply))
+		c.SetRateLimit(prev.RateLimit, libaudit.WaitForReply),
+		c.SetBacklogWaitTime(int32(prev.BacklogWaitTime), libaudit.WaitForReply))
 }
 
 // loop reads records until Close. Receive is non-blocking: a blocked
