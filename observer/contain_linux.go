@@ -1,16 +1,12 @@
 package observer
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
@@ -74,7 +70,7 @@ func (v *verification) contain(ctx context.Context, p *policy.Policy) ([]record.
 	checks, un := contain.Plan(p, contain.PlanOptions{Canaries: contain.DefaultCanaries, ListenPort: ln.Addr().(*net.TCPAddr).Port,
 		FreePort: freePort, WritableDir: writable, NProcUnenforced: nprocWhy})
 
-	pp := withProbe(p, o.exe)
+	pp := contain.WithProbe(p, o.exe)
 	cfg := filepath.Join(o.scratch, v.ex.Stem()+".contain.cfg")
 	noTimeout := filepath.Join(o.scratch, v.ex.Stem()+".contain-no-timeout.cfg")
 	q := *pp
@@ -100,39 +96,7 @@ func (v *verification) contain(ctx context.Context, p *policy.Policy) ([]record.
 			argv = append([]string{o.exe, "run", "-q", "--config", f, "--"}, argv...)
 		}
 		v.es.Runs["containment probe"]++
-		ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Env = exercise.DefaultEnv(o.work)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-			return 0, out.Bytes(), nil
-		case errors.As(err, &ee):
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				return 128 + int(ws.Signal()), out.Bytes(), nil
-			}
-			return ee.ExitCode(), out.Bytes(), nil
-		}
-		return 0, nil, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, errb.Bytes())
+		return contain.ExecProbe(ctx, argv, exercise.DefaultEnv(o.work), probeTimeout)
 	}
 	return contain.Run(ctx, checks, un, probe)
-}
-
-// withProbe grants the probe binary itself (read and execute), nothing else.
-func withProbe(p *policy.Policy, exe string) *policy.Policy {
-	q := *p
-	q.FS = make(map[string]map[policy.Section]bool, len(p.FS)+1)
-	for path, s := range p.FS {
-		q.FS[path] = s
-	}
-	secs := map[policy.Section]bool{policy.Read: true, policy.Execute: true}
-	for s, on := range p.FS[exe] {
-		secs[s] = on
-	}
-	q.FS[exe] = secs
-	return &q
 }

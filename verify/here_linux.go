@@ -192,7 +192,7 @@ func oneLine(v verdict.Verdict) string {
 // stays unreadable, and a listening TCP port no rule names stays
 // unreachable.
 func containment(ctx context.Context, p *policy.Policy, exe string) ([]Check, error) {
-	pp := withExe(p, exe)
+	pp := contain.WithProbe(p, exe)
 	var checks []Check
 	canary, cleanup, err := makeCanary(p)
 	if err != nil {
@@ -242,21 +242,6 @@ func probe(ctx context.Context, pp *policy.Policy, exe, name, op, arg string) Ch
 		c.Detail += ": " + err.Error()
 	}
 	return c
-}
-
-// withExe grants the probe binary itself (read and execute), nothing else.
-func withExe(p *policy.Policy, exe string) *policy.Policy {
-	q := *p
-	q.FS = make(map[string]map[policy.Section]bool, len(p.FS)+1)
-	for path, s := range p.FS {
-		q.FS[path] = s
-	}
-	secs := map[policy.Section]bool{policy.Read: true, policy.Execute: true}
-	for s, on := range p.FS[exe] {
-		secs[s] = on
-	}
-	q.FS[exe] = secs
-	return &q
 }
 
 func makeCanary(p *policy.Policy) (string, func(), error) {

@@ -1,16 +1,13 @@
 package prune
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
@@ -216,24 +213,7 @@ func (s *state) contain(ctx context.Context, p *policy.Policy) error {
 			}
 			argv = append(append(append([]string(nil), s.enforcer...), "--config", f, "--"), argv...)
 		}
-		ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Env = exercise.DefaultEnv(s.workDir)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-			return 0, out.Bytes(), nil
-		case errors.As(err, &ee):
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				return 128 + int(ws.Signal()), out.Bytes(), nil
-			}
-			return ee.ExitCode(), out.Bytes(), nil
-		}
-		return 0, nil, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, errb.Bytes())
+		return contain.ExecProbe(ctx, argv, exercise.DefaultEnv(s.workDir), probeTimeout)
 	}
 	s.logf("containment: %d checks, %d unchecked", len(checks), len(un))
 	res, failed, err := contain.Run(ctx, checks, un, run)

@@ -1,0 +1,55 @@
+package contain
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+)
+
+// ExecProbe runs one probe command line (argv, with env) bounded by timeout
+// and returns its status (128+signal when a signal ended it) and stdout. An
+// error means the command could not be run at all, never that it failed.
+func ExecProbe(ctx context.Context, argv, env []string, timeout time.Duration) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, out.Bytes(), nil
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), out.Bytes(), nil
+		}
+		return ee.ExitCode(), out.Bytes(), nil
+	}
+	return 0, nil, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, errb.Bytes())
+}
+
+// WithProbe returns a copy of p that also grants the probe binary exe itself
+// (read and execute), nothing else: the probe must start for a refusal it
+// reports to mean anything.
+func WithProbe(p *policy.Policy, exe string) *policy.Policy {
+	q := *p
+	q.FS = make(map[string]map[policy.Section]bool, len(p.FS)+1)
+	for path, s := range p.FS {
+		q.FS[path] = s
+	}
+	secs := map[policy.Section]bool{policy.Read: true, policy.Execute: true}
+	for s, on := range p.FS[exe] {
+		secs[s] = on
+	}
+	q.FS[exe] = secs
+	return &q
+}
