@@ -176,17 +176,21 @@ func resolveKernel(ctx context.Context, arg string, log *slog.Logger) (string, e
 	return bz, nil
 }
 
-// bootLogger shows warnings (the TCG fallback) always, progress when
-// stderr is a terminal, and everything with -v.
-func bootLogger(io *stdio) *slog.Logger {
-	level := slog.LevelWarn
-	if io.errTTY {
+// bootLogger is verbLogger for boot (and the verbs that boot through it).
+func bootLogger(io *stdio) *slog.Logger { return verbLogger(io, "boot", slog.LevelWarn) }
+
+// verbLogger writes "lockstep <verb>: <msg> k=v …" lines to stderr: records
+// at quiet and above always, progress (info) when stderr is a terminal, and
+// everything with -v.
+func verbLogger(io *stdio, verb string, quiet slog.Level) *slog.Logger {
+	level := quiet
+	if io.errTTY && level > slog.LevelInfo {
 		level = slog.LevelInfo
 	}
 	if io.verbose {
 		level = slog.LevelDebug
 	}
-	return slog.New(&lineHandler{w: io.err, prefix: "lockstep boot: ", level: level, mu: &sync.Mutex{}})
+	return slog.New(&lineHandler{w: io.err, prefix: "lockstep " + verb + ": ", level: level, mu: &sync.Mutex{}})
 }
 
 // lineHandler writes "<prefix><msg> k=v …" lines.
@@ -208,7 +212,11 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 	}
 	b.WriteString(r.Message)
 	add := func(a slog.Attr) bool {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		v := a.Value.String()
+		if strings.ContainsAny(v, " \t\"") {
+			v = fmt.Sprintf("%q", v)
+		}
+		fmt.Fprintf(&b, " %s=%s", a.Key, v)
 		return true
 	}
 	for _, a := range h.attrs {

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -208,46 +206,6 @@ func kernelLogger(io *stdio) *slog.Logger {
 	if io.verbose {
 		level = slog.LevelDebug
 	}
-	return slog.New(&kernelLogHandler{w: io.err, level: level, mu: &sync.Mutex{}})
+	// The kernel package's messages name their stage ("kernel: compiling").
+	return slog.New(&lineHandler{w: io.err, prefix: "lockstep ", level: level, mu: &sync.Mutex{}})
 }
-
-// kernelLogHandler writes "lockstep kernel: <msg> k=v …" lines.
-type kernelLogHandler struct {
-	w     io.Writer
-	level slog.Level
-	mu    *sync.Mutex
-	attrs []slog.Attr
-}
-
-func (h *kernelLogHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
-
-func (h *kernelLogHandler) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	b.WriteString("lockstep ")
-	b.WriteString(r.Message)
-	add := func(a slog.Attr) bool {
-		v := a.Value.String()
-		if strings.ContainsAny(v, " \t\"") {
-			v = fmt.Sprintf("%q", v)
-		}
-		fmt.Fprintf(&b, " %s=%s", a.Key, v)
-		return true
-	}
-	for _, a := range h.attrs {
-		add(a)
-	}
-	r.Attrs(add)
-	b.WriteByte('\n')
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	_, err := io.WriteString(h.w, b.String())
-	return err
-}
-
-func (h *kernelLogHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	c := *h
-	c.attrs = append(append([]slog.Attr(nil), h.attrs...), as...)
-	return &c
-}
-
-func (h *kernelLogHandler) WithGroup(string) slog.Handler { return h }

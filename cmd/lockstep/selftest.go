@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
@@ -234,17 +233,8 @@ func selftestGuest(ctx context.Context, io *stdio, b selftestBoot, asJSON bool) 
 	return rep.Status
 }
 
-// selftestLogger is bootLogger's handler with the verb's own prefix.
-func selftestLogger(io *stdio) *slog.Logger {
-	level := slog.LevelWarn
-	if io.errTTY {
-		level = slog.LevelInfo
-	}
-	if io.verbose {
-		level = slog.LevelDebug
-	}
-	return slog.New(&lineHandler{w: io.err, prefix: "lockstep selftest: ", level: level, mu: &sync.Mutex{}})
-}
+// selftestLogger is verbLogger for selftest.
+func selftestLogger(io *stdio) *slog.Logger { return verbLogger(io, "selftest", slog.LevelWarn) }
 
 func selftestPrint(w io.Writer, rep *proof.Report, asJSON bool) error {
 	if !asJSON {
