@@ -12,7 +12,6 @@ import (
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/observer"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
 	"github.com/lockstep-sandbox/lockstep/report"
 )
 
@@ -162,14 +161,13 @@ func observeGuest(ctx context.Context, io *stdio, kernelArg, html string, opts o
 		fmt.Fprintf(io.err, "lockstep observe: %s\n", res.Reason)
 	}
 	fmt.Fprintf(io.out, "status %d in %.1f s (accel %s); results in %s\n", res.Status, time.Since(t0).Seconds(), res.Run.Accel, filepath.Clean(opts.PathSets))
+	render := func() ([]byte, error) {
+		return report.Observe(res, opts.Key, opts.PathSets, report.Meta{Started: t0, Seconds: time.Since(t0).Seconds()})
+	}
+	if err := writeReport(html, render); err != nil {
+		return fail(io, "observe", exitIndeterminate, err)
+	}
 	if html != "" {
-		page, err := report.Observe(res, opts.Key, opts.PathSets, report.Meta{Started: t0, Seconds: time.Since(t0).Seconds()})
-		if err == nil {
-			err = record.WriteFileAtomic(html, page, 0o644)
-		}
-		if err != nil {
-			return fail(io, "observe", exitIndeterminate, fmt.Errorf("html report: %w", err))
-		}
 		fmt.Fprintf(io.out, "report: %s\n", html)
 	}
 	return res.Status

@@ -112,14 +112,10 @@ func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 		if err != nil {
 			return fail(io, "repro", exitIndeterminate, err)
 		}
-		if *html != "" {
-			page, err := report.Repro(res, report.Meta{Title: "lockstep repro", Started: t0, Seconds: time.Since(t0).Seconds()})
-			if err == nil {
-				err = record.WriteFileAtomic(*html, page, 0o644)
-			}
-			if err != nil {
-				return fail(io, "repro", exitIndeterminate, fmt.Errorf("html report: %w", err))
-			}
+		if err := writeReport(*html, func() ([]byte, error) {
+			return report.Repro(res, report.Meta{Title: "lockstep repro", Started: t0, Seconds: time.Since(t0).Seconds()})
+		}); err != nil {
+			return fail(io, "repro", exitIndeterminate, err)
 		}
 		if *asJSON {
 			b, _ := json.MarshalIndent(res, "", "  ")

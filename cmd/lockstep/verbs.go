@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
 	"golang.org/x/term"
 )
 
@@ -181,3 +182,19 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+// writeReport renders an HTML report and writes it atomically to path; an
+// empty path (no --html) writes nothing.
+func writeReport(path string, render func() ([]byte, error)) error {
+	if path == "" {
+		return nil
+	}
+	page, err := render()
+	if err == nil {
+		err = record.WriteFileAtomic(path, page, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("html report: %w", err)
+	}
+	return nil
+}

@@ -126,14 +126,10 @@ func verifyFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 		if err != nil {
 			return fail(io, "verify", exitIndeterminate, err)
 		}
-		if *html != "" {
-			page, err := report.Verify(res, report.Meta{Title: "lockstep verify: " + res.Key, Started: t0, Seconds: res.WallSeconds})
-			if err == nil {
-				err = record.WriteFileAtomic(*html, page, 0o644)
-			}
-			if err != nil {
-				return fail(io, "verify", exitIndeterminate, fmt.Errorf("html report: %w", err))
-			}
+		if err := writeReport(*html, func() ([]byte, error) {
+			return report.Verify(res, report.Meta{Title: "lockstep verify: " + res.Key, Started: t0, Seconds: res.WallSeconds})
+		}); err != nil {
+			return fail(io, "verify", exitIndeterminate, err)
 		}
 		if *asJSON {
 			b, _ := json.MarshalIndent(res, "", "  ")
