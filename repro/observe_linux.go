@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/machine"
+
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/observer"
@@ -109,7 +111,7 @@ func ObserveRun(ctx context.Context, opts HereOptions, run RunFunc) (*Observatio
 	if err != nil {
 		return nil, fmt.Errorf("repro: Landlock ABI of the running kernel: %w", err)
 	}
-	o := &Observation{Schema: ObservationSchema, Kernel: opts.Kernel, ABI: abi, Release: release()}
+	o := &Observation{Schema: ObservationSchema, Kernel: opts.Kernel, ABI: abi, Release: machine.Release()}
 	scratch, err := os.MkdirTemp("", "lockstep-repro.")
 	if err != nil {
 		return nil, fmt.Errorf("repro: %w", err)
@@ -293,12 +295,4 @@ func fsOrNet(d *audit.Denial) bool {
 func rowOf(abi int) enforcer.ABIRow {
 	row, _ := enforcer.Row(abi)
 	return row
-}
-
-func release() string {
-	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }

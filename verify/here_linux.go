@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/machine"
+
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
@@ -70,7 +72,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verify: Landlock ABI of the running kernel: %w", err)
 	}
-	c := &Cell{Schema: CellSchema, Kernel: opts.Kernel, Exercise: opts.Exercise, ABI: abi, Release: release()}
+	c := &Cell{Schema: CellSchema, Kernel: opts.Kernel, Exercise: opts.Exercise, ABI: abi, Release: machine.Release()}
 	defer func() { c.Seconds = time.Since(t0).Seconds(); c.normalise() }()
 	ex, err := find(opts.Exercises, opts.Key, opts.Exercise)
 	if err != nil {
@@ -274,12 +276,4 @@ func covered(p *policy.Policy, path string) bool {
 		}
 	}
 	return false
-}
-
-func release() string {
-	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }

@@ -174,6 +174,9 @@ func cstr(b []byte) string {
 	return string(b)
 }
 
+// Release is the running kernel's release (uname -r), "" if unknown.
+func Release() string { return probeKernel().Release }
+
 func probeKernel() Kernel {
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
