@@ -177,24 +177,7 @@ func Capture(ctx context.Context, opts CaptureOptions) error {
 	if opts.PortBase == 0 {
 		opts.PortBase = 47100
 	}
-	exe := opts.Exe
-	var err error
-	if exe == "" {
-		if exe, err = os.Executable(); err != nil {
-			return fmt.Errorf("capture: %w", err)
-		}
-	}
-	if exe, err = filepath.EvalSymlinks(exe); err != nil {
-		return fmt.Errorf("capture: %w", err)
-	}
-	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
-		return fmt.Errorf("capture: %w", err)
-	}
-	names, err := scenarioNames()
-	if err != nil {
-		return err
-	}
-	cases, err := os.Create(filepath.Join(opts.Out, "cases.txt"))
+	exe, names, cases, err := prepareCapture(opts)
 	if err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
@@ -234,6 +217,30 @@ func Capture(ctx context.Context, opts CaptureOptions) error {
 	return capturePrintk(ctx, names, exe, opts, cases)
 }
 
+// prepareCapture resolves the binary the scenario children run, creates
+// opts.Out and its cases.txt, and lists the scenarios this kernel offers.
+func prepareCapture(opts CaptureOptions) (exe string, names []string, cases *os.File, err error) {
+	exe = opts.Exe
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return "", nil, nil, err
+		}
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return "", nil, nil, err
+	}
+	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
+		return "", nil, nil, err
+	}
+	if names, err = scenarioNames(); err != nil {
+		return "", nil, nil, err
+	}
+	if cases, err = os.Create(filepath.Join(opts.Out, "cases.txt")); err != nil {
+		return "", nil, nil, err
+	}
+	return exe, names, cases, nil
+}
+
 // RunScenarios runs every refusal and capture scenario the kernel's ABI
 // offers, each in its own child, without reading any record: for capturing
 // what another audit daemon (auditd) writes. cases.txt in opts.Out names
@@ -242,24 +249,7 @@ func RunScenarios(ctx context.Context, opts CaptureOptions) error {
 	if opts.PortBase == 0 {
 		opts.PortBase = 47100
 	}
-	exe := opts.Exe
-	var err error
-	if exe == "" {
-		if exe, err = os.Executable(); err != nil {
-			return fmt.Errorf("scenarios: %w", err)
-		}
-	}
-	if exe, err = filepath.EvalSymlinks(exe); err != nil {
-		return fmt.Errorf("scenarios: %w", err)
-	}
-	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
-		return fmt.Errorf("scenarios: %w", err)
-	}
-	names, err := scenarioNames()
-	if err != nil {
-		return err
-	}
-	cases, err := os.Create(filepath.Join(opts.Out, "cases.txt"))
+	exe, names, cases, err := prepareCapture(opts)
 	if err != nil {
 		return fmt.Errorf("scenarios: %w", err)
 	}
