@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
 	"github.com/lockstep-sandbox/lockstep/pruner/strace"
@@ -107,7 +109,7 @@ func TestObserveGuest(t *testing.T) {
 // checkObserveGuest observes the fixture of the exercise tree and checks
 // every acceptance property of the results.
 func checkObserveGuest(t *testing.T, exercises string) {
-	bin := buildLockstep(t)
+	bin := lockstepbin.Build(t)
 	ps := copyPathSet(t)
 	code, out, wall := observeGuest(t, bin, exercises, ps)
 	t.Logf("lockstep observe (%v, exit %d):\n%s", wall, code, out)
@@ -210,7 +212,7 @@ func checkObserveGuest(t *testing.T, exercises string) {
 // describes fails its exercise with the reason, and the run exits 1.
 func TestObserveGuestHashMismatch(t *testing.T) {
 	needGuest(t)
-	bin := buildLockstep(t)
+	bin := lockstepbin.Build(t)
 	ps := copyPathSet(t)
 	cfgPath := filepath.Join(ps, "fixture_udp-fixture.cfg")
 	cfg, err := os.ReadFile(cfgPath)
@@ -244,7 +246,7 @@ func TestObserveGuestHashMismatch(t *testing.T) {
 // against its bare reference run in the same guest.
 func BenchmarkObserveGuest(b *testing.B) {
 	needGuest(b)
-	bin := buildLockstep(b)
+	bin := lockstepbin.Build(b)
 	exercises := "../testdata/exercises"
 	b.ReportAllocs()
 	for b.Loop() {
@@ -264,16 +266,4 @@ func BenchmarkObserveGuest(b *testing.B) {
 		b.ReportMetric(ref, "reference-s")
 		b.ReportMetric(e.Seconds/ref, "overhead-x")
 	}
-}
-
-// buildLockstep builds the lockstep binary the guest runs as PID 1.
-func buildLockstep(t testing.TB) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lockstep")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "../cmd/lockstep")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/lockstep: %v\n%s", err, out)
-	}
-	return bin
 }

@@ -4,11 +4,12 @@ package repro
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
@@ -37,11 +38,7 @@ func lockstepBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "lockstep")
-		cmd := exec.Command("go", "build", "-o", binPath, "../cmd/lockstep")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = &exec.Error{Name: "go build: " + strings.TrimSpace(string(out)), Err: err}
-		}
+		binErr = lockstepbin.BuildTo(binPath)
 	})
 	if binErr != nil {
 		t.Fatal(binErr)

@@ -7,26 +7,16 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// buildLockstep builds this command into a temporary directory.
-func buildLockstep(tb testing.TB) string {
-	tb.Helper()
-	bin := filepath.Join(tb.TempDir(), "lockstep")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+)
 
 const truePolicy = "[read]\n/usr\n/etc/ld.so.cache\n[execute]\n/usr\n"
 
 // TestRunVerb drives `lockstep run` end to end through the built binary: the
 // exit statuses users meet.
 func TestRunVerb(t *testing.T) {
-	bin := buildLockstep(t)
+	bin := lockstepbin.Build(t)
 	d := t.TempDir()
 	cfg := filepath.Join(d, "p.cfg")
 	if err := os.WriteFile(cfg, []byte(truePolicy+"[read]\n"+filepath.Join(d, "ok")+"\n"), 0o644); err != nil {
@@ -78,7 +68,7 @@ func TestRunVerb(t *testing.T) {
 // same binary, no enforcement) as go-start-ms, and the same run with an
 // rlimit, which takes the re-executed child, as reexec-ms.
 func BenchmarkRunTrue(b *testing.B) {
-	bin := buildLockstep(b)
+	bin := lockstepbin.Build(b)
 	cfg := filepath.Join(b.TempDir(), "p.cfg")
 	if err := os.WriteFile(cfg, []byte(truePolicy), 0o644); err != nil {
 		b.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+
 	"github.com/lockstep-sandbox/lockstep/kernel"
 )
 
@@ -20,19 +22,6 @@ import (
 var pinnedKernel = sync.OnceValues(func() (string, error) {
 	return kernel.Path(context.Background(), kernel.DefaultPin, nil)
 })
-
-// buildLockstep builds the lockstep binary the guest runs as PID 1.
-func buildLockstep(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lockstep")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/lockstep")
-	cmd.Dir = filepath.Join("..", "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/lockstep: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // TestSelftestGuest is `lockstep selftest` end to end on the 7.2.13 pin: a
 // guest boots, every check holds (release, LSM, ABI 10, audit, all 16
@@ -45,7 +34,7 @@ func TestSelftestGuest(t *testing.T) {
 	if _, err := pinnedKernel(); err != nil {
 		t.Fatalf("kernel %s: %v", kernel.DefaultPin, err)
 	}
-	bin := buildLockstep(t)
+	bin := lockstepbin.Build(t)
 	results := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()

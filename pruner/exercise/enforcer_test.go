@@ -3,31 +3,15 @@ package exercise
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
 )
-
-// buildLockstep builds cmd/lockstep into a temporary folder, so the runner
-// can be tested behind the real enforcer.
-func buildLockstep(t *testing.T) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is not on PATH: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "lockstep")
-	cmd := exec.Command(goTool, "build", "-o", bin, "../../cmd/lockstep")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/lockstep: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // TestRunUnderEnforcer runs the generic reference exercise behind
 // `lockstep run` on this host's Landlock: a policy granting what it needs
@@ -38,7 +22,7 @@ func TestRunUnderEnforcer(t *testing.T) {
 	if abi, err := enforcer.HostABI(); err != nil || abi < 1 {
 		t.Skipf("this kernel has no usable Landlock (ABI %d, %v)", abi, err)
 	}
-	bin := buildLockstep(t)
+	bin := lockstepbin.Build(t)
 	e := reference(t, "generic")
 	dir := t.TempDir()
 	work := filepath.Join(dir, "testing-dir")
