@@ -7,12 +7,13 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
@@ -47,11 +48,7 @@ func lockstepBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "lockstep")
-		cmd := exec.Command("go", "build", "-o", binPath, "../cmd/lockstep")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = &exec.Error{Name: "go build: " + strings.TrimSpace(string(out)), Err: err}
-		}
+		binErr = lockstepbin.BuildTo(binPath)
 	})
 	if binErr != nil {
 		t.Fatal(binErr)

@@ -11,21 +11,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
-)
 
-// buildLockstep builds the lockstep binary into a temporary directory and
-// returns that directory, for PATH.
-func buildLockstep(t *testing.T, root string) string {
-	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(dir, "lockstep"), "./cmd/lockstep")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/lockstep: %v\n%s", err, out)
-	}
-	return dir
-}
+	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+)
 
 // stageFixture lays out what the merge job downloads, from the orchestrator's
 // committed fixture (testdata/orchestrate/fixture, whose records vouch for the
@@ -113,7 +101,7 @@ func TestPipelineMergeStages(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "cmd", "lockstep", "orchestrate.go")); err != nil {
 		t.Fatalf("the orchestrate verb is missing: %v", err)
 	}
-	bin := buildLockstep(t, root)
+	bin := filepath.Dir(lockstepbin.Build(t))
 	out := t.TempDir()
 	stageFixture(t, root, out)
 	script := filepath.Join(root, "scripts", "prune-kvm.sh")
@@ -207,7 +195,7 @@ func TestImageBootsGenericExercise(t *testing.T) {
 		t.Skip("debootstrap is not installed (apt-get install debootstrap)")
 	}
 	root := repoRoot(t)
-	bin := filepath.Join(buildLockstep(t, root), "lockstep")
+	bin := lockstepbin.Build(t)
 	lockstep := func(args ...string) string {
 		t.Helper()
 		cmd := exec.CommandContext(t.Context(), bin, args...)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+
 	"github.com/lockstep-sandbox/lockstep/kernel"
 )
 
@@ -19,12 +21,7 @@ import (
 // (the Go build cache makes every build after the first a link).
 func lockstepBinary(dir string) (string, error) {
 	bin := filepath.Join(dir, "lockstep")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", errors.New("go build: " + err.Error() + "\n" + string(out))
-	}
-	return bin, nil
+	return bin, lockstepbin.BuildTo(bin)
 }
 
 // bootEnv returns what a boot test needs: the binary, the kernel and a

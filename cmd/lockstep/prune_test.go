@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
 )
 
@@ -63,12 +65,7 @@ func TestPruneGuest(t *testing.T) {
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		t.Skip("qemu-system-x86_64 is not on PATH")
 	}
-	bin := filepath.Join(t.TempDir(), "lockstep")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
+	bin := lockstepbin.Build(t)
 	root, _ := filepath.Abs("../../testdata/exercises")
 	out := t.TempDir()
 	cmd := exec.CommandContext(t.Context(), bin, "prune", "--key", "generic", "--exercises", root, "--out", out, "--check-minimality")

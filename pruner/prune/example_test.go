@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/prune"
@@ -21,10 +22,8 @@ func ExamplePrune() {
 	tmp, _ := os.MkdirTemp("", "prune-example-")
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "lockstep")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/lockstep")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Println(err, string(out))
+	if err := lockstepbin.BuildTo(bin); err != nil {
+		fmt.Println(err)
 		return
 	}
 	// The exercise: tiny/reads-data/{build_script.sh,data.txt,test-reports/}.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
@@ -26,25 +28,15 @@ var (
 func lockstepBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			binErr = err
-			return
-		}
 		binDir, binErr = os.MkdirTemp("", "prune-test-bin-")
 		if binErr != nil {
 			return
 		}
 		binPath = filepath.Join(binDir, "lockstep")
-		cmd := exec.Command(goTool, "build", "-o", binPath, "../../cmd/lockstep")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = err
-			binPath = string(out)
-		}
+		binErr = lockstepbin.BuildTo(binPath)
 	})
 	if binErr != nil {
-		t.Fatalf("go build ./cmd/lockstep: %v\n%s", binErr, binPath)
+		t.Fatal(binErr)
 	}
 	return binPath
 }
