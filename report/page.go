@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"math"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -118,11 +119,15 @@ type KV struct {
 //go:embed page.html.tmpl
 var pageTemplate string
 
-var tmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"join": strings.Join,
-	"secs": func(s float64) string { return fmt.Sprintf("%.2f s", s) },
-	"add":  func(a, b int) int { return a + b },
-}).Parse(pageTemplate))
+// tmpl is parsed on first use, not at start-up: every lockstep process (the
+// enforcer's child, a guest's PID 1) links this package, few render a page.
+var tmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(template.FuncMap{
+		"join": strings.Join,
+		"secs": func(s float64) string { return fmt.Sprintf("%.2f s", s) },
+		"add":  func(a, b int) int { return a + b },
+	}).Parse(pageTemplate))
+})
 
 // chart is the SVG geometry of the timings.
 type chart struct {
@@ -243,7 +248,7 @@ func Render(p *Page) ([]byte, error) {
 	if data.Chart != nil {
 		data.AxisY = 10 + len(p.Timings)*(barHeight+8)
 	}
-	if err := tmpl.Execute(&b, data); err != nil {
+	if err := tmpl().Execute(&b, data); err != nil {
 		return nil, fmt.Errorf("report: render: %w", err)
 	}
 	return b.Bytes(), nil
