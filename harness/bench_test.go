@@ -6,6 +6,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/lockstep-sandbox/lockstep/internal/guesttest"
 )
 
 // bootMedian boots `true` n times and returns the median boot-to-exit
@@ -32,7 +34,7 @@ func bootMedian(b *testing.B, o Options, n int) (time.Duration, *Result) {
 // (its /lib/modules/<release>) it also boots that kernel on q35 with
 // SeaBIOS in the same run and reports the ratio ours/reference.
 func BenchmarkBootTrue(b *testing.B) {
-	bz, err := testKernel()
+	bz, err := guesttest.PinnedKernel()
 	if err != nil {
 		b.Fatalf("kernel: %v", err)
 	}

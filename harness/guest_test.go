@@ -12,9 +12,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockstep-sandbox/lockstep/internal/guesttest"
 
 	"github.com/lockstep-sandbox/lockstep/guest"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
@@ -83,10 +84,6 @@ func leftovers(dir string) []string {
 	return out
 }
 
-var testKernel = sync.OnceValues(func() (string, error) {
-	return kernel.Path(context.Background(), kernel.DefaultPin, nil)
-})
-
 // needGuest skips only when QEMU is absent; a kernel that cannot be had
 // fails the test.
 func needGuest(t *testing.T) string {
@@ -94,7 +91,7 @@ func needGuest(t *testing.T) string {
 	if _, err := exec.LookPath(qemuBinary("")); err != nil {
 		t.Skipf("no %s on PATH: guest tests need QEMU", qemuBinary(""))
 	}
-	bz, err := testKernel()
+	bz, err := guesttest.PinnedKernel()
 	if err != nil {
 		t.Fatalf("kernel %s: %v", kernel.DefaultPin, err)
 	}

@@ -11,9 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockstep-sandbox/lockstep/internal/guesttest"
 
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 
@@ -22,17 +23,12 @@ import (
 	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
-// pinnedKernel builds (or restores and verifies) the default pin once.
-var pinnedKernel = sync.OnceValues(func() (string, error) {
-	return kernel.Path(context.Background(), kernel.DefaultPin, nil)
-})
-
 func needGuest(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		t.Skip("no qemu-system-x86_64 on PATH: guest tests need QEMU")
 	}
-	if _, err := pinnedKernel(); err != nil {
+	if _, err := guesttest.PinnedKernel(); err != nil {
 		t.Fatalf("kernel %s: %v", kernel.DefaultPin, err)
 	}
 }

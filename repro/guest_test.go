@@ -8,17 +8,13 @@ import (
 	"encoding/json"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/guesttest"
+
 	"github.com/lockstep-sandbox/lockstep/kernel"
 )
-
-// pinnedKernel builds (or restores and verifies) the default pin once.
-var pinnedKernel = sync.OnceValues(func() (string, error) {
-	return kernel.Path(context.Background(), kernel.DefaultPin, nil)
-})
 
 func needGuest(t *testing.T) {
 	t.Helper()
@@ -26,7 +22,7 @@ func needGuest(t *testing.T) {
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		t.Skip("no qemu-system-x86_64 on PATH: guest tests need QEMU")
 	}
-	if _, err := pinnedKernel(); err != nil {
+	if _, err := guesttest.PinnedKernel(); err != nil {
 		t.Fatalf("kernel %s: %v", kernel.DefaultPin, err)
 	}
 }

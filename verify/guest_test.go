@@ -8,17 +8,13 @@ import (
 	"encoding/json"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/guesttest"
+
 	"github.com/lockstep-sandbox/lockstep/kernel"
 )
-
-// pinnedKernel builds (or restores and verifies) the default pin once.
-var pinnedKernel = sync.OnceValues(func() (string, error) {
-	return kernel.Path(context.Background(), kernel.DefaultPin, nil)
-})
 
 // TestVerifyGuest runs `lockstep verify` on the default pin, twice as two
 // kernel rows (the pin and its bzImage file), over a sound exercise and the
@@ -29,7 +25,7 @@ func TestVerifyGuest(t *testing.T) {
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		t.Skip("no qemu-system-x86_64 on PATH: guest tests need QEMU")
 	}
-	bz, err := pinnedKernel()
+	bz, err := guesttest.PinnedKernel()
 	if err != nil {
 		t.Fatalf("kernel %s: %v", kernel.DefaultPin, err)
 	}

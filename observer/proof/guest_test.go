@@ -9,19 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockstep-sandbox/lockstep/internal/guesttest"
 
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 
 	"github.com/lockstep-sandbox/lockstep/kernel"
 )
-
-// pinnedKernel builds (or restores and verifies) the default pin once.
-var pinnedKernel = sync.OnceValues(func() (string, error) {
-	return kernel.Path(context.Background(), kernel.DefaultPin, nil)
-})
 
 // TestSelftestGuest is `lockstep selftest` end to end on the 7.2.13 pin: a
 // guest boots, every check holds (release, LSM, ABI 10, audit, all 16
@@ -31,7 +27,7 @@ func TestSelftestGuest(t *testing.T) {
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		t.Skip("no qemu-system-x86_64 on PATH: guest tests need QEMU")
 	}
-	if _, err := pinnedKernel(); err != nil {
+	if _, err := guesttest.PinnedKernel(); err != nil {
 		t.Fatalf("kernel %s: %v", kernel.DefaultPin, err)
 	}
 	bin := lockstepbin.Build(t)
