@@ -79,7 +79,7 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 	kernelArg := fs.String("kernel", kernel.DefaultPin, "kernel `pin` or bzImage file of the guests")
 	rootDir := fs.String("root", "", "guest root `dir`ectory (default: this host's /)")
 	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
-	seeds := fs.String("seeds", "", "`dir`ectory of the seed files prune.json may name")
+	seeds := fs.String("seeds", "", "`dir`ectory of the seed files prune.json may name (default: the seeds shipped with lockstep)")
 	only := fs.String("only", "", "prune only the `exercise` of this folder name")
 	workDir := fs.String("work-dir", exercise.DefaultWorkDir, "working `dir`ectory of every run (with --in-guest or --on-host)")
 	skipContain := fs.Bool("skip-containment", false, "leave out the containment checks (recorded; for development)")

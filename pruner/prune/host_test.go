@@ -290,30 +290,20 @@ func TestHostPython(t *testing.T) {
 	}
 }
 
-// TestHostCWithSeed prunes a copy of the c reference exercise whose
-// prune.json names the seed testdata/seeds/c.cfg (gcc's random /tmp names
-// need it; without it the prune aborts, which TestHostCWithoutSeed shows).
+// TestHostCWithSeed prunes the c reference exercise, whose prune.json names
+// the seed c.cfg shipped with lockstep (gcc's random /tmp names need it;
+// without it the prune aborts, which TestHostCWithoutSeed shows).
 func TestHostCWithSeed(t *testing.T) {
 	needHost(t)
 	if testing.Short() {
 		t.Skip("-short: a prune takes minutes")
 	}
 	t.Setenv("LOCKSTEP_DISPOSABLE", "1")
-	orig := readExercise(t, "c/make-reference")
-	dir := filepath.Join(t.TempDir(), "c", "make-reference")
-	if err := exercise.FreshCopy(orig.Dir, dir); err != nil {
-		t.Fatal(err)
-	}
-	cfg := `{"key": "c", "report_globs": ["test-reports/*.xml"], "runs_compiled_programs": true, "compiled_programs_directory": "assignment", "seed": "c.cfg"}`
-	if err := os.WriteFile(filepath.Join(dir, "prune.json"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ex, err := exercise.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
+	ex := readExercise(t, "c/make-reference")
+	if ex.Config.Seed != "c.cfg" {
+		t.Fatalf("c/make-reference names seed %q, want c.cfg", ex.Config.Seed)
 	}
 	opts := hostOptions(t)
-	opts.SeedDir, _ = filepath.Abs("testdata/seeds")
 	res, err := Prune(t.Context(), ex, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -330,9 +320,22 @@ func TestHostCWithSeed(t *testing.T) {
 func TestHostCWithoutSeed(t *testing.T) {
 	needHost(t)
 	t.Setenv("LOCKSTEP_DISPOSABLE", "1")
+	orig := readExercise(t, "c/make-reference")
+	dir := filepath.Join(t.TempDir(), "c", "make-reference")
+	if err := exercise.FreshCopy(orig.Dir, dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"key": "c", "report_globs": ["test-reports/*.xml"], "runs_compiled_programs": true, "compiled_programs_directory": "assignment"}`
+	if err := os.WriteFile(filepath.Join(dir, "prune.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := exercise.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := hostOptions(t)
 	opts.SkipContainment = true
-	res, err := Prune(t.Context(), readExercise(t, "c/make-reference"), opts)
+	res, err := Prune(t.Context(), ex, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

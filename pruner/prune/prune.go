@@ -56,8 +56,8 @@ type Options struct {
 	// ScratchDir holds candidates and traces; "" means a new temporary
 	// directory, removed at the end.
 	ScratchDir string
-	// SeedDir holds the seed files prune.json may name; "" means none
-	// (an exercise that names a seed then aborts).
+	// SeedDir holds the seed files prune.json may name; "" means the seeds
+	// shipped with lockstep (BuiltinSeeds).
 	SeedDir string
 	// Rounds is the grow budget; 0 means search.DefaultRounds.
 	Rounds int
@@ -342,10 +342,7 @@ func (s *state) pipeline(ctx context.Context) (*policy.Policy, error) {
 func (s *state) seed() (*policy.Policy, error) {
 	p := &policy.Policy{}
 	if name := s.ex.Config.Seed; name != "" {
-		if s.opts.SeedDir == "" {
-			return nil, &search.AbortError{Reason: fmt.Sprintf("prune.json names the seed %s, but no seed directory was given", name)}
-		}
-		sp, err := policy.ParseFile(filepath.Join(s.opts.SeedDir, name))
+		sp, err := readSeed(s.opts.SeedDir, name)
 		if err != nil {
 			return nil, &search.AbortError{Reason: fmt.Sprintf("seed %s: %v", name, err)}
 		}
