@@ -188,6 +188,7 @@ func TestSwitchRoot(t *testing.T) {
 		"mount devpts /dev/pts devpts",
 		"mount tmpfs /dev/shm tmpfs",
 		"mount securityfs /sys/kernel/security securityfs",
+		"mount cgroup2 /sys/fs/cgroup cgroup2",
 		"symlink /dev/fd -> /proc/self/fd",
 		"mount lockstep.root /mnt/lower 9p " + ro + " trans=virtio,version=9p2000.L,cache=loose,msize=512000",
 		"mount tmpfs /mnt/rw tmpfs",
@@ -231,5 +232,20 @@ func TestSwitchRootReportsFailure(t *testing.T) {
 	}
 	if i := f.index("chroot"); i >= 0 {
 		t.Errorf("switchRoot went on to chroot after a failed mount")
+	}
+}
+
+func TestEarlyMountsWithoutCgroup2(t *testing.T) {
+	// A kernel given with --kernel FILE may lack cgroup v2: the job still runs.
+	f := &fakeSys{failOn: "mount cgroup2"}
+	if err := earlyMounts(f); err != nil {
+		t.Fatalf("earlyMounts without cgroup2 = %v, want nil", err)
+	}
+	if f.index("symlink /dev/fd") < 0 {
+		t.Error("earlyMounts stopped after the optional cgroup2 mount failed")
+	}
+	f = &fakeSys{failOn: "mount securityfs"}
+	if err := earlyMounts(f); err == nil {
+		t.Error("earlyMounts without securityfs = nil, want an error (audit and Landlock need it)")
 	}
 }

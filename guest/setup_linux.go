@@ -34,19 +34,27 @@ func earlyMounts(s syscaller) error {
 		src, dst, fstype string
 		flags            uintptr
 		data             string
+		optional         bool // a kernel without it (--kernel FILE) still boots the job
 	}{
-		{"devtmpfs", "/dev", "devtmpfs", unix.MS_NOSUID, "mode=0755"},
-		{"proc", "/proc", "proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
-		{"sysfs", "/sys", "sysfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
-		{"devpts", "/dev/pts", "devpts", unix.MS_NOSUID | unix.MS_NOEXEC, "ptmxmode=0666,mode=0620"},
-		{"tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777"},
-		{"securityfs", "/sys/kernel/security", "securityfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
+		{"devtmpfs", "/dev", "devtmpfs", unix.MS_NOSUID, "mode=0755", false},
+		{"proc", "/proc", "proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, "", false},
+		{"sysfs", "/sys", "sysfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, "", false},
+		{"devpts", "/dev/pts", "devpts", unix.MS_NOSUID | unix.MS_NOEXEC, "ptmxmode=0666,mode=0620", false},
+		{"tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777", false},
+		{"securityfs", "/sys/kernel/security", "securityfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, "", false},
+		// cgroup v2 with the pids and memory controllers: the enforcer caps
+		// nproc there, which RLIMIT_NPROC cannot do for the guest's root.
+		{"cgroup2", "/sys/fs/cgroup", "cgroup2", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, "", true},
 	}
 	for _, m := range steps {
 		if err := s.MkdirAll(m.dst, 0o755); err != nil {
 			return fmt.Errorf("mkdir %s: %w", m.dst, err)
 		}
-		if err := s.Mount(m.src, m.dst, m.fstype, m.flags, m.data); err != nil && !(m.fstype == "devtmpfs" && err == unix.EBUSY) {
+		err := s.Mount(m.src, m.dst, m.fstype, m.flags, m.data)
+		if err != nil && (m.optional || (m.fstype == "devtmpfs" && err == unix.EBUSY)) {
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("mount %s on %s: %w", m.fstype, m.dst, err)
 		}
 	}

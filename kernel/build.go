@@ -117,6 +117,11 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	if err != nil {
 		return fmt.Errorf("create build dir: %w", err)
 	}
+	frag, err := b.fragment(pin)
+	if err != nil {
+		os.RemoveAll(work)
+		return err
+	}
 	logPath := filepath.Join(work, LogName)
 	failedLog := dir + ".failed.log"
 	defer func() {
@@ -151,7 +156,7 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	stop := progress(b.log(), b.interval(), "configure", lw.Last)
 	err = mk.run(ctx, "make", makeArgs("tinyconfig")...)
 	if err == nil {
-		err = appendFile(filepath.Join(obj, ".config"), b.fragment())
+		err = appendFile(filepath.Join(obj, ".config"), frag)
 	}
 	if err == nil {
 		err = mk.run(ctx, "make", makeArgs("olddefconfig")...)
@@ -164,7 +169,7 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	if err != nil {
 		return err
 	}
-	if err := CheckConfig(filepath.Join(obj, ".config"), cfg, b.Required()); err != nil {
+	if err := CheckConfig(filepath.Join(obj, ".config"), cfg, RequiredOptions(frag)); err != nil {
 		// Keep the unfit config for inspection beside the failed log.
 		os.WriteFile(dir+".unfit.config", cfg, 0o644)
 		var u *UnfitError
@@ -201,7 +206,7 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	}
 	rec := &Record{
 		Key: key, Pin: pin.Row, Version: pin.Version, ABI: pin.ABI, Source: pin.Describe(),
-		SourceSHA256: pin.SHA256, InnerSHA256: pin.InnerSHA256, FragmentSHA256: sha256Hex(b.fragment()),
+		SourceSHA256: pin.SHA256, InnerSHA256: pin.InnerSHA256, FragmentSHA256: sha256Hex(frag),
 		Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make,
 		BzImageSHA256: sha256Hex(img), BzImageSize: int64(len(img)), ConfigSHA256: sha256Hex(cfg),
 		KernelVersion: hv, Duration: time.Since(start).Round(time.Second).String(),

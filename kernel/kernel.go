@@ -78,15 +78,25 @@ func (b *Builder) jobs() int {
 	return runtime.NumCPU()
 }
 
-func (b *Builder) fragment() []byte {
+// fragment is the configuration fragment as applied to pin: the builder's
+// (or the embedded) fragment with the pin version's overlays (FragmentFor).
+func (b *Builder) fragment(pin Pin) ([]byte, error) {
+	base := fragment
 	if b.Fragment != nil {
-		return b.Fragment
+		base = b.Fragment
 	}
-	return fragment
+	return FragmentFor(pin.Version, base)
 }
 
-// Required returns the options every kernel this builder makes must have.
-func (b *Builder) Required() []string { return RequiredOptions(b.fragment()) }
+// Required returns the options every kernel this builder makes for pin
+// must have.
+func (b *Builder) Required(pin Pin) ([]string, error) {
+	f, err := b.fragment(pin)
+	if err != nil {
+		return nil, err
+	}
+	return RequiredOptions(f), nil
+}
 
 // DefaultCacheDir is where kernels are cached unless Builder.CacheDir says
 // otherwise.
@@ -144,7 +154,11 @@ func (b *Builder) Key(pin Pin) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return Key(KeyInputs{PinRow: pin.Row, Fragment: b.fragment(), Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make}), nil
+	frag, err := b.fragment(pin)
+	if err != nil {
+		return "", err
+	}
+	return Key(KeyInputs{PinRow: pin.Row, Fragment: frag, Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make}), nil
 }
 
 // ErrNotBuilt means the pin's kernel is not in the cache.
@@ -166,7 +180,11 @@ func (b *Builder) Verify(ctx context.Context, version string) (*Result, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("%w: %s has no %s (run: lockstep kernel build --pin %s)", ErrNotBuilt, pin.Version, dir, pin.Version)
 	}
-	v, err := VerifyDir(dir, pin, key, b.Required())
+	req, err := b.Required(pin)
+	if err != nil {
+		return nil, err
+	}
+	v, err := VerifyDir(dir, pin, key, req)
 	if err != nil {
 		return nil, err
 	}

@@ -139,5 +139,9 @@ func VerifyImage(bzImage string) (*Verified, error) {
 	if err != nil {
 		return nil, &VerifyError{Dir: dir, Version: rec.Version, Failures: []string{fmt.Sprintf("build.txt names %v", err)}}
 	}
-	return VerifyDir(dir, pin, "", RequiredOptions(fragment))
+	frag, err := FragmentFor(pin.Version, fragment)
+	if err != nil {
+		return nil, &VerifyError{Dir: dir, Version: rec.Version, Failures: []string{err.Error()}}
+	}
+	return VerifyDir(dir, pin, "", RequiredOptions(frag))
 }

@@ -8,8 +8,8 @@
 // Measurement adds its wall time and the largest file it left under the
 // write-class grants. Margins turns the maxima of three runs into limits:
 //
-//	timeout   max(60, ceil_to(5 × wall, 30))
-//	cpu       max(30, ceil_to(5 × cpu, 10))
+//	timeout   5 × wall up to the next of 60 120 300 600 900 1200 1800 2700 3600 s
+//	cpu       5 × cpu up to the next of 30 60 120 300 600 900 1200 1800 3600 s
 //	nproc     max(64, 2 × tasks + 16)
 //	nofile    max(256, 2 × (highest_fd + 1))
 //	fsize_mb  max(16, ceil_to(2 × largest_file_mb, 16))
@@ -21,6 +21,11 @@
 // cpu, else the limit refusals of an observed diagnosis run: EMFILE nofile,
 // EAGAIN from clone/fork nproc, ENOMEM mem_mb); the pipeline doubles it, at
 // most three times per limit.
+//
+// The time limits depart from Phobos's max(60, ceil_to(5 × wall, 30)) and
+// max(30, ceil_to(5 × cpu, 10)): run times vary between prunes by more than
+// those steps, so two prunes of one exercise disagreed in [limits] alone;
+// the ladders' rungs are far enough apart that they agree.
 //
 // # Limitations
 //

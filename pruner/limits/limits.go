@@ -248,6 +248,27 @@ func CeilTo(x, step float64) float64 {
 	return math.Ceil(q) * step
 }
 
+// Time limits come from ladders of round values rather than multiples of
+// 30 s (timeout) and 10 s (cpu) as in Phobos: the wall and CPU times of a run
+// vary by tens of percent between prunes (under TCG, on a loaded runner), and
+// fine steps made two prunes of one exercise differ in [limits] alone. The
+// limit only has to stop a runaway; one rung up is never tight.
+var (
+	timeoutLadder = []float64{60, 120, 300, 600, 900, 1200, 1800, 2700, 3600}
+	cpuLadder     = []float64{30, 60, 120, 300, 600, 900, 1200, 1800, 3600}
+)
+
+// Ladder is the smallest rung of steps not below x; above the top rung,
+// x rounded up to a multiple of the top rung.
+func Ladder(x float64, steps []float64) float64 {
+	for _, s := range steps {
+		if CeilTo(x, s) <= s {
+			return s
+		}
+	}
+	return CeilTo(x, steps[len(steps)-1])
+}
+
 // Options are the prune.json facts Margins needs.
 type Options struct {
 	HeapPinned, AddressSpaceUnbounded bool
@@ -256,8 +277,8 @@ type Options struct {
 // Margins derives the limits from the maxima of the measured runs.
 func Margins(m Measurement, o Options) map[policy.LimitKey]policy.Limit {
 	out := map[policy.LimitKey]policy.Limit{
-		policy.Timeout: {Value: int64(math.Max(60, CeilTo(5*m.WallSeconds, 30))) * 1000},
-		policy.CPU:     {Value: int64(math.Max(30, CeilTo(5*m.CPUSeconds, 10)))},
+		policy.Timeout: {Value: int64(Ladder(5*m.WallSeconds, timeoutLadder)) * 1000},
+		policy.CPU:     {Value: int64(Ladder(5*m.CPUSeconds, cpuLadder))},
 		policy.NProc:   {Value: int64(max(64, 2*m.Tasks+16))},
 		policy.NoFile:  {Value: int64(max(256, 2*(m.HighestFD+1)))},
 		policy.FsizeMB: {Value: int64(math.Max(16, CeilTo(2*m.LargestFileMB, 16)))},

@@ -20,6 +20,22 @@ func TestCeilTo(t *testing.T) {
 	}
 }
 
+func TestLadder(t *testing.T) {
+	for _, tc := range []struct{ X, Want float64 }{
+		{0, 60}, {59.9, 60}, {60, 60}, {60.0000000001, 60}, {60.5, 120}, {75, 120}, {100, 120}, {121, 300},
+		{3600, 3600}, {3601, 7200}, {9000, 10800},
+	} {
+		if got := Ladder(tc.X, timeoutLadder); got != tc.Want {
+			t.Errorf("Ladder(%v, timeout) = %v, want %v", tc.X, got, tc.Want)
+		}
+	}
+	// Two prunes whose slowest runs took 15.5 s and 19.8 s (what TCG gave the
+	// generic exercise) must agree; with Phobos's 30 s steps they gave 90 and 120.
+	if a, b := Ladder(5*15.5, timeoutLadder), Ladder(5*19.8, timeoutLadder); a != b {
+		t.Errorf("timeouts of 15.5 s and 19.8 s runs differ: %v vs %v", a, b)
+	}
+}
+
 func TestMargins(t *testing.T) {
 	for _, tc := range []struct {
 		Name string
@@ -30,7 +46,7 @@ func TestMargins(t *testing.T) {
 		{"small run: every floor", Measurement{WallSeconds: 0.4, CPUSeconds: 0.1, Tasks: 3, HighestFD: 10, LargestFileMB: 0.01}, Options{},
 			map[policy.LimitKey]string{policy.Timeout: "60", policy.CPU: "30", policy.NProc: "64", policy.NoFile: "256", policy.FsizeMB: "16"}},
 		{"big run: the margins", Measurement{WallSeconds: 40, CPUSeconds: 12.5, Tasks: 40, HighestFD: 300, LargestFileMB: 20, VMPeakMB: 700}, Options{HeapPinned: true},
-			map[policy.LimitKey]string{policy.Timeout: "210", policy.CPU: "70", policy.NProc: "96", policy.NoFile: "602", policy.FsizeMB: "48", policy.MemMB: "1536"}},
+			map[policy.LimitKey]string{policy.Timeout: "300", policy.CPU: "120", policy.NProc: "96", policy.NoFile: "602", policy.FsizeMB: "48", policy.MemMB: "1536"}},
 		{"address space unbounded", Measurement{}, Options{HeapPinned: true, AddressSpaceUnbounded: true},
 			map[policy.LimitKey]string{policy.Timeout: "60", policy.CPU: "30", policy.NProc: "64", policy.NoFile: "256", policy.FsizeMB: "16", policy.MemMB: "0"}},
 	} {
