@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
@@ -247,5 +248,45 @@ func TestEarlyMountsWithoutCgroup2(t *testing.T) {
 	f = &fakeSys{failOn: "mount securityfs"}
 	if err := earlyMounts(f); err == nil {
 		t.Error("earlyMounts without securityfs = nil, want an error (audit and Landlock need it)")
+	}
+}
+
+// devFake fails the root device's mount with ENOENT a few times, as when
+// virtio-blk probes the disk after PID 1 has started.
+type devFake struct {
+	fakeSys
+	missing int
+}
+
+func (f *devFake) Mount(src, dst, fstype string, flags uintptr, data string) error {
+	if src == "/dev/vda" && f.missing > 0 {
+		f.missing--
+		f.ops = append(f.ops, "mount "+src+" (not yet)")
+		return unix.ENOENT
+	}
+	return f.fakeSys.Mount(src, dst, fstype, flags, data)
+}
+
+func TestSwitchRootBlockDevice(t *testing.T) {
+	job := &proto.Job{Root: &proto.Root{Device: "/dev/vda"}}
+	f := &devFake{missing: 3}
+	if err := switchRoot(f, job, "/init"); err != nil {
+		t.Fatalf("switchRoot: %v", err)
+	}
+	ro := fmt.Sprintf("%#x", unix.MS_RDONLY)
+	if i := f.index("mount /dev/vda /mnt/lower ext4 " + ro); i < 0 {
+		t.Fatalf("no read-only ext4 mount of /dev/vda on the lower dir after it appeared: %q", f.ops)
+	}
+	if f.index("mount lockstep.root") >= 0 {
+		t.Error("a block-device root also mounted the 9p root")
+	}
+
+	old := deviceWait
+	deviceWait = 50 * time.Millisecond
+	defer func() { deviceWait = old }()
+	g := &devFake{missing: 1 << 30}
+	err := switchRoot(g, job, "/init")
+	if err == nil || !strings.Contains(err.Error(), "/dev/vda") {
+		t.Errorf("switchRoot with a device that never appears = %v, want an error naming it", err)
 	}
 }

@@ -127,7 +127,11 @@ func (p *pid1) setup() error {
 			return setupf("%w", err)
 		}
 		p.rooted = true
-		p.logf("root switched to 9p tag %s under a tmpfs overlay", job.Root.Tag)
+		if job.Root.Device != "" {
+			p.logf("root switched to %s under a tmpfs overlay", job.Root.Device)
+		} else {
+			p.logf("root switched to 9p tag %s under a tmpfs overlay", job.Root.Tag)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"time"
 
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"golang.org/x/sys/unix"
@@ -73,7 +74,38 @@ func earlyMounts(s syscaller) error {
 	return nil
 }
 
-// switchRoot mounts the 9p root read-only under a tmpfs overlay, moves the
+// deviceWait bounds how long PID 1 waits for the root's block device: the
+// virtio-blk driver may probe it after PID 1 starts (or after its module
+// was loaded).
+var deviceWait = 30 * time.Second
+
+// mountLower mounts the root read-only on lowerDir: the 9p export, or the
+// block device once it has appeared.
+func mountLower(s syscaller, r *proto.Root) error {
+	if r.Device == "" {
+		if err := s.Mount(r.Tag, lowerDir, "9p", unix.MS_RDONLY, ninepOpts(r.Msize)); err != nil {
+			return fmt.Errorf("mount 9p root (tag %s): %w", r.Tag, err)
+		}
+		return nil
+	}
+	fstype := r.FSType
+	if fstype == "" {
+		fstype = "ext4"
+	}
+	deadline := time.Now().Add(deviceWait)
+	for {
+		err := s.Mount(r.Device, lowerDir, fstype, unix.MS_RDONLY, "")
+		if err == nil {
+			return nil
+		}
+		if (err != unix.ENOENT && err != unix.ENXIO) || time.Now().After(deadline) {
+			return fmt.Errorf("mount root %s (%s) read-only: %w", r.Device, fstype, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// switchRoot mounts the root (9p or a block device) read-only under a tmpfs overlay, moves the
 // kernel file systems into it, gives it fresh tmpfs /run and /tmp, copies
 // the init binary to proto.GuestBinary, mounts the shares and the extras,
 // and makes it the root (the switch_root dance: MS_MOVE onto /, chroot).
@@ -84,8 +116,8 @@ func switchRoot(s syscaller, job *proto.Job, self string) error {
 			return fmt.Errorf("mkdir %s: %w", d, err)
 		}
 	}
-	if err := s.Mount(r.Tag, lowerDir, "9p", unix.MS_RDONLY, ninepOpts(r.Msize)); err != nil {
-		return fmt.Errorf("mount 9p root (tag %s): %w", r.Tag, err)
+	if err := mountLower(s, r); err != nil {
+		return err
 	}
 	if err := s.Mount("tmpfs", rwDir, "tmpfs", 0, "mode=0755"); err != nil {
 		return fmt.Errorf("mount tmpfs for the overlay: %w", err)

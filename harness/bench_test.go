@@ -2,8 +2,11 @@ package harness
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,11 +31,64 @@ func bootMedian(b *testing.B, o Options, n int) (time.Duration, *Result) {
 	return all[len(all)/2], last
 }
 
+// refRootImage makes the reference layout's root disk as Phobos does: a
+// directory tree put into a raw ext4 image at mkfs time (mkfs.ext4 -d, no
+// loop mount). The tree holds /usr/bin/true and the libraries it loads.
+func refRootImage(b *testing.B) string {
+	dir := b.TempDir()
+	tree := filepath.Join(dir, "root")
+	files := []string{"/usr/bin/true"}
+	out, err := exec.Command("ldd", "/usr/bin/true").Output()
+	if err != nil {
+		b.Fatalf("ldd /usr/bin/true: %v", err)
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasPrefix(f, "/") {
+			files = append(files, f)
+		}
+	}
+	for _, f := range files {
+		real, err := filepath.EvalSymlinks(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		data, err := os.ReadFile(real)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dst := filepath.Join(tree, f)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, d := range []string{"proc", "sys", "dev", "tmp", "run"} {
+		if err := os.MkdirAll(filepath.Join(tree, d), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// /bin, /lib, /lib64 as a merged-/usr root has them.
+	for _, l := range []string{"bin", "lib", "lib64"} {
+		if _, err := os.Stat(filepath.Join(tree, "usr", l)); err == nil {
+			os.Symlink("usr/"+l, filepath.Join(tree, l))
+		}
+	}
+	img := filepath.Join(dir, "root.img")
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-i", "8192", "-d", tree, img, "64M").CombinedOutput(); err != nil {
+		b.Fatalf("mkfs.ext4 -d: %v\n%s", err, out)
+	}
+	return img
+}
+
 // BenchmarkBootTrue reports the median of five boot-to-exit times of
 // `true` in a guest of the pinned kernel on microvm (accel auto). With
 // LOCKSTEP_REF_KERNEL (a distribution bzImage) and LOCKSTEP_REF_MODULES
 // (its /lib/modules/<release>) it also boots that kernel on q35 with
-// SeaBIOS in the same run and reports the ratio ours/reference.
+// SeaBIOS with an ext4 root image (the layout Phobos boots, with the
+// distribution kernel's virtio-blk and ext4 modules) in the same run and
+// reports the ratio ours/reference.
 func BenchmarkBootTrue(b *testing.B) {
 	bz, err := guesttest.PinnedKernel()
 	if err != nil {
@@ -52,12 +108,12 @@ func BenchmarkBootTrue(b *testing.B) {
 		if refKernel == "" {
 			continue
 		}
-		mods, err := ResolveModules(refMods, GuestModules)
+		mods, err := ResolveModules(refMods, append(slices.Clip(GuestModules), RootImageModules...))
 		if err != nil {
 			b.Fatalf("reference modules: %v", err)
 		}
 		ref, _ := bootMedian(b, Options{Kernel: filepath.Clean(refKernel), Machine: MachineQ35, Modules: mods,
-			Command: []string{"true"}, BootTimeout: 5 * time.Minute}, 5)
+			RootImage: refRootImage(b), Command: []string{"true"}, BootTimeout: 5 * time.Minute}, 5)
 		b.ReportMetric(float64(ref.Milliseconds()), "ref-median-ms")
 		b.ReportMetric(float64(ours)/float64(ref), "x-ref")
 	}

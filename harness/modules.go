@@ -14,10 +14,15 @@ import (
 // pinned kernel has them built in and needs none.
 var GuestModules = []string{"virtio_pci", "virtio_mmio", "virtio_console", "9pnet_virtio", "9p", "overlay", "virtio_rng"}
 
+// RootImageModules are what a distribution kernel needs besides
+// GuestModules to mount an Options.RootImage (ext4 asks the crypto API
+// for crc32c at mount time, a dependency modinfo does not name).
+var RootImageModules = []string{"virtio_blk", "crc32c_generic", "ext4"}
+
 // ResolveModules finds each named module under dir (a /lib/modules/<release>
 // tree, .ko, .ko.xz or .ko.zst) and returns the files in load order, every
 // module after the modules it depends on (from its .modinfo "depends=").
-// A name not found is an error unless optional lists it.
+// A name not found is an error.
 func ResolveModules(dir string, names []string) ([]string, error) {
 	index := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {

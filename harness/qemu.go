@@ -69,6 +69,9 @@ type QEMUConfig struct {
 	QMPSocket string
 	// Shares are read-only 9p exports.
 	Shares []Share9P
+	// Disks are raw disk images attached read-only as virtio-blk devices,
+	// in order: the first is /dev/vda in the guest.
+	Disks []string
 	// Ports are virtio-serial ports.
 	Ports []SerialPort
 	// RNG adds a virtio RNG so the guest never waits for entropy.
@@ -141,6 +144,13 @@ func (c QEMUConfig) Args() ([]string, error) {
 			"-device", dev("9p")+",fsdev="+id+",mount_tag="+escape(s.Tag),
 		)
 	}
+	for i, d := range c.Disks {
+		id := "disk" + strconv.Itoa(i)
+		a = append(a,
+			"-drive", "file="+escape(d)+",format=raw,if=none,id="+id+",readonly=on",
+			"-device", dev("blk")+",drive="+id,
+		)
+	}
 	if len(c.Ports) > 0 {
 		a = append(a, "-device", dev("serial")+",id=vser0,max_ports="+strconv.Itoa(len(c.Ports)+1))
 		for i, p := range c.Ports {
@@ -202,6 +212,11 @@ func (c QEMUConfig) validate() error {
 		tags[s.Tag] = true
 		if s.Path == "" {
 			bad("9p share %q has no host path", s.Tag)
+		}
+	}
+	for _, d := range c.Disks {
+		if d == "" {
+			bad("disk without a host path")
 		}
 	}
 	names := map[string]bool{}

@@ -55,6 +55,17 @@ func TestQEMUArgs(t *testing.T) {
 			Absent: []string{"virtio-9p-pci", "virtio-serial-pci"},
 		},
 		{
+			Name: "a root image is a read-only virtio-blk disk",
+			Modify: func(c *QEMUConfig) {
+				c.Machine = MachineQ35
+				c.Shares = nil
+				c.Disks = []string{"/img/root,1.ext4"}
+			},
+			Want: []pair{{"-drive", "file=/img/root,,1.ext4,format=raw,if=none,id=disk0,readonly=on"},
+				{"-device", "virtio-blk-pci,drive=disk0"}},
+			Absent: []string{"virtio-9p-pci"},
+		},
+		{
 			Name:   "q35 uses virtio-pci",
 			Modify: func(c *QEMUConfig) { c.Machine = MachineQ35 },
 			Want: []pair{{"-machine", "q35,accel=tcg"}, {"-device", "virtio-9p-pci,fsdev=fs0,mount_tag=lockstep.root"},

@@ -32,6 +32,11 @@ type Options struct {
 	// Root is the host directory exported read-only as the guest's root;
 	// "" is "/". Writes land in a tmpfs overlay and never reach it.
 	Root string
+	// RootImage is a raw disk image with an ext4 file system (what
+	// mkfs.ext4 -d makes) used as the guest's root instead of Root: attached
+	// read-only as a virtio-blk disk, writes land in the tmpfs overlay. The
+	// kernel needs virtio-blk and ext4 (a distribution kernel: as Modules).
+	RootImage string
 	// Shares are extra read-only host directories.
 	Shares []Share
 	// Accel is AccelAuto, AccelKVM or AccelTCG; "" is AccelAuto.
@@ -201,6 +206,14 @@ func (o Options) validate() error {
 			errs = append(errs, fmt.Errorf("root %s: want an existing directory", o.Root))
 		}
 	}
+	if o.RootImage != "" {
+		if o.Root != "" {
+			errs = append(errs, fmt.Errorf("root %s and root image %s: want one of them", o.Root, o.RootImage))
+		}
+		if fi, err := os.Stat(o.RootImage); err != nil || !fi.Mode().IsRegular() {
+			errs = append(errs, fmt.Errorf("root image %s: want an existing disk image file", o.RootImage))
+		}
+	}
 	for _, s := range o.Shares {
 		if fi, err := os.Stat(s.Source); err != nil || !fi.IsDir() {
 			errs = append(errs, fmt.Errorf("share %s: want an existing directory", s.Source))
@@ -342,7 +355,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Machine == "" {
 		o.Machine = MachineMicrovm
 	}
-	if o.Root == "" {
+	if o.Root == "" && o.RootImage == "" {
 		o.Root = "/"
 	}
 	if o.Stdout == nil {
@@ -392,14 +405,23 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Schema: proto.SchemaVersion, ID: res.JobID, Command: o.Command, Env: o.Env, Dir: o.Dir,
 		Root: &proto.Root{Tag: proto.RootTag}, Verbose: o.Verbose,
 	}
-	shares := []Share9P{{Tag: proto.RootTag, Path: o.Root}}
+	var shares []Share9P
+	var disks []string
+	if o.RootImage != "" {
+		job.Root = &proto.Root{Device: "/dev/vda", FSType: "ext4"}
+		disks = append(disks, o.RootImage)
+	} else {
+		shares = append(shares, Share9P{Tag: proto.RootTag, Path: o.Root})
+	}
 	for i, s := range o.Shares {
 		tag := fmt.Sprintf("lockstep.share%d", i)
 		job.Shares = append(job.Shares, proto.Share{Tag: tag, Path: s.GuestPath})
 		shares = append(shares, Share9P{Tag: tag, Path: s.Source})
 	}
 	strace := ""
-	if !hasStrace(o.Root) {
+	// An image root is not looked into: strace rides along and is copied
+	// in only where the root lacks it.
+	if o.RootImage != "" || !hasStrace(o.Root) {
 		if p, err := exec.LookPath("strace"); err == nil {
 			strace = p
 		} else {
@@ -433,9 +455,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		MemMB: o.MemMB, CPUs: o.CPUs, Kernel: o.Kernel, Initramfs: initrd,
 		Append:     kernelCmdline(res.JobID, o.Verbose, o.TestHook, o.KernelArgs...),
 		ConsoleLog: filepath.Join(dir, "console.log"), QMPSocket: filepath.Join(dir, "qmp.sock"),
-		Shares: shares,
-		Ports:  []SerialPort{{Name: proto.EventsPort, Socket: evSock}, {Name: proto.ResultsPort, Socket: resSock}},
-		RNG:    true,
+		Shares: shares, Disks: disks,
+		Ports: []SerialPort{{Name: proto.EventsPort, Socket: evSock}, {Name: proto.ResultsPort, Socket: resSock}},
+		RNG:   true,
 	}
 	args, err := cfg.Args()
 	if err != nil {

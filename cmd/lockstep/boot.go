@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,12 +20,12 @@ import (
 func init() {
 	register(&verb{
 		Name:  "boot",
-		Usage: "boot [--kernel <pin>|<file>] [--root <dir>] [--share <src>[:<guestpath>]]… [--accel {auto|kvm|tcg}] [--mem <MiB>] [--cpus <n>] [--timeout <duration>] [--boot-timeout <duration>] [--results <dir>] -- <cmd>…",
+		Usage: "boot [--kernel <pin>|<file>] [--root <dir> | --root-image <file>] [--share <src>[:<guestpath>]]… [--accel {auto|kvm|tcg}] [--mem <MiB>] [--cpus <n>] [--timeout <duration>] [--boot-timeout <duration>] [--results <dir>] -- <cmd>…",
 		Short: "run one command in a throwaway guest; its output and status come back",
 		Long: `Boots the pinned kernel (built and cached on first use; --kernel also takes a
 bzImage file) in QEMU with this lockstep binary as PID 1. The guest's root is
---root (default: this host's /) shared read-only over 9p with a tmpfs overlay
-on top: the command sees the host's files, and nothing it writes reaches them.
+--root (default: this host's /) shared read-only over 9p, or --root-image (an
+ext4 disk image, attached read-only), with a tmpfs overlay on top: the command sees the host's files, and nothing it writes reaches them.
 --share adds read-only directories (at /run/lockstep/share/<n>, or the given
 guest path). The command runs as root with LOCKSTEP_GUEST=1, in the current
 directory when it exists in the guest. Its stdout and stderr stream back live;
@@ -48,7 +49,10 @@ $ lockstep boot --results out -- sh -c 'uname -a > /run/lockstep/results/uname.t
 # Another kernel file, TCG, two vCPUs
 $ lockstep boot --kernel ./bzImage --accel tcg --cpus 2 -- nproc
 # Debian's distribution kernel (virtio, 9p and overlayfs are modules there)
-$ lockstep boot --kernel /boot/vmlinuz-6.1.0-50-amd64 --modules /lib/modules/6.1.0-50-amd64 --machine q35 -- uname -r`,
+$ lockstep boot --kernel /boot/vmlinuz-6.1.0-50-amd64 --modules /lib/modules/6.1.0-50-amd64 --machine q35 -- uname -r
+# Phobos's layout: that kernel on q35 with an ext4 root image made by mkfs.ext4 -d
+$ mkfs.ext4 -q -F -d rootfs root.img 2G
+$ lockstep boot --kernel /boot/vmlinuz-6.1.0-50-amd64 --modules /lib/modules/6.1.0-50-amd64 --machine q35 --root-image root.img -- true`,
 		Flags: bootFlags,
 	})
 }
@@ -79,6 +83,7 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 	var shares shareFlag
 	kernelArg := fs.String("kernel", kernel.DefaultPin, "kernel `pin` (a version from kernel/pins.txt) or a bzImage file")
 	root := fs.String("root", "/", "host `dir`ectory that becomes the guest's read-only root")
+	rootImage := fs.String("root-image", "", "raw ext4 disk image `file` (as mkfs.ext4 -d makes) that becomes the guest's read-only root instead of --root; the kernel needs virtio-blk and ext4")
 	fs.Var(&shares, "share", "read-only host directory `src[:guestpath]` (repeatable)")
 	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
 	mem := fs.Int("mem", 512, "guest memory in `MiB`")
@@ -106,18 +111,29 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 		if err != nil {
 			return fail(io, "boot", exitIndeterminate, err)
 		}
+		rootDir := *root
+		if *rootImage != "" {
+			if rootDir != "/" {
+				return usageExit(io, v, usagef("--root and --root-image exclude each other"))
+			}
+			rootDir = ""
+		}
 		var mods []string
 		if *modules != "" {
-			if mods, err = harness.ResolveModules(*modules, harness.GuestModules); err != nil {
+			names := harness.GuestModules
+			if *rootImage != "" {
+				names = append(slices.Clip(names), harness.RootImageModules...)
+			}
+			if mods, err = harness.ResolveModules(*modules, names); err != nil {
 				return fail(io, "boot", exitIndeterminate, err)
 			}
 		}
 		dir := ""
-		if *root == "/" {
+		if rootDir == "/" {
 			dir, _ = os.Getwd()
 		}
 		res, err := harness.Run(ctx, harness.Options{
-			Kernel: bz, Root: *root, Shares: shares, Accel: *accel, Machine: *machine,
+			Kernel: bz, Root: rootDir, RootImage: *rootImage, Shares: shares, Accel: *accel, Machine: *machine,
 			MemMB: *mem, CPUs: *cpus, Timeout: *timeout, BootTimeout: *bootTimeout, Command: args, Dir: dir, Modules: mods,
 			Stdout: io.out, Stderr: io.err, ResultsDir: *results, Verbose: io.verbose, Log: log,
 		})

@@ -107,13 +107,19 @@ type Job struct {
 	Verbose bool `json:"verbose,omitempty"`
 }
 
-// Root is the guest's root file system: a read-only 9p export with a tmpfs
-// overlayfs upper on top, so writes stay in the guest.
+// Root is the guest's root file system: a read-only 9p export, or a
+// read-only block device, with a tmpfs overlayfs upper on top, so writes
+// stay in the guest.
 type Root struct {
-	// Tag is the 9p mount tag.
-	Tag string `json:"tag"`
+	// Tag is the 9p mount tag; unused when Device is set.
+	Tag string `json:"tag,omitempty"`
 	// Msize is the 9p msize option (bytes); 0 is 512000.
-	Msize int `json:"msize"`
+	Msize int `json:"msize,omitempty"`
+	// Device is a block device holding the root (e.g. /dev/vda), mounted
+	// read-only with FSType instead of the 9p export.
+	Device string `json:"device,omitempty"`
+	// FSType is Device's file system type; "" is "ext4".
+	FSType string `json:"fstype,omitempty"`
 }
 
 // Share is one extra read-only 9p mount.
