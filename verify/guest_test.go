@@ -53,6 +53,14 @@ func TestVerifyGuest(t *testing.T) {
 	for k := range res.Kernels {
 		if c := res.Cell(k, 0); c.Verdict != Pass {
 			t.Errorf("%s × %s = %s (%s), want pass", c.Kernel, c.Exercise, c.Verdict, c.Why)
+		} else {
+			// The limits hold in the guest too; nproc through the cgroup
+			// v2 PID 1 mounts (the guest's root is not bound by RLIMIT_NPROC).
+			for _, ch := range c.Containment {
+				if !ch.Held {
+					t.Errorf("%s × %s: containment %s did not hold (skipped %v): %s", c.Kernel, c.Exercise, ch.Name, ch.Skipped, ch.Detail)
+				}
+			}
 		}
 		c := res.Cell(k, 1)
 		if c.Verdict != Fail || !strings.Contains(c.Why, "/srv") || c.Diagnosis == nil || !c.Diagnosis.Audit {

@@ -3,17 +3,11 @@
 package verify
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -140,7 +134,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 		return c, nil
 	}
 	opts.Progress("%s: containment checks", ex.Name)
-	c.Containment, err = containment(ctx, opts.Policy, opts.Exe)
+	c.Containment, err = containment(ctx, opts.Policy, opts.Exe, opts.WorkDir, scratch)
 	if err != nil {
 		return nil, fmt.Errorf("verify: containment: %w", err)
 	}
@@ -190,90 +184,28 @@ func oneLine(v verdict.Verdict) string {
 	return fmt.Sprintf("%s, %d test(s): %d passed, %d not", v.ExitClass, len(v.Tests), pass, fail)
 }
 
-// containment runs the containment probes under p: a canary outside every grant
-// stays unreadable, and a listening TCP port no rule names stays
-// unreachable.
-func containment(ctx context.Context, p *policy.Policy, exe string) ([]Check, error) {
-	pp := contain.WithProbe(p, exe)
-	var checks []Check
-	canary, cleanup, err := makeCanary(p)
-	if err != nil {
-		checks = append(checks, Check{Name: "canary", Skipped: true, Detail: err.Error()})
-	} else {
-		defer cleanup()
-		checks = append(checks, probe(ctx, pp, exe, "canary", "read", canary))
-	}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+// containment runs pruner/contain's checks under p, as the pruner and the
+// observer do: the canaries unreadable, a read-only path unwritable, a
+// loopback port no rule names neither reachable nor bindable, and each limit
+// the probe can reach holding.
+func containment(ctx context.Context, p *policy.Policy, exe, work, scratch string) ([]Check, error) {
+	res, _, err := contain.Execute(ctx, p, contain.Setup{
+		Probe: []string{exe, contain.Verb}, Enforcer: []string{exe, "run", "-q"},
+		WorkDir: work, ScratchDir: scratch, Env: exercise.DefaultEnv(work),
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
+	var checks []Check
+	for _, r := range res {
+		c := Check{Name: r.Name, Held: r.Refused, Skipped: r.Unchecked != "" && r.Control == "", Detail: strings.Join(r.Arguments, " ")}
+		switch {
+		case r.Unchecked != "":
+			c.Detail = r.Unchecked
+		case r.Control != "":
+			c.Detail += "; control " + r.Control
 		}
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
-	named := false
-	for _, r := range p.Connect {
-		named = named || r.Port == port || r.Port == 0
-	}
-	if named {
-		checks = append(checks, Check{Name: "connect", Skipped: true, Detail: fmt.Sprintf("the policy may allow a TCP connect to port %d", port)})
-	} else {
-		checks = append(checks, probe(ctx, pp, exe, "connect", "connect", "127.0.0.1:"+strconv.Itoa(port)))
+		checks = append(checks, c)
 	}
 	return checks, nil
-}
-
-// probe runs `lockstep contain-probe <op> <arg>` under pp: the check holds
-// when the probe says the operation was refused (status 1, an OP line with
-// an errno).
-func probe(ctx context.Context, pp *policy.Policy, exe, name, op, arg string) Check {
-	var out bytes.Buffer
-	status, err := enforcer.Run(ctx, enforcer.Options{Policy: pp, Command: []string{exe, contain.Verb, op, arg},
-		Dir: "/", Stdout: &out, Stderr: &out, Quiet: true, Self: exe})
-	po := contain.ParseOutput(out.Bytes())
-	c := Check{Name: name, Held: err == nil && status == 1 && po.Started && po.Errno != "" && po.Errno != "0",
-		Detail: fmt.Sprintf("%s %s: status %d: %s", op, arg, status, strings.TrimSpace(strings.ReplaceAll(out.String(), "\n", "; ")))}
-	if err != nil {
-		c.Detail += ": " + err.Error()
-	}
-	return c
-}
-
-func makeCanary(p *policy.Policy) (string, func(), error) {
-	var tok [8]byte
-	if _, err := rand.Read(tok[:]); err != nil {
-		return "", nil, err
-	}
-	for _, base := range []string{"/var/tmp", "/tmp", "/root", "/srv", "/"} {
-		dir := filepath.Join(base, "lockstep-canary-"+hex.EncodeToString(tok[:]))
-		if covered(p, dir) {
-			continue
-		}
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			continue
-		}
-		f := filepath.Join(dir, "canary")
-		if err := os.WriteFile(f, []byte("canary\n"), 0o644); err != nil {
-			os.RemoveAll(dir)
-			continue
-		}
-		return f, func() { os.RemoveAll(dir) }, nil
-	}
-	return "", nil, errors.New("every writable place for a canary is covered by a grant")
-}
-
-func covered(p *policy.Policy, path string) bool {
-	for g := range p.FS {
-		if g == "/" || g == path || strings.HasPrefix(path, g+"/") {
-			return true
-		}
-	}
-	return false
 }

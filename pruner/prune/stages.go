@@ -3,19 +3,14 @@ package prune
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
 	"github.com/lockstep-sandbox/lockstep/pruner/limits"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
 	"github.com/lockstep-sandbox/lockstep/pruner/search"
@@ -142,81 +137,11 @@ func (s *state) contain(ctx context.Context, p *policy.Policy) error {
 	if probe == nil {
 		probe = []string{s.enforcer[0], contain.Verb}
 	}
-	bin, err := exec.LookPath(probe[0])
-	if err != nil {
-		return fmt.Errorf("the containment probe: %w", err)
-	}
-	if bin, err = filepath.EvalSymlinks(bin); err != nil {
-		return fmt.Errorf("the containment probe: %w", err)
-	}
-	pp := p.Clone()
-	if pp.FS == nil {
-		pp.FS = map[string]map[policy.Section]bool{}
-	}
-	if pp.FS[bin] == nil {
-		pp.FS[bin] = map[policy.Section]bool{}
-	}
-	pp.FS[bin][policy.Read], pp.FS[bin][policy.Execute] = true, true
-	if pp, err = pp.NormaliseHierarchy(); err != nil {
-		return err
-	}
-	cfg := filepath.Join(s.scratch, "containment.cfg")
-	if err := os.WriteFile(cfg, pp.Render(), 0o600); err != nil {
-		return err
-	}
-	noTimeout := pp.Clone()
-	delete(noTimeout.Limits, policy.Timeout)
-	cfgNoTimeout := filepath.Join(s.scratch, "containment-no-timeout.cfg")
-	if err := os.WriteFile(cfgNoTimeout, noTimeout.Render(), 0o600); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("a loopback listener for the connect check: %w", err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	free, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("a free port for the bind check: %w", err)
-	}
-	freePort := free.Addr().(*net.TCPAddr).Port
-	free.Close()
-	writable := ""
-	if generalise.Covered(p, s.workDir, policy.Write) && generalise.Covered(p, s.workDir, policy.Create) {
-		if err := os.MkdirAll(s.workDir, 0o755); err == nil {
-			writable = s.workDir
-		}
-	}
-	nprocWhy := ""
-	if _, ok := p.Limits[policy.NProc]; ok && os.Getuid() == 0 {
-		if caps := enforcer.CgroupCaps(); strings.HasPrefix(caps, "none") {
-			nprocWhy = "uid 0, which RLIMIT_NPROC does not bind, and the enforcer has no cgroup for its process cap here (" + caps + ")"
-		}
-	}
-	checks, un := contain.Plan(p, contain.PlanOptions{Canaries: s.canaries(), ListenPort: ln.Addr().(*net.TCPAddr).Port,
-		FreePort: freePort, WritableDir: writable, MaxSeconds: s.opts.Contain.MaxSeconds, NProcUnenforced: nprocWhy})
-	run := func(ctx context.Context, sandboxed bool, c contain.Check) (int, []byte, error) {
-		argv := append(append([]string(nil), probe...), c.Args...)
-		if sandboxed {
-			f := cfg
-			if c.WithoutTimeout {
-				f = cfgNoTimeout
-			}
-			argv = append(append(append([]string(nil), s.enforcer...), "--config", f, "--"), argv...)
-		}
-		return contain.ExecProbe(ctx, argv, exercise.DefaultEnv(s.workDir), probeTimeout)
-	}
-	s.logf("containment: %d checks, %d unchecked", len(checks), len(un))
-	res, failed, err := contain.Run(ctx, checks, un, run)
+	s.logf("containment checks")
+	res, failed, err := contain.Execute(ctx, p, contain.Setup{
+		Probe: probe, Enforcer: s.enforcer, Canaries: s.canaries(), WorkDir: s.workDir, ScratchDir: s.scratch,
+		MaxSeconds: s.opts.Contain.MaxSeconds, Env: exercise.DefaultEnv(s.workDir), Timeout: probeTimeout,
+	})
 	if err != nil {
 		return err
 	}

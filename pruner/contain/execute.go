@@ -1,0 +1,183 @@
+package contain
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer"
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
+)
+
+// DefaultProbeTimeout bounds one probe run.
+const DefaultProbeTimeout = 300 * time.Second
+
+// Setup says how Execute runs the probes.
+type Setup struct {
+	// Probe is the probe's argv prefix, {lockstep, Verb}; Probe[0] is
+	// granted read and execute on top of the policy.
+	Probe []string
+	// Enforcer is the argv prefix that runs a command under a policy file:
+	// "--config", the file, "--" and the probe's argv are appended.
+	Enforcer []string
+	// Canaries are planted (where missing) and removed afterwards; nil
+	// means DefaultCanaries.
+	Canaries []string
+	// WorkDir is the exercise's working directory: the fsize check writes
+	// there when the policy grants it [write] and [create].
+	WorkDir string
+	// ScratchDir receives the probe's policy files.
+	ScratchDir string
+	// MaxSeconds caps the timeout and cpu checks; 0 means DefaultMaxSeconds.
+	MaxSeconds int
+	// Env is the probe's environment; Timeout bounds one probe run (0 means
+	// DefaultProbeTimeout).
+	Env     []string
+	Timeout time.Duration
+	// Ran, when set, is called before every probe run (to count them).
+	Ran func()
+}
+
+// Execute runs every containment check of Plan under p on this machine:
+// each canary unreadable, a read-only path unwritable, a loopback port no
+// rule names neither reachable nor bindable, and each limit it can reach
+// holding; each check with a control first succeeds without any sandbox.
+// It returns the record's checks and the names of those that did not hold;
+// the error is for checks that could not be run at all.
+func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.ContainmentCheck, []string, error) {
+	if len(s.Probe) == 0 || len(s.Enforcer) == 0 {
+		return nil, nil, fmt.Errorf("containment: no probe or enforcer command")
+	}
+	canaries := s.Canaries
+	if canaries == nil {
+		canaries = DefaultCanaries
+	}
+	planted, err := Plant(canaries)
+	defer Remove(planted)
+	if err != nil {
+		return nil, nil, fmt.Errorf("containment canaries: %w", err)
+	}
+	bin, err := exec.LookPath(s.Probe[0])
+	if err == nil {
+		bin, err = filepath.EvalSymlinks(bin)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("the containment probe: %w", err)
+	}
+	pp, err := WithProbe(p, bin).NormaliseHierarchy()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, cfgNoTimeout, err := writeProbePolicies(pp, s.ScratchDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	listen, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, fmt.Errorf("a loopback listener for the connect check: %w", err)
+	}
+	defer listen.Close()
+	go acceptAll(listen)
+	freePort, err := freeTCPPort()
+	if err != nil {
+		return nil, nil, fmt.Errorf("a free port for the bind check: %w", err)
+	}
+	checks, un := Plan(p, PlanOptions{Canaries: canaries, ListenPort: listen.Addr().(*net.TCPAddr).Port,
+		FreePort: freePort, WritableDir: writableDir(p, s.WorkDir), MaxSeconds: s.MaxSeconds, NProcUnenforced: nprocUnenforced(p)})
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = DefaultProbeTimeout
+	}
+	probe := func(ctx context.Context, sandboxed bool, c Check) (int, []byte, error) {
+		argv := append(append([]string(nil), s.Probe...), c.Args...)
+		if sandboxed {
+			f := cfg
+			if c.WithoutTimeout {
+				f = cfgNoTimeout
+			}
+			argv = append(append(append([]string(nil), s.Enforcer...), "--config", f, "--"), argv...)
+		}
+		if s.Ran != nil {
+			s.Ran()
+		}
+		return ExecProbe(ctx, argv, s.Env, timeout)
+	}
+	return Run(ctx, checks, un, probe)
+}
+
+// writeProbePolicies writes pp and pp without its timeout (for the cpu
+// check, which only the CPU limit may end) into dir.
+func writeProbePolicies(pp *policy.Policy, dir string) (string, string, error) {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	f, err := os.CreateTemp(dir, "containment-*.cfg")
+	if err != nil {
+		return "", "", err
+	}
+	f.Close()
+	noTimeout := pp.Clone()
+	delete(noTimeout.Limits, policy.Timeout)
+	g, err := os.CreateTemp(dir, "containment-no-timeout-*.cfg")
+	if err != nil {
+		return "", "", err
+	}
+	g.Close()
+	if err := os.WriteFile(f.Name(), pp.Render(), 0o600); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(g.Name(), noTimeout.Render(), 0o600); err != nil {
+		return "", "", err
+	}
+	return f.Name(), g.Name(), nil
+}
+
+func acceptAll(l net.Listener) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
+}
+
+func freeTCPPort() (int, error) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// writableDir is work when p grants it [write] and [create] (the fsize
+// check writes a file there), else "".
+func writableDir(p *policy.Policy, work string) string {
+	if work == "" || !generalise.Covered(p, work, policy.Write) || !generalise.Covered(p, work, policy.Create) {
+		return ""
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return ""
+	}
+	return work
+}
+
+// nprocUnenforced says why p's nproc limit cannot hold here, or "": uid 0
+// is not bound by RLIMIT_NPROC, so it needs the enforcer's cgroup cap.
+func nprocUnenforced(p *policy.Policy) string {
+	if _, ok := p.Limits[policy.NProc]; !ok || os.Getuid() != 0 {
+		return ""
+	}
+	if caps := enforcer.CgroupCaps(); strings.HasPrefix(caps, "none") {
+		return "uid 0, which RLIMIT_NPROC does not bind, and the enforcer has no cgroup for its process cap here (" + caps + ")"
+	}
+	return ""
+}
