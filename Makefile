@@ -14,7 +14,7 @@ deps:
 	@scripts/deps.sh
 
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/lockstep
+	$(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/lockstep
 
 # The whole suite: unit, host-kernel and guest tests, then coverage-guided fuzzing of
 # every parser of outside input (30 s for the policy parser, 10 s for each other).

@@ -16,7 +16,7 @@ const Package = "github.com/lockstep-sandbox/lockstep/cmd/lockstep"
 
 // BuildTo builds the command, static (CGO_ENABLED=0), to path.
 func BuildTo(path string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-o", path, Package)
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", path, Package)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %w: %s", Package, err, strings.TrimSpace(string(out)))
