@@ -8,14 +8,16 @@
 // /job.json and, when the root lacks it, strace with its libraries under
 // /extra. [Main] then:
 //
-//  1. mounts devtmpfs, proc, sysfs, devpts, /dev/shm, securityfs and makes
-//     the /dev/fd, /dev/std* and /dev/ptmx links;
+//  1. mounts devtmpfs, proc, sysfs, devpts, /dev/shm, securityfs, cgroup v2
+//     on /sys/fs/cgroup when the kernel has it (the enforcer's process cap
+//     for uid 0), and makes the /dev/fd, /dev/std* and /dev/ptmx links;
 //  2. reads the kernel command line and the job, refusing a job whose ID is
 //     not the command line's lockstep.job= (a stale initramfs);
 //  3. finds the virtio-serial ports lockstep.events and lockstep.results in
 //     /sys/class/virtio-ports (there is no udev) and sends "hello";
 //  4. brings loopback up (binding 127.0.0.1 fails otherwise);
-//  5. mounts the 9p root read-only (cache=loose, msize=512000), puts a tmpfs
+//  5. mounts the 9p root read-only (cache=loose, msize=512000), or the
+//     root image's block device (waiting for it to appear), puts a tmpfs
 //     overlayfs upper on top, moves /dev, /proc and /sys in, mounts fresh
 //     tmpfs on /run and /tmp, copies itself to /run/lockstep/lockstep,
 //     mounts the shares and switches root (MS_MOVE onto /, chroot);
@@ -29,8 +31,8 @@
 //
 // A failure before the command runs is status 70; the reason goes to the
 // console as "LOCKSTEP-ERROR <reason>" and to the event stream. Nothing the
-// command writes reaches the host's files: the 9p export is read-only and
-// writes land in the guest's tmpfs.
+// command writes reaches the host's files: the 9p export and the image disk
+// are read-only and writes land in the guest's tmpfs.
 //
 // # Initramfs
 //

@@ -245,6 +245,10 @@ func TestEarlyMountsWithoutCgroup2(t *testing.T) {
 	if f.index("symlink /dev/fd") < 0 {
 		t.Error("earlyMounts stopped after the optional cgroup2 mount failed")
 	}
+	f = &fakeSys{failOn: "mkdir /sys/fs/cgroup"}
+	if err := earlyMounts(f); err != nil {
+		t.Fatalf("earlyMounts without /sys/fs/cgroup (no CONFIG_CGROUPS) = %v, want nil", err)
+	}
 	f = &fakeSys{failOn: "mount securityfs"}
 	if err := earlyMounts(f); err == nil {
 		t.Error("earlyMounts without securityfs = nil, want an error (audit and Landlock need it)")

@@ -12,7 +12,7 @@ import (
 
 // Mount points PID 1 uses while it assembles the new root.
 const (
-	lowerDir = "/mnt/lower" // the read-only 9p root
+	lowerDir = "/mnt/lower" // the read-only root (9p or a block device)
 	rwDir    = "/mnt/rw"    // tmpfs with the overlay's upper and work dirs
 	newRoot  = "/mnt/root"  // the overlay, which becomes /
 	// extraDir holds files of the initramfs (strace and its libraries)
@@ -49,6 +49,9 @@ func earlyMounts(s syscaller) error {
 	}
 	for _, m := range steps {
 		if err := s.MkdirAll(m.dst, 0o755); err != nil {
+			if m.optional { // sysfs has no /sys/fs/cgroup without CONFIG_CGROUPS
+				continue
+			}
 			return fmt.Errorf("mkdir %s: %w", m.dst, err)
 		}
 		err := s.Mount(m.src, m.dst, m.fstype, m.flags, m.data)
@@ -98,8 +101,11 @@ func mountLower(s syscaller, r *proto.Root) error {
 		if err == nil {
 			return nil
 		}
-		if (err != unix.ENOENT && err != unix.ENXIO) || time.Now().After(deadline) {
+		if err != unix.ENOENT && err != unix.ENXIO {
 			return fmt.Errorf("mount root %s (%s) read-only: %w", r.Device, fstype, err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("mount root %s (%s) read-only: %w after %s: does the kernel have virtio-blk and %s (with --modules: are they loaded)?", r.Device, fstype, err, deviceWait, fstype)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -129,7 +135,7 @@ func switchRoot(s syscaller, job *proto.Job, self string) error {
 	}
 	opts := "lowerdir=" + lowerDir + ",upperdir=" + rwDir + "/upper,workdir=" + rwDir + "/work"
 	if err := s.Mount("overlay", newRoot, "overlay", 0, opts); err != nil {
-		return fmt.Errorf("mount overlay over the 9p root: %w", err)
+		return fmt.Errorf("mount overlay over the root: %w", err)
 	}
 	for _, d := range []string{"/dev", "/proc", "/sys"} {
 		if err := s.MkdirAll(newRoot+d, 0o755); err != nil {

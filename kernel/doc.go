@@ -20,7 +20,8 @@
 //
 // Build runs, for a pin not yet cached: download (SHA-256 checked before
 // anything is unpacked), unpack, `make tinyconfig`, the fragment
-// (fragment.config, embedded) appended, `make olddefconfig`, the check that
+// (fragment.config plus the pin version's fragment-X.Y.config overlays,
+// embedded; FragmentFor) appended, `make olddefconfig`, the check that
 // every CONFIG_X=value line of the fragment is in .config (else *UnfitError,
 // listing all), then `make -j<cpus> bzImage`. Everything is built in; there
 // are no modules. A progress line (stage, elapsed, last compiled file) is
@@ -33,7 +34,7 @@
 // build.log; downloads and unpacked sources live in <cache>/downloads and
 // <cache>/sources. <cache> is $XDG_CACHE_HOME/lockstep/kernels (default
 // ~/.cache/lockstep/kernels). The key is the SHA-256 over the pin row, the
-// fragment, BuilderVersion and the first lines of `gcc --version` and
+// fragment as applied to the pin, BuilderVersion and the first lines of `gcc --version` and
 // `make --version` (see Key). Entries are written in a temporary directory
 // and renamed into place; an flock per key makes concurrent builds of one key
 // build once.

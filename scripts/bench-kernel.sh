@@ -45,10 +45,11 @@ timed() {
 	echo $((end - start))
 }
 
+# The fragment as lockstep applies it to this pin (overlays included).
 ours() {
 	run make -C "$src" O="$1" ARCH=x86_64 tinyconfig
 	printf '\n' >>"$1/.config"
-	cat "$repo/kernel/fragment.config" >>"$1/.config"
+	"$lockstep" kernel fragment --pin "$pin" >>"$1/.config"
 	run make -C "$src" O="$1" ARCH=x86_64 olddefconfig
 }
 

@@ -17,10 +17,11 @@
 //     kernel offers them (ABI 7+), Landlock's audit records (repro.ObserveRun),
 //     naming each refused call, its object, rights, record and granting row
 //     → fail;
-//  5. if it held: containment checks under the policy (a canary file outside
-//     every grant stays unreadable, a TCP port no rule names stays
-//     unreachable), run as `lockstep contain-probe` children (pruner/contain) →
-//     pass, or fail naming the check that did not hold.
+//  5. if it held: the pruner's containment checks under the policy
+//     (contain.Execute: canaries unreadable, a read-only file unwritable, an
+//     unnamed loopback port neither reachable nor bindable, each limit
+//     holding), run as `lockstep contain-probe` children → pass, or fail
+//     naming the check that did not hold.
 //
 // # The matrix
 //

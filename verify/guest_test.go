@@ -32,7 +32,8 @@ func TestVerifyGuest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, lockstepBinary(t), "verify", "--json", "--base", "BaseLanguage-generic.cfg", "--kernel", kernel.DefaultPin,
-		"--kernel", bz, "--exercises", "exercises", "--exercise", "counting", "--exercise", "writes-outside", "--boot-timeout", "10m")
+		"--kernel", bz, "--exercises", "exercises", "--exercise", "counting", "--exercise", "writes-outside", "--boot-timeout", "10m",
+		"--mem", "2048") // room for the mem_mb=1024 check's unsandboxed control
 	cmd.Dir = "testdata"
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

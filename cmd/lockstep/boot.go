@@ -25,7 +25,9 @@ func init() {
 		Long: `Boots the pinned kernel (built and cached on first use; --kernel also takes a
 bzImage file) in QEMU with this lockstep binary as PID 1. The guest's root is
 --root (default: this host's /) shared read-only over 9p, or --root-image (an
-ext4 disk image, attached read-only), with a tmpfs overlay on top: the command sees the host's files, and nothing it writes reaches them.
+ext4 disk image attached read-only; the kernel needs virtio-blk and ext4, so a
+distribution kernel with --modules), with a tmpfs overlay on top: the command
+sees the host's files (or the image's), and nothing it writes reaches them.
 --share adds read-only directories (at /run/lockstep/share/<n>, or the given
 guest path). The command runs as root with LOCKSTEP_GUEST=1, in the current
 directory when it exists in the guest. Its stdout and stderr stream back live;
@@ -113,8 +115,15 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 		}
 		rootDir := *root
 		if *rootImage != "" {
-			if rootDir != "/" {
+			rootSet := false
+			fs.Visit(func(f *flag.Flag) { rootSet = rootSet || f.Name == "root" })
+			if rootSet {
 				return usageExit(io, v, usagef("--root and --root-image exclude each other"))
+			}
+			if *modules == "" {
+				if _, err := kernel.Lookup(*kernelArg); err == nil {
+					return usageExit(io, v, usagef("--root-image needs a kernel with virtio-blk and ext4; pin %s has neither: give a distribution kernel with --kernel FILE --modules DIR", *kernelArg))
+				}
 			}
 			rootDir = ""
 		}

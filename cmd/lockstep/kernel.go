@@ -16,7 +16,7 @@ import (
 func init() {
 	register(&verb{
 		Name:  "kernel",
-		Usage: "kernel {build|verify|list|path|key} [--pin <version>] [--cache <dir>]",
+		Usage: "kernel {build|verify|list|path|key|fragment} [--pin <version>] [--cache <dir>]",
 		Short: "fetch, build, cache and verify the pinned guest kernels",
 		Long: `Subcommands:
   build   fetch, check, configure, build and verify the pin's kernel unless it is
@@ -26,8 +26,10 @@ func init() {
   list    every pin, its source, and what the cache holds for it (and stale entries).
   path    print only the verified bzImage's path, building it if needed (for scripts).
   key     print the pin's content key (the cache directory's name; CI cache keys use it).
+  fragment  print the configuration fragment as applied to the pin (overlays included).
 
-Pins are in kernel/pins.txt; the configuration is tinyconfig plus kernel/fragment.config.
+Pins are in kernel/pins.txt; the configuration is tinyconfig plus kernel/fragment.config
+(with kernel/fragment-X.Y.config overlays for X.Y and later).
 The cache is $XDG_CACHE_HOME/lockstep/kernels (default ~/.cache/lockstep/kernels).
 Progress goes to stderr every few seconds while fetching or building; -v also
 prints every external command as a shell line.
@@ -60,7 +62,7 @@ func kernelFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["kernel"]
 		if len(args) == 0 {
-			return usageExit(io, v, usagef("missing subcommand: want build, verify, list, path or key"))
+			return usageExit(io, v, usagef("missing subcommand: want build, verify, list, path, key or fragment"))
 		}
 		sub := args[0]
 		// Flags may follow the subcommand: kernel build --pin 7.2.13.
@@ -86,8 +88,10 @@ func kernelFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 			return kernelList(ctx, io, b)
 		case "key":
 			return kernelKey(io, b, o)
+		case "fragment":
+			return kernelFragment(io, o)
 		}
-		return usageExit(io, v, usagef("unknown subcommand %q: want build, verify, list, path or key", sub))
+		return usageExit(io, v, usagef("unknown subcommand %q: want build, verify, list, path, key or fragment", sub))
 	}
 }
 
@@ -123,6 +127,20 @@ func kernelBuild(ctx context.Context, io *stdio, b *kernel.Builder, o *kernelOpt
 	fmt.Fprintf(io.out, "  %s, verified in %s total: bzImage and config SHA-256 match build.txt, %d required options present, header version %q\n",
 		how, r.Elapsed.Round(time.Millisecond), r.Options, r.HeaderVersion)
 	fmt.Fprintf(io.out, "  key %s, bzImage %d bytes, Landlock ABI %d expected\n", r.Key, r.Record.BzImageSize, r.Pin.ABI)
+	return exitOK
+}
+
+// kernelFragment prints the fragment as the pin's build applies it.
+func kernelFragment(io *stdio, o *kernelOptions) int {
+	pin, err := kernel.Lookup(o.pin)
+	if err != nil {
+		return kernelExit(io, err)
+	}
+	f, err := kernel.FragmentFor(pin.Version, kernel.Fragment())
+	if err != nil {
+		return kernelExit(io, err)
+	}
+	io.out.Write(f)
 	return exitOK
 }
 

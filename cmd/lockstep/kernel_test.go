@@ -103,3 +103,14 @@ func TestKernelVerbKey(t *testing.T) {
 		t.Errorf("lockstep kernel key --pin 0.0.1 = %d, want %d (unknown pin)", code, exitUsage)
 	}
 }
+
+func TestKernelVerbFragment(t *testing.T) {
+	code, out, errb := runCLI(t, "kernel", "fragment", "--pin", "7.2.13")
+	if code != exitOK || out != string(kernel.Fragment()) {
+		t.Fatalf("kernel fragment --pin 7.2.13 = %d, %q; want fragment.config itself", code, errb)
+	}
+	code, out, _ = runCLI(t, "kernel", "fragment", "--pin", "7.3.4")
+	if code != exitOK || !strings.Contains(out, "\nCONFIG_SYSCTL=y\n") || strings.Contains(out, "\nCONFIG_PROC_SYSCTL=y\n") {
+		t.Errorf("kernel fragment --pin 7.3.4 = %d; want the 7.3 overlay applied (SYSCTL, not PROC_SYSCTL)", code)
+	}
+}

@@ -108,6 +108,11 @@ func TestPruneGuest(t *testing.T) {
 				if m["refused"] != true && m["unchecked"] == nil {
 					t.Errorf("containment check %v did not hold", m["name"])
 				}
+				// The guest's PID 1 mounts cgroup v2, so the enforcer caps
+				// processes even for uid 0, whom RLIMIT_NPROC does not bind.
+				if m["name"] == "limit nproc" && m["refused"] != true {
+					t.Errorf("containment check limit nproc: %v, want refused in the guest", m)
+				}
 			}
 		}
 	}

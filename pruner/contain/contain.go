@@ -65,6 +65,10 @@ type PlanOptions struct {
 	ReadOnlyFile func(dir string) string
 	// MaxSeconds caps the timeout and cpu checks; 0 means DefaultMaxSeconds.
 	MaxSeconds int
+	// MemoryMB is this machine's RAM plus swap; a mem_mb limit at or
+	// beyond it is unchecked (the unsandboxed control could not map it
+	// either). 0 means unknown: no such cap.
+	MemoryMB int64
 	// NProcUnenforced, when not empty, says why the nproc limit cannot
 	// hold here (uid 0, which RLIMIT_NPROC does not bind, and no cgroup for
 	// the enforcer's process cap); the check is then recorded as unchecked.
@@ -214,6 +218,8 @@ func Plan(p *policy.Policy, o PlanOptions) ([]Check, []record.ContainmentCheck) 
 		un = append(un, unchecked("limit mem_mb", "not set"))
 	} else if v >= MaxMemMB {
 		un = append(un, unchecked("limit mem_mb", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxMemMB)))
+	} else if o.MemoryMB > 0 && v+1 >= o.MemoryMB {
+		un = append(un, unchecked("limit mem_mb", fmt.Sprintf("%d MiB is beyond this machine's memory and swap (%d MiB): the control could not map it either", v, o.MemoryMB)))
 	} else {
 		cs = append(cs, Check{Name: "limit mem_mb", Args: []string{"mem", strconv.FormatInt(v, 10)}, WantErrno: "ENOMEM", Control: true})
 	}

@@ -156,3 +156,48 @@ func TestPlantRemove(t *testing.T) {
 		t.Errorf("Remove left %v", ents)
 	}
 }
+
+func TestParseMemoryMB(t *testing.T) {
+	in := "MemTotal:        2048000 kB\nMemFree:  100 kB\nSwapTotal:       1024000 kB\nSwapFree: 0 kB\n"
+	if got := parseMemoryMB([]byte(in)); got != (2048000+1024000)>>10 {
+		t.Errorf("parseMemoryMB = %d, want %d", got, (2048000+1024000)>>10)
+	}
+	if got := parseMemoryMB([]byte("garbage")); got != 0 {
+		t.Errorf("parseMemoryMB(garbage) = %d, want 0", got)
+	}
+}
+
+func TestPlanMemBeyondMachine(t *testing.T) {
+	p := &policy.Policy{Limits: map[policy.LimitKey]policy.Limit{policy.MemMB: {Value: 1024}}}
+	_, un := Plan(p, PlanOptions{MemoryMB: 700})
+	found := false
+	for _, u := range un {
+		if u.Name == "limit mem_mb" && strings.Contains(u.Unchecked, "700 MiB") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("mem_mb=1024 on a 700 MiB machine: unchecked = %+v, want limit mem_mb unchecked naming the machine's memory", un)
+	}
+	cs, _ := Plan(p, PlanOptions{MemoryMB: 4096})
+	found = false
+	for _, c := range cs {
+		found = found || c.Name == "limit mem_mb"
+	}
+	if !found {
+		t.Error("mem_mb=1024 on a 4 GiB machine is not checked")
+	}
+}
+
+func TestExecuteLeavesNothing(t *testing.T) {
+	// Execute's own files: the probe policies live in a directory it removes.
+	dir := t.TempDir()
+	if _, _, err := Execute(t.Context(), &policy.Policy{}, Setup{Probe: []string{"/nonexistent-probe", Verb}, Enforcer: []string{"x"},
+		Canaries: []string{filepath.Join(dir, "c", "secret")}, ScratchDir: dir}); err == nil {
+		t.Fatal("Execute with a missing probe binary succeeded")
+	}
+	left, _ := os.ReadDir(dir)
+	if len(left) != 0 {
+		t.Errorf("Execute left %v in its scratch directory", left)
+	}
+}

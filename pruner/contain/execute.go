@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"golang.org/x/sys/unix"
 )
 
 // DefaultProbeTimeout bounds one probe run.
@@ -59,6 +61,14 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 	if canaries == nil {
 		canaries = DefaultCanaries
 	}
+	// The canaries are fixed paths: a second containment run on this
+	// machine (a parallel test, another prune) would remove them while
+	// this one still reads them. One run at a time.
+	unlock, err := lockCanaries(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
 	planted, err := Plant(canaries)
 	defer Remove(planted)
 	if err != nil {
@@ -75,7 +85,12 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, cfgNoTimeout, err := writeProbePolicies(pp, s.ScratchDir)
+	dir, err := os.MkdirTemp(s.ScratchDir, "containment-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	cfg, cfgNoTimeout, err := writeProbePolicies(pp, dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -90,7 +105,8 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 		return nil, nil, fmt.Errorf("a free port for the bind check: %w", err)
 	}
 	checks, un := Plan(p, PlanOptions{Canaries: canaries, ListenPort: listen.Addr().(*net.TCPAddr).Port,
-		FreePort: freePort, WritableDir: writableDir(p, s.WorkDir), MaxSeconds: s.MaxSeconds, NProcUnenforced: nprocUnenforced(p)})
+		FreePort: freePort, WritableDir: writableDir(p, s.WorkDir), MaxSeconds: s.MaxSeconds, MemoryMB: memoryMB(),
+		NProcUnenforced: nprocUnenforced(p)})
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = DefaultProbeTimeout
@@ -115,28 +131,68 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 // writeProbePolicies writes pp and pp without its timeout (for the cpu
 // check, which only the CPU limit may end) into dir.
 func writeProbePolicies(pp *policy.Policy, dir string) (string, string, error) {
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	f, err := os.CreateTemp(dir, "containment-*.cfg")
-	if err != nil {
-		return "", "", err
-	}
-	f.Close()
 	noTimeout := pp.Clone()
 	delete(noTimeout.Limits, policy.Timeout)
-	g, err := os.CreateTemp(dir, "containment-no-timeout-*.cfg")
+	cfg, cfgNoTimeout := filepath.Join(dir, "containment.cfg"), filepath.Join(dir, "containment-no-timeout.cfg")
+	if err := os.WriteFile(cfg, pp.Render(), 0o600); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(cfgNoTimeout, noTimeout.Render(), 0o600); err != nil {
+		return "", "", err
+	}
+	return cfg, cfgNoTimeout, nil
+}
+
+// memoryMB is MemTotal + SwapTotal from /proc/meminfo in MiB, 0 if unknown.
+func memoryMB() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
-		return "", "", err
+		return 0
 	}
-	g.Close()
-	if err := os.WriteFile(f.Name(), pp.Render(), 0o600); err != nil {
-		return "", "", err
+	return parseMemoryMB(b)
+}
+
+func parseMemoryMB(b []byte) int64 {
+	var kb int64
+	for _, l := range strings.Split(string(b), "\n") {
+		k, rest, ok := strings.Cut(l, ":")
+		if !ok || (k != "MemTotal" && k != "SwapTotal") {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+			kb += n
+		}
 	}
-	if err := os.WriteFile(g.Name(), noTimeout.Render(), 0o600); err != nil {
-		return "", "", err
+	return kb >> 10
+}
+
+// lockCanaries takes an exclusive flock on a file beside the temporary
+// files, waiting for another containment run to end.
+func lockCanaries(ctx context.Context) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "lockstep-containment.lock"), os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("containment lock: %w", err)
 	}
-	return f.Name(), g.Name(), nil
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+		}
+		if err != unix.EWOULDBLOCK {
+			f.Close()
+			return nil, fmt.Errorf("containment lock: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 func acceptAll(l net.Listener) {

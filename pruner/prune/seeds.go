@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"path/filepath"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
@@ -20,7 +21,7 @@ var builtinSeeds embed.FS
 func BuiltinSeeds() []string {
 	names, _ := fs.Glob(builtinSeeds, "seeds/*.cfg")
 	for i, n := range names {
-		names[i] = filepath.Base(n)
+		names[i] = path.Base(n)
 	}
 	return names
 }

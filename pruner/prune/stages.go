@@ -20,7 +20,6 @@ import (
 const (
 	measurementRuns = 3
 	limitRaises     = 3
-	probeTimeout    = 300 * time.Second
 )
 
 // ContainOptions configures the containment checks. The zero value plants
@@ -137,14 +136,20 @@ func (s *state) contain(ctx context.Context, p *policy.Policy) error {
 	if probe == nil {
 		probe = []string{s.enforcer[0], contain.Verb}
 	}
-	s.logf("containment checks")
 	res, failed, err := contain.Execute(ctx, p, contain.Setup{
 		Probe: probe, Enforcer: s.enforcer, Canaries: s.canaries(), WorkDir: s.workDir, ScratchDir: s.scratch,
-		MaxSeconds: s.opts.Contain.MaxSeconds, Env: exercise.DefaultEnv(s.workDir), Timeout: probeTimeout,
+		MaxSeconds: s.opts.Contain.MaxSeconds, Env: exercise.DefaultEnv(s.workDir), Timeout: contain.DefaultProbeTimeout,
 	})
 	if err != nil {
 		return err
 	}
+	un := 0
+	for _, c := range res {
+		if c.Unchecked != "" && c.Control == "" {
+			un++
+		}
+	}
+	s.logf("containment: %d checks held or failed, %d unchecked, %d did not hold", len(res)-un, un, len(failed))
 	s.entry("containment", record.ContainmentEntry{Checks: res})
 	if len(failed) > 0 {
 		return &search.AbortError{Reason: "containment checks did not hold: " + strings.Join(failed, "; ")}
