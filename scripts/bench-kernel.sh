@@ -33,16 +33,27 @@ export KBUILD_BUILD_USER=lockstep KBUILD_BUILD_HOST=lockstep
 run() { echo "+ $*" >&2; "$@"; }
 
 # timed <name> <configure function>: configure into $work/<name>, then time
-# configure + `make bzImage`; prints seconds on stdout.
+# configure + `make bzImage`; prints "<wall s> <cpu s>" on stdout (cpu: user +
+# system of every process of the build, which a busy machine inflates far less
+# than wall time).
 timed() {
-	local name=$1 conf=$2 obj=$work/$1 start end
+	local name=$1 conf=$2 obj=$work/$1 start end cpu0 cpu1
 	mkdir -p "$obj"
 	start=$(date +%s)
+	cpu0=$(children_cpu)
 	"$conf" "$obj" >"$work/$name.log" 2>&1
 	run make -C "$src" O="$obj" ARCH=x86_64 -j"$jobs" bzImage >>"$work/$name.log" 2>&1 ||
 		{ tail -n 30 "$work/$name.log" >&2; echo "bench-kernel: $name build failed" >&2; exit 1; }
 	end=$(date +%s)
-	echo $((end - start))
+	cpu1=$(children_cpu)
+	echo "$((end - start)) $((cpu1 - cpu0))"
+}
+
+# children_cpu: user + system seconds of this shell's finished children.
+children_cpu() {
+	local t
+	t=$(times | tail -n 1)
+	awk -v t="$t" 'BEGIN { n = split(t, f, " "); s = 0; for (i = 1; i <= n; i++) { split(f[i], a, "m"); sub(/s$/, "", a[2]); s += a[1] * 60 + a[2] } printf "%d", s }'
 }
 
 # The fragment as lockstep applies it to this pin (overlays included).
@@ -67,15 +78,15 @@ phobos() {
 	run make -C "$src" O="$1" ARCH=x86_64 olddefconfig
 }
 
-echo "bench-kernel: $pin from $src, make -j$jobs; logs in $work" >&2
-t_ours=$(timed ours ours)
-echo "bench-kernel: lockstep configuration: ${t_ours}s" >&2
-t_phobos=$(timed phobos phobos)
-echo "bench-kernel: Phobos configuration: ${t_phobos}s" >&2
+echo "bench-kernel: $pin from $src, make -j$jobs; logs in $work; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+read -r t_ours c_ours < <(timed ours ours)
+echo "bench-kernel: lockstep configuration: ${t_ours}s wall, ${c_ours}s CPU" >&2
+read -r t_phobos c_phobos < <(timed phobos phobos)
+echo "bench-kernel: Phobos configuration: ${t_phobos}s wall, ${c_phobos}s CPU" >&2
 
 size() { stat -c %s "$work/$1/arch/x86/boot/bzImage"; }
 fmt() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
-printf 'pin %s, %s CPUs, make -j%s (configure + bzImage, wall)\n' "$pin" "$(nproc)" "$jobs"
-printf '  lockstep (tinyconfig + fragment):           %8s  bzImage %9d bytes\n' "$(fmt "$t_ours")" "$(size ours)"
-printf '  Phobos (x86_64_defconfig + kvm_guest.config): %6s  bzImage %9d bytes\n' "$(fmt "$t_phobos")" "$(size phobos)"
-awk -v a="$t_phobos" -v b="$t_ours" 'BEGIN { printf "  ratio Phobos/lockstep: %.2fx faster (goal: at least 4x)\n", a / b }'
+printf 'pin %s, %s CPUs, make -j%s (configure + bzImage), load at the end %s\n' "$pin" "$(nproc)" "$jobs" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '  lockstep (tinyconfig + fragment):             wall %8s  CPU %8s  bzImage %9d bytes\n' "$(fmt "$t_ours")" "$(fmt "$c_ours")" "$(size ours)"
+printf '  Phobos (x86_64_defconfig + kvm_guest.config): wall %8s  CPU %8s  bzImage %9d bytes\n' "$(fmt "$t_phobos")" "$(fmt "$c_phobos")" "$(size phobos)"
+awk -v a="$t_phobos" -v b="$t_ours" -v c="$c_phobos" -v d="$c_ours" 'BEGIN { printf "  ratio Phobos/lockstep: %.2fx by wall time, %.2fx by CPU time (goal: at least 4x)\n", a / b, c / d }'
