@@ -131,6 +131,21 @@ func cachedVerdict(kernel, qemuVersion string) (Verdict, bool, error) {
 }
 
 func storeVerdict(v Verdict) error {
+	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
+		return fmt.Errorf("accel cache: %w", err)
+	}
+	// Guests of one pool, or two lockstep processes, may store at once:
+	// the read-modify-write of the file holds an flock, and each writer
+	// renames its own temporary file into place.
+	lock, err := os.OpenFile(accelCachePath()+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("accel cache: %w", err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("accel cache: %w", err)
+	}
+	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
 	var all []Verdict
 	if b, err := os.ReadFile(accelCachePath()); err == nil {
 		json.Unmarshal(b, &all)
@@ -145,14 +160,25 @@ func storeVerdict(v Verdict) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
+	f, err := os.CreateTemp(CacheDir(), "accel.json.*")
+	if err != nil {
 		return fmt.Errorf("accel cache: %w", err)
 	}
-	tmp := accelCachePath() + fmt.Sprintf(".%d", os.Getpid())
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), accelCachePath())
+	}
+	if err != nil {
+		os.Remove(f.Name())
 		return fmt.Errorf("accel cache: %w", err)
 	}
-	return os.Rename(tmp, accelCachePath())
+	return nil
 }
 
 // kvmOpenable says whether /dev/kvm can be opened read-write; the reason

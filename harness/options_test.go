@@ -3,8 +3,10 @@ package harness
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -55,5 +57,36 @@ func TestPoolBounds(t *testing.T) {
 func TestAvailableMem(t *testing.T) {
 	if m := availableMemMB(); m <= 0 {
 		t.Errorf("availableMemMB() = %d", m)
+	}
+}
+
+// TestStoreVerdictConcurrent stores verdicts from many goroutines at once,
+// as a pool's guests may: the file stays valid JSON and keeps every key.
+func TestStoreVerdictConcurrent(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- storeVerdict(Verdict{HostKernel: fmt.Sprintf("k%d", i), QEMUVersion: "q", Reason: "test"})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 16 {
+		if _, ok, err := cachedVerdict(fmt.Sprintf("k%d", i), "q"); err != nil || !ok {
+			t.Errorf("verdict k%d: ok %v, err %v; want every concurrent store kept", i, ok, err)
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(CacheDir(), "accel.json.*"))
+	if len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 }
