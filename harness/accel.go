@@ -137,7 +137,7 @@ func storeVerdict(v Verdict) error {
 	// Guests of one pool, or two lockstep processes, may store at once:
 	// the read-modify-write of the file holds an flock, and each writer
 	// renames its own temporary file into place.
-	lock, err := os.OpenFile(accelCachePath()+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	lock, err := os.OpenFile(filepath.Join(CacheDir(), "accel.lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return fmt.Errorf("accel cache: %w", err)
 	}
