@@ -202,7 +202,11 @@ func resolveKernel(ctx context.Context, arg string, log *slog.Logger) (string, e
 }
 
 // bootLogger is verbLogger for boot (and the verbs that boot through it).
-func bootLogger(io *stdio) *slog.Logger { return verbLogger(io, "boot", slog.LevelWarn) }
+func bootLogger(io *stdio) *slog.Logger { return guestLogger(io, "boot") }
+
+// guestLogger is the logger of a verb that boots guests: warnings always,
+// progress on a terminal, everything with -v; lines name the verb.
+func guestLogger(io *stdio, verb string) *slog.Logger { return verbLogger(io, verb, slog.LevelWarn) }
 
 // verbLogger writes "lockstep <verb>: <msg> k=v …" lines to stderr: records
 // at quiet and above always, progress (info) when stderr is a terminal, and

@@ -117,7 +117,7 @@ func observeHere(ctx context.Context, io *stdio, opts observer.Options) int {
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return fail(io, "observe", exitIndeterminate, err)
 	}
-	opts.Log = bootLogger(io)
+	opts.Log = guestLogger(io, "observe")
 	sum, err := observer.Run(ctx, opts)
 	if err != nil {
 		return fail(io, "observe", exitIndeterminate, err)
@@ -130,7 +130,7 @@ func observeHere(ctx context.Context, io *stdio, opts observer.Options) int {
 
 // observeGuest boots the kernel with the in-guest observer as the job.
 func observeGuest(ctx context.Context, io *stdio, kernelArg, html string, opts observer.HostOptions) int {
-	log := bootLogger(io)
+	log := guestLogger(io, "observe")
 	bz, err := resolveKernel(ctx, kernelArg, log)
 	if err != nil {
 		return fail(io, "observe", exitIndeterminate, err)

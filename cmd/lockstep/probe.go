@@ -73,11 +73,11 @@ func probeFacts(ctx context.Context) *machine.Facts {
 func probeAccel(ctx context.Context, io *stdio, f *machine.Facts, boot bool, kernelArg string) error {
 	var v harness.Verdict
 	if boot {
-		bz, err := resolveKernel(ctx, kernelArg, bootLogger(io))
+		bz, err := resolveKernel(ctx, kernelArg, guestLogger(io, "probe"))
 		if err != nil {
 			return fmt.Errorf("kernel for the KVM probe: %w", err)
 		}
-		if v, err = harness.ProbeAccel(ctx, bz, bootLogger(io)); err != nil {
+		if v, err = harness.ProbeAccel(ctx, bz, guestLogger(io, "probe")); err != nil {
 			return fmt.Errorf("KVM probe: %w", err)
 		}
 	} else {

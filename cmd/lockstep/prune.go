@@ -137,7 +137,7 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 			if err := prune.Disposable(); err != nil {
 				return fail(io, "prune", exitRefused, err)
 			}
-			opts := prune.Options{WorkDir: *workDir, SeedDir: *seeds, SkipContainment: *skipContain, CheckMinimality: *minimal, Log: bootLogger(io)}
+			opts := prune.Options{WorkDir: *workDir, SeedDir: *seeds, SkipContainment: *skipContain, CheckMinimality: *minimal, Log: guestLogger(io, "prune")}
 			return pruneHere(ctx, io, found, opts, *out)
 		}
 		return pruneGuests(ctx, io, found, pruneGuestArgs{key: *key, root: *root, out: *out, kernel: *kernelArg,
@@ -210,7 +210,7 @@ type pruneGuestArgs struct {
 // pruneGuests prunes each exercise in a fresh guest and copies what it
 // wrote into out.
 func pruneGuests(ctx context.Context, io *stdio, found []exercise.Found, a pruneGuestArgs) int {
-	log := bootLogger(io)
+	log := guestLogger(io, "prune")
 	bz, err := resolveKernel(ctx, a.kernel, log)
 	if err != nil {
 		return fail(io, "prune", exitFail, err)

@@ -87,7 +87,7 @@ func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 		default:
 			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
 		}
-		log := bootLogger(io)
+		log := guestLogger(io, "repro")
 		opts := repro.Options{Policy: p, Command: args, Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem,
 			Timeout: *timeout, BootTimeout: *bootTimeout, Wait: *wait, Verbose: io.verbose, Log: log}
 		if io.verbose {

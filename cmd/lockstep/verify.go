@@ -101,7 +101,7 @@ func verifyFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 				return usageExit(io, v, err)
 			}
 		}
-		log := bootLogger(io)
+		log := guestLogger(io, "verify")
 		opts := verify.Options{Policy: p, Policies: files, Exercises: *exercises, Key: *key, Only: only, JointRuns: *joint,
 			Parallel: *parallel, Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout, BootTimeout: *bootTimeout, Verbose: io.verbose, Log: log}
 		if io.verbose {
