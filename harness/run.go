@@ -114,6 +114,9 @@ type Timings struct {
 	Shutdown time.Duration `json:"shutdown"`
 	// Total is Run's whole duration.
 	Total time.Duration `json:"total"`
+	// QEMUCPU is QEMU's user+system CPU time: under TCG the guest's whole
+	// work, and a figure a busy host inflates far less than wall time.
+	QEMUCPU time.Duration `json:"qemu_cpu"`
 }
 
 // Result is what came back from one guest.
@@ -515,6 +518,9 @@ func (g *guestRun) boot(ctx context.Context, argv []string, consolePath, qmpPath
 	defer func() {
 		qcancel() // kills the process group if it still runs
 		<-exited
+		if ps := cmd.ProcessState; ps != nil {
+			res.Timings.QEMUCPU = ps.UserTime() + ps.SystemTime()
+		}
 	}()
 
 	hello := make(chan struct{})
