@@ -21,7 +21,8 @@ var DefaultCanaries = []string{"/srv/lockstep-prune-canary/secret", "/root/locks
 // CanaryText is what a canary file holds.
 const CanaryText = "lockstep-prune-canary\n"
 
-// DefaultMaxSeconds caps the timeout and CPU checks (each costs that long).
+// DefaultMaxSeconds caps the timeout and CPU checks (each costs that long);
+// it is the second rung of the timeout ladder, so a 120 s timeout is checked.
 const DefaultMaxSeconds = 120
 
 // Probe caps beyond which a limit is recorded as unchecked.
@@ -236,14 +237,14 @@ func Plan(p *policy.Policy, o PlanOptions) ([]Check, []record.ContainmentCheck) 
 	t := (tms + 999) / 1000
 	if !tok {
 		un = append(un, unchecked("limit timeout", "not set"))
-	} else if t >= int64(maxS) {
+	} else if t > int64(maxS) {
 		un = append(un, unchecked("limit timeout", fmt.Sprintf("%d s is beyond the probe's cap %d s", t, maxS)))
 	} else {
 		cs = append(cs, Check{Name: "limit timeout", Args: []string{"sleep", strconv.FormatInt(t+5, 10)}, WantStatus: []int{124}})
 	}
 	if v, ok := lim(policy.CPU); !ok {
 		un = append(un, unchecked("limit cpu", "not set"))
-	} else if v >= int64(maxS) {
+	} else if v > int64(maxS) {
 		un = append(un, unchecked("limit cpu", fmt.Sprintf("%d s is beyond the probe's cap %d s", v, maxS)))
 	} else {
 		cs = append(cs, Check{Name: "limit cpu", Args: []string{"spin", strconv.FormatInt(v+5, 10)}, WantStatus: []int{137, 152}, WithoutTimeout: true})
