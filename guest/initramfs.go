@@ -3,6 +3,7 @@ package guest
 import (
 	"context"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -83,6 +84,9 @@ func Initramfs(ctx context.Context, o InitramfsOptions) (string, error) {
 			return "", fmt.Errorf("initramfs: find this executable: %w", err)
 		}
 		init = exe
+	}
+	if err := staticInit(init); err != nil {
+		return "", err
 	}
 	tmp := o.TempDir
 	if tmp == "" {
@@ -386,4 +390,22 @@ func (w *cpioFileWriter) appendPadded() error {
 // moduleArchivePath is where the i-th module lands in the initramfs.
 func moduleArchivePath(i int, host string) string {
 	return fmt.Sprintf("/modules/%02d-%s", i, filepath.Base(host))
+}
+
+// staticInit refuses an init the guest's kernel could not start: one that
+// needs a program interpreter (a dynamically linked build, e.g. a test
+// binary built with cgo), which the initramfs does not carry. Without this
+// the guest panics with "Failed to execute /init (error -2)".
+func staticInit(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("initramfs: init %s: %w", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("initramfs: init %s is dynamically linked (it needs a program interpreter the guest does not have); build it with CGO_ENABLED=0", path)
+		}
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,5 +169,14 @@ func BenchmarkInitramfsWarm(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func TestInitramfsRefusesDynamicInit(t *testing.T) {
+	// /bin/sh is dynamically linked on Debian: the kernel could not run it
+	// as /init from the initramfs.
+	err := staticInit("/bin/sh")
+	if err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Errorf("staticInit(/bin/sh) = %v, want a refusal naming CGO_ENABLED=0", err)
 	}
 }
