@@ -260,3 +260,12 @@ func TestMonitorDeadline(t *testing.T) {
 		t.Errorf("forensics with a dead monitor does not say why:\n%s", text)
 	}
 }
+
+func TestAccelKernelArgs(t *testing.T) {
+	if got := accelKernelArgs(AccelTCG); !slices.Equal(got, []string{"noapictimer"}) {
+		t.Errorf("accelKernelArgs(tcg) = %q, want noapictimer", got)
+	}
+	if got := accelKernelArgs(AccelKVM); len(got) != 0 {
+		t.Errorf("accelKernelArgs(kvm) = %q, want none: the APIC timer works under KVM", got)
+	}
+}

@@ -267,6 +267,19 @@ func kernelCmdline(id string, verbose bool, hook string, extra ...string) string
 	return strings.Join(append(args, extra...), " ")
 }
 
+// accelKernelArgs are kernel arguments for one accelerator. Under TCG the
+// local APIC timer fails the kernel's verification anyway ("APIC timer
+// disabled due to verification failure") after a calibration that costs a
+// fifth of the boot: noapictimer skips both and the guest ends with the
+// same clock event source (measured: QEMU CPU time of a probe boot, four
+// alternating pairs, 1.64–2.20 s without, 1.37–1.92 s with).
+func accelKernelArgs(accel string) []string {
+	if accel == AccelTCG {
+		return []string{"noapictimer"}
+	}
+	return nil
+}
+
 // qemuCommand starts QEMU in its own process group (so a terminal's ^C
 // reaches lockstep, which then ends QEMU in order), killed with lockstep if
 // lockstep dies, and killed with its group when ctx ends.
@@ -459,7 +472,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	cfg := QEMUConfig{
 		Binary: o.QEMU, Name: "lockstep-" + res.JobID, Machine: o.Machine, Accel: accel,
 		MemMB: o.MemMB, CPUs: o.CPUs, Kernel: o.Kernel, Initramfs: initrd,
-		Append:     kernelCmdline(res.JobID, o.Verbose, o.TestHook, o.KernelArgs...),
+		Append:     kernelCmdline(res.JobID, o.Verbose, o.TestHook, append(accelKernelArgs(accel), o.KernelArgs...)...),
 		ConsoleLog: filepath.Join(dir, "console.log"), QMPSocket: filepath.Join(dir, "qmp.sock"),
 		Shares: shares, Disks: disks,
 		Ports: []SerialPort{{Name: proto.EventsPort, Socket: evSock}, {Name: proto.ResultsPort, Socket: resSock}},
