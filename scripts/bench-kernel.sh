@@ -2,8 +2,8 @@
 # bench-kernel.sh: build the pinned kernel source twice on this machine, with
 # lockstep's configuration (tinyconfig + kernel/fragment.config) and with
 # Phobos's (x86_64_defconfig + kvm_guest.config + its option list, see
-# ../shared/reference/phobos-kvm-run.md §3), and print both wall times, their
-# ratio and both bzImage sizes. `make bench-kernel` runs it; it is not part of
+# ../shared/reference/phobos-kvm-run.md §3), and print both wall and CPU
+# times, their ratios and both bzImage sizes. `make bench-kernel` runs it; it is not part of
 # CI (Phobos's configuration alone took 24m55s on 2 cores here).
 #
 # Usage: scripts/bench-kernel.sh [pin]        (default 7.2.13)
@@ -30,42 +30,41 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/bench-kernel.XXXXXX")
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
 export KBUILD_BUILD_USER=lockstep KBUILD_BUILD_HOST=lockstep
 
-run() { echo "+ $*" >&2; "$@"; }
+# run CMD…: run and log one command; its CPU time (user + system of it and
+# everything it waited for, from GNU time) is added to the file $cpufile.
+cpufile=/dev/null
+run() {
+	echo "+ $*" >&2
+	/usr/bin/time -a -o "$cpufile" -f '%U %S' "$@"
+}
 
 # timed <name> <configure function>: configure into $work/<name>, then time
 # configure + `make bzImage`; prints "<wall s> <cpu s>" on stdout (cpu: user +
-# system of every process of the build, which a busy machine inflates far less
-# than wall time).
+# system of every command, which a busy machine inflates far less than wall
+# time).
 timed() {
-	local name=$1 conf=$2 obj=$work/$1 start end cpu0 cpu1
+	local name=$1 conf=$2 obj=$work/$1 start end
 	mkdir -p "$obj"
+	cpufile=$work/$name.cpu
+	: >"$cpufile"
 	start=$(date +%s)
-	cpu0=$(children_cpu)
 	"$conf" "$obj" >"$work/$name.log" 2>&1
 	run make -C "$src" O="$obj" ARCH=x86_64 -j"$jobs" bzImage >>"$work/$name.log" 2>&1 ||
 		{ tail -n 30 "$work/$name.log" >&2; echo "bench-kernel: $name build failed" >&2; exit 1; }
 	end=$(date +%s)
-	cpu1=$(children_cpu)
-	echo "$((end - start)) $((cpu1 - cpu0))"
-}
-
-# children_cpu: user + system seconds of this shell's finished children.
-children_cpu() {
-	local t
-	t=$(times | tail -n 1)
-	awk -v t="$t" 'BEGIN { n = split(t, f, " "); s = 0; for (i = 1; i <= n; i++) { split(f[i], a, "m"); sub(/s$/, "", a[2]); s += a[1] * 60 + a[2] } printf "%d", s }'
+	echo "$((end - start)) $(awk '{ s += $1 + $2 } END { printf "%d", s }' "$cpufile")"
 }
 
 # The fragment as lockstep applies it to this pin (overlays included).
 ours() {
 	run make -C "$src" O="$1" ARCH=x86_64 tinyconfig
 	printf '\n' >>"$1/.config"
-	"$lockstep" kernel fragment --pin "$pin" >>"$1/.config"
+	run "$lockstep" kernel fragment --pin "$pin" >>"$1/.config"
 	run make -C "$src" O="$1" ARCH=x86_64 olddefconfig
 }
 
 phobos() {
-	local cfg="$src/scripts/config --file $1/.config"
+	local cfg="run $src/scripts/config --file $1/.config"
 	run make -C "$src" O="$1" ARCH=x86_64 x86_64_defconfig kvm_guest.config
 	for o in SECURITY SECURITY_LANDLOCK AUDIT AUDITSYSCALL EXT4_FS VIRTIO_BLK DEVTMPFS DEVTMPFS_MOUNT \
 		PROC_FS SYSFS TMPFS SECCOMP SECCOMP_FILTER PTRACE INET IPV6 UNIX BINFMT_ELF BINFMT_SCRIPT \
