@@ -11,22 +11,55 @@ import (
 // stay, as Phobos's narrowed does), comments alike, network rules untouched
 // and no limits at all (every limit off, so only Landlock can refuse).
 // removed is the number of filesystem entries taken out.
-func Narrowed(p *policy.Policy) (n *policy.Policy, removed int) {
+//
+// Unlike Phobos's, an entry that grants one of needed (the files starting
+// the exercise's interpreter needs, StartNeeds) is never removed: without it
+// the run stops before the command starts and nothing can be compared. When
+// that leaves nothing removed, the first entry no needed file depends on goes
+// instead, so the cross-check still provokes refusals.
+func Narrowed(p *policy.Policy, needed ...string) (n *policy.Policy, removed int) {
 	paths := make([]string, 0, len(p.FS))
 	for path := range p.FS {
 		paths = append(paths, path)
 	}
 	sort.Strings(paths)
+	critical := func(path string) bool {
+		for _, f := range needed {
+			if f == path || policy.Beneath(f, path) {
+				return true
+			}
+		}
+		return false
+	}
+	drop := make(map[string]bool, len(paths))
+	spared := 0
+	for i, path := range paths {
+		if i%2 == 1 {
+			if critical(path) {
+				spared++
+				continue
+			}
+			drop[path] = true
+		}
+	}
+	if len(drop) == 0 && spared > 0 {
+		for _, path := range paths {
+			if !critical(path) {
+				drop[path] = true
+				break
+			}
+		}
+	}
 	n = &policy.Policy{
-		FS:       make(map[string]map[policy.Section]bool, (len(paths)+1)/2),
+		FS:       make(map[string]map[policy.Section]bool, len(paths)),
 		Connect:  append([]policy.ConnectRule(nil), p.Connect...),
 		Bind:     append([]policy.BindRule(nil), p.Bind...),
 		Limits:   map[policy.LimitKey]policy.Limit{},
 		Comments: map[string]string{},
 		Header:   []string{"the observer's cross-check policy: every second filesystem entry removed, no limits"},
 	}
-	for i, path := range paths {
-		if i%2 == 1 {
+	for _, path := range paths {
+		if drop[path] {
 			removed++
 			continue
 		}

@@ -1,6 +1,8 @@
 package observer
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -133,5 +135,42 @@ func TestJudgeAudit(t *testing.T) {
 	}
 	if ae := JudgeAudit("x", nil); ae == nil {
 		t.Error("nil result trusted")
+	}
+}
+
+// TestNarrowedSparesWhatStartsTheInterpreter is the generic exercise's
+// policy: Phobos's rule would remove the library directory bash loads libc
+// from, and the run would stop before the command started (status 126).
+func TestNarrowedSparesWhatStartsTheInterpreter(t *testing.T) {
+	p, err := policy.Parse("generic.cfg", []byte("[read]\n/usr/bin\n/usr/lib/x86_64-linux-gnu\n/var/tmp/testing-dir\n[execute]\n/usr/bin\n/usr/lib/x86_64-linux-gnu\n[write]\n/var/tmp/testing-dir\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	needed := []string{"/usr/bin/bash", "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "/usr/lib/x86_64-linux-gnu/libc.so.6"}
+	n, removed := Narrowed(p, needed...)
+	if removed != 1 || n.FS["/usr/lib/x86_64-linux-gnu"] == nil || n.FS["/usr/bin"] == nil || n.FS["/var/tmp/testing-dir"] != nil {
+		t.Errorf("Narrowed(generic) kept %v (removed %d); want the interpreter's directories kept and the working directory removed", n.FS, removed)
+	}
+	// Without what is needed, Phobos's rule as it is.
+	if n, removed := Narrowed(p); removed != 1 || n.FS["/usr/lib/x86_64-linux-gnu"] != nil {
+		t.Errorf("Narrowed(generic) without needs kept %v (removed %d); want index 1 removed", n.FS, removed)
+	}
+}
+
+func TestStartNeedsBash(t *testing.T) {
+	needs, err := StartNeeds("/bin/bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var libc, loader bool
+	for _, f := range needs {
+		libc = libc || strings.HasPrefix(filepath.Base(f), "libc.so")
+		loader = loader || strings.HasPrefix(filepath.Base(f), "ld-linux")
+		if l, _ := os.Lstat(f); l == nil || l.Mode()&os.ModeSymlink != 0 {
+			t.Errorf("%s: want an existing file with symlinks resolved", f)
+		}
+	}
+	if !libc || !loader || len(needs) < 3 {
+		t.Errorf("StartNeeds(/bin/bash) = %v; want bash, its loader and libc", needs)
 	}
 }

@@ -36,6 +36,10 @@ const (
 // DefaultPath is PATH in DefaultEnv.
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// Interpreter runs every exercise's build script (the exercise contract:
+// /bin/bash ./build_script.sh).
+const Interpreter = "/bin/bash"
+
 // sentinelPrefix starts the line printed on stderr right before the build
 // script starts.
 const sentinelPrefix = "lockstep-exercise: the command starts "
@@ -149,7 +153,7 @@ func (e *Exercise) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	}
 	sentinel := sentinelPrefix + hex.EncodeToString(token[:])
 	argv := append(append([]string{}, opts.Prefix...),
-		"/bin/bash", "-c", `printf '%s\n' "$1" >&2; exec /bin/bash "./$2"`, "lockstep-exercise", sentinel, e.Script)
+		Interpreter, "-c", `printf '%s\n' "$1" >&2; exec /bin/bash "./$2"`, "lockstep-exercise", sentinel, e.Script)
 	res := &Result{Command: argv, sentinel: sentinel}
 
 	path, err := exec.LookPath(argv[0])
