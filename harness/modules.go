@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -22,8 +23,10 @@ var RootImageModules = []string{"virtio_blk", "crc32c_generic", "ext4"}
 // ResolveModules finds each named module under dir (a /lib/modules/<release>
 // tree, .ko, .ko.xz or .ko.zst) and returns the files in load order, every
 // module after the modules it depends on (from its .modinfo "depends=").
-// A name not found is an error.
+// A module the kernel has built in (listed in dir/modules.builtin) needs
+// no file and is skipped; any other name not found is an error.
 func ResolveModules(dir string, names []string) ([]string, error) {
+	builtin := builtinModules(dir)
 	index := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -52,6 +55,10 @@ func ResolveModules(dir string, names []string) ([]string, error) {
 			return nil
 		}
 		p, ok := index[name]
+		if !ok && builtin[name] {
+			state[name] = 2
+			return nil
+		}
 		if !ok {
 			if from == "" {
 				return fmt.Errorf("module %s: not found under %s", name, dir)
@@ -81,6 +88,23 @@ func ResolveModules(dir string, names []string) ([]string, error) {
 }
 
 func modName(n string) string { return strings.ReplaceAll(n, "-", "_") }
+
+// builtinModules reads dir/modules.builtin (one kernel/…/name.ko path a
+// line, as depmod's input lists what the kernel has built in); a missing
+// file means none.
+func builtinModules(dir string) map[string]bool {
+	b, err := os.ReadFile(filepath.Join(dir, "modules.builtin"))
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if n, ok := strings.CutSuffix(filepath.Base(strings.TrimSpace(l)), ".ko"); ok {
+			out[modName(n)] = true
+		}
+	}
+	return out
+}
 
 // moduleDepends reads "depends=" from a module's .modinfo section
 // (uncompressed modules only; a compressed one is taken as having none).
