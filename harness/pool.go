@@ -1,13 +1,11 @@
 package harness
 
 import (
-	"bufio"
+	"github.com/lockstep-sandbox/lockstep/internal/machine"
+
 	"context"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 
 	"golang.org/x/sync/semaphore"
@@ -37,21 +35,10 @@ func NewPool(maxGuests int) *Pool {
 	return &Pool{cpus: semaphore.NewWeighted(cpus), mem: semaphore.NewWeighted(mem), maxCPUs: cpus, maxMem: mem}
 }
 
-// availableMemMB reads MemAvailable from /proc/meminfo (1024 if unknown).
+// availableMemMB is MemAvailable in MiB (1024 if unknown).
 func availableMemMB() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 1024
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err == nil {
-				return kb / 1024
-			}
-		}
+	if mb, ok := machine.MeminfoMB("MemAvailable")["MemAvailable"]; ok {
+		return mb
 	}
 	return 1024
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -393,4 +394,32 @@ func probePtrace(path string) Ptrace {
 		return Ptrace{YamaScope: -1, Error: fmt.Sprintf("%s: %v", path, err)}
 	}
 	return Ptrace{YamaScope: n}
+}
+
+// MeminfoMB returns the named /proc/meminfo fields (MemTotal, MemAvailable,
+// SwapTotal, …) in MiB; a field that cannot be read is absent.
+func MeminfoMB(fields ...string) map[string]int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return map[string]int64{}
+	}
+	return parseMeminfoMB(b, fields)
+}
+
+func parseMeminfoMB(b []byte, fields []string) map[string]int64 {
+	out := map[string]int64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		k, rest, ok := strings.Cut(l, ":")
+		if !ok || !slices.Contains(fields, k) {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+			out[k] = kb >> 10
+		}
+	}
+	return out
 }

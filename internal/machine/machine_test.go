@@ -191,3 +191,20 @@ func FuzzParseVersion(f *testing.F) {
 		}
 	})
 }
+
+func TestParseMeminfoMB(t *testing.T) {
+	in := []byte("MemTotal:        2048000 kB\nMemFree:  100 kB\nMemAvailable:   1024000 kB\nSwapTotal:       1024000 kB\nbroken\n")
+	got := parseMeminfoMB(in, []string{"MemTotal", "SwapTotal", "MemAvailable", "Missing"})
+	want := map[string]int64{"MemTotal": 2000, "SwapTotal": 1000, "MemAvailable": 1000}
+	if len(got) != len(want) {
+		t.Errorf("parseMeminfoMB = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("parseMeminfoMB[%s] = %d, want %d", k, got[k], v)
+		}
+	}
+	if got := parseMeminfoMB([]byte("garbage"), []string{"MemTotal"}); len(got) != 0 {
+		t.Errorf("parseMeminfoMB(garbage) = %v, want nothing", got)
+	}
+}

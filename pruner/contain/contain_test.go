@@ -157,16 +157,6 @@ func TestPlantRemove(t *testing.T) {
 	}
 }
 
-func TestParseMemoryMB(t *testing.T) {
-	in := "MemTotal:        2048000 kB\nMemFree:  100 kB\nSwapTotal:       1024000 kB\nSwapFree: 0 kB\n"
-	if got := parseMemoryMB([]byte(in)); got != (2048000+1024000)>>10 {
-		t.Errorf("parseMemoryMB = %d, want %d", got, (2048000+1024000)>>10)
-	}
-	if got := parseMemoryMB([]byte("garbage")); got != 0 {
-		t.Errorf("parseMemoryMB(garbage) = %d, want 0", got)
-	}
-}
-
 func TestPlanMemBeyondMachine(t *testing.T) {
 	p := &policy.Policy{Limits: map[policy.LimitKey]policy.Limit{policy.MemMB: {Value: 1024}}}
 	_, un := Plan(p, PlanOptions{MemoryMB: 700})

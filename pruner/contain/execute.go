@@ -7,12 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/machine"
 	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
 	"golang.org/x/sys/unix"
@@ -143,33 +143,6 @@ func writeProbePolicies(pp *policy.Policy, dir string) (string, string, error) {
 	return cfg, cfgNoTimeout, nil
 }
 
-// memoryMB is MemTotal + SwapTotal from /proc/meminfo in MiB, 0 if unknown.
-func memoryMB() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	return parseMemoryMB(b)
-}
-
-func parseMemoryMB(b []byte) int64 {
-	var kb int64
-	for _, l := range strings.Split(string(b), "\n") {
-		k, rest, ok := strings.Cut(l, ":")
-		if !ok || (k != "MemTotal" && k != "SwapTotal") {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-			kb += n
-		}
-	}
-	return kb >> 10
-}
-
 // lockCanaries takes an exclusive flock on a file beside the temporary
 // files, waiting for another containment run to end.
 func lockCanaries(ctx context.Context) (func(), error) {
@@ -193,6 +166,12 @@ func lockCanaries(ctx context.Context) (func(), error) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// memoryMB is this machine's RAM plus swap in MiB, 0 if unknown.
+func memoryMB() int64 {
+	m := machine.MeminfoMB("MemTotal", "SwapTotal")
+	return m["MemTotal"] + m["SwapTotal"]
 }
 
 func acceptAll(l net.Listener) {
