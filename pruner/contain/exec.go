@@ -14,7 +14,9 @@ import (
 )
 
 // ExecProbe runs one probe command line (argv, with env) bounded by timeout
-// and returns its status (128+signal when a signal ended it) and stdout. An
+// and returns its status (128+signal when a signal ended it) and stdout with
+// stderr after it (ParseOutput reads only START and OP lines; stderr says
+// why a probe did not start, e.g. the enforcer's refusal). An
 // error means the command could not be run at all, never that it failed.
 func ExecProbe(ctx context.Context, argv, env []string, timeout time.Duration) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -27,12 +29,13 @@ func ExecProbe(ctx context.Context, argv, env []string, timeout time.Duration) (
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
-		return 0, out.Bytes(), nil
+		return 0, append(out.Bytes(), errb.Bytes()...), nil
 	case errors.As(err, &ee):
+		all := append(out.Bytes(), errb.Bytes()...)
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal()), out.Bytes(), nil
+			return 128 + int(ws.Signal()), all, nil
 		}
-		return ee.ExitCode(), out.Bytes(), nil
+		return ee.ExitCode(), all, nil
 	}
 	return 0, nil, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, errb.Bytes())
 }
