@@ -61,7 +61,7 @@
 //
 //   - LOCKSTEP_QEMU: the QEMU binary (default qemu-system-x86_64).
 //   - LOCKSTEP_INITRAMFS_COMPRESSION: gzip, zstd or none for the cached
-//     initramfs base (default zstd).
+//     initramfs base (default none: measured cheaper to boot under TCG).
 //   - XDG_CACHE_HOME: where the accel verdict, initramfs bases and
 //     forensics of runs without a results directory go.
 package harness

@@ -214,6 +214,13 @@ func (b *Builder) Build(ctx context.Context, version string) (*Result, error) {
 		b.log().Debug("kernel: cache hit", "pin", pin.Version, "dir", dir)
 		return r, nil
 	}
+	frag, err := b.fragment(pin)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTools(frag, lookTool); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(b.root(), 0o755); err != nil {
 		return nil, fmt.Errorf("create kernel cache: %w", err)
 	}
