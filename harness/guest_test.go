@@ -395,3 +395,20 @@ func TestAccelProbe(t *testing.T) {
 	}
 	checkNoQEMU(t)
 }
+
+// TestGuestSetupDynamicInit: an init the guest cannot run (dynamically
+// linked) stops Run before QEMU starts, as ErrGuestSetup (status 70).
+func TestGuestSetupDynamicInit(t *testing.T) {
+	bz := needGuest(t)
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh to stand for a dynamically linked init")
+	}
+	o, _, _ := opts(t, bz, "true")
+	o.Init = sh
+	_, err = Run(t.Context(), o)
+	if !errors.Is(err, ErrGuestSetup) || !strings.Contains(err.Error(), "dynamically linked") {
+		t.Errorf("Run with init %s = %v, want ErrGuestSetup naming a dynamically linked init", sh, err)
+	}
+	checkNoQEMU(t)
+}

@@ -117,9 +117,14 @@ func (c QEMUConfig) Args() ([]string, error) {
 	if c.Accel == AccelKVM {
 		cpu = "host"
 	}
+	// One core per socket: a kernel without ACPI (ours) counts CPUs from
+	// the firmware's MP table, which holds one core per socket, and QEMU
+	// since 6.2 puts -smp n into cores of one socket, so q35's SeaBIOS
+	// listed one CPU and `--cpus 2` gave a guest of one (measured here).
+	n := strconv.Itoa(c.CPUs)
 	a = append(a,
 		"-cpu", cpu,
-		"-smp", strconv.Itoa(c.CPUs),
+		"-smp", n+",sockets="+n+",cores=1,threads=1",
 		"-m", strconv.Itoa(c.MemMB),
 		"-kernel", c.Kernel,
 	)

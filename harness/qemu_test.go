@@ -45,7 +45,7 @@ func TestQEMUArgs(t *testing.T) {
 			Want: []pair{{"-no-reboot", "-nic"}, {"-nic", "none"}, {"-display", "none"}, {"-name", "lockstep-t"},
 				{"-serial", "chardev:console"}, {"-chardev", "file,id=console,path=/t/console.log"},
 				{"-kernel", "/k/bzImage"}, {"-initrd", "/t/initramfs"}, {"-append", "console=ttyS0 quiet"},
-				{"-m", "256"}, {"-smp", "2"}},
+				{"-m", "256"}, {"-smp", "2,sockets=2,cores=1,threads=1"}},
 		},
 		{
 			Name: "microvm uses virtio-mmio and keeps the PIT under TCG",

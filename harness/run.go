@@ -454,7 +454,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		CacheDir: filepath.Join(CacheDir(), "initramfs"), Log: log,
 	})
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// No guest can start without its initramfs (a dynamically linked
+		// init, a module that is not there): status 70, not 3.
+		return nil, fmt.Errorf("%w: %w", ErrGuestSetup, err)
 	}
 	res.Timings.Initramfs = time.Since(t0)
 

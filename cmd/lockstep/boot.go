@@ -111,7 +111,7 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 		log := bootLogger(io)
 		bz, err := resolveKernel(ctx, *kernelArg, log)
 		if err != nil {
-			return fail(io, "boot", exitIndeterminate, err)
+			return fail(io, "boot", exitFail, err) // as --help says: the kernel could not be had
 		}
 		rootDir := *root
 		if *rootImage != "" {
@@ -134,7 +134,7 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 				names = append(slices.Clip(names), harness.RootImageModules...)
 			}
 			if mods, err = harness.ResolveModules(*modules, names); err != nil {
-				return fail(io, "boot", exitIndeterminate, err)
+				return fail(io, "boot", exitGuestSetup, err)
 			}
 		}
 		dir := ""
@@ -147,6 +147,9 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 			Stdout: io.out, Stderr: io.err, ResultsDir: *results, Verbose: io.verbose, Log: log,
 		})
 		if res == nil {
+			if errors.Is(err, harness.ErrGuestSetup) {
+				return fail(io, "boot", exitGuestSetup, err)
+			}
 			return fail(io, "boot", exitIndeterminate, err)
 		}
 		if io.verbose && err == nil {

@@ -140,3 +140,30 @@ func TestBootSIGINT(t *testing.T) {
 		t.Errorf("temp dirs survived SIGINT: %s", strings.Join(names, ", "))
 	}
 }
+
+// TestBootSetupExits holds boot to its --help: a kernel that cannot be had
+// is 1, a guest that cannot be set up (modules missing, an init the guest
+// cannot run) is 70, never 3 (which says a guest ran and did not report).
+func TestBootSetupExits(t *testing.T) {
+	dir := t.TempDir()
+	bz := filepath.Join(dir, "bzImage")
+	if err := os.WriteFile(bz, []byte("not booted: setup fails first"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+		msg  string
+	}{
+		{"NoKernelFile", []string{"boot", "--kernel", filepath.Join(dir, "none", "bzImage"), "--", "true"}, exitFail, "not found"},
+		{"NoModules", []string{"boot", "--kernel", bz, "--machine", "q35", "--modules", filepath.Join(dir, "none"), "--", "true"}, exitGuestSetup, "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errb := runCLI(t, tc.args...)
+			if code != tc.want || !strings.Contains(errb, tc.msg) {
+				t.Errorf("lockstep %s = %d, %q; want %d naming %q", strings.Join(tc.args, " "), code, errb, tc.want, tc.msg)
+			}
+		})
+	}
+}
