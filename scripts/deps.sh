@@ -15,6 +15,7 @@ need=(
 	bison:bison
 	xz:xz-utils
 	zstd:zstd
+	lz4:lz4
 	cpio:cpio
 	perl:perl
 	/usr/include/libelf.h:libelf-dev
