@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -81,21 +83,121 @@ func ChildMain() int {
 	if spec.Status != "" {
 		fmt.Fprintln(os.Stderr, spec.Status)
 	}
-	for _, r := range spec.Rlimits {
-		lim := syscall.Rlimit{Cur: r.Value, Max: r.Value}
-		if err := syscall.Setrlimit(r.Resource, &lim); err != nil {
-			return fail(StatusRefused, "set %s limit to %d: %v", r.Name, r.Value, err)
-		}
-	}
-	err = syscall.Exec(path, spec.Command, spec.Env)
-	switch {
-	case errors.Is(err, syscall.ENOENT):
-		return fail(StatusNotFound, "%s: %v", path, err)
-	case errors.Is(err, syscall.EACCES):
-		return fail(StatusCannotExec, "%s: %v (is it granted in [execute], and its interpreter and libraries in [execute] and [read]?)", path, err)
-	default:
+	ex, err := prepareExec(path, spec.Command, spec.Env)
+	if err != nil {
 		return fail(StatusCannotExec, "%s: %v", path, err)
 	}
+	status, report := ex.limitAndExec(spec.Rlimits, rawExecve)
+	if report != nil && rep != nil {
+		_, _ = unix.Write(4, report) // raw: no allocation after the limits
+		return status
+	}
+	return fail(status, "%s", ex.message(status))
+}
+
+// preparedExec holds what execve needs, and the reports of its likely
+// failures, made before any rlimit is set: a Go process's address space is
+// already larger than a typical mem_mb (RLIMIT_AS; `lockstep run` itself
+// maps about 1.2 GiB, mostly reserved heap), so any allocation that grows
+// the heap after the limits would be a fatal "out of memory" (exit 2)
+// instead of the command or its refusal.
+type preparedExec struct {
+	path    string
+	argv0   *byte
+	argv    []*byte
+	envv    []*byte
+	reports map[unix.Errno][]byte
+	errno   unix.Errno
+	limit   *rlimitV // the rlimit that could not be set, if any
+}
+
+// likelyExecErrnos are the execve failures whose reports are encoded ahead.
+var likelyExecErrnos = []unix.Errno{unix.EACCES, unix.ENOENT, unix.ENOEXEC, unix.ETXTBSY, unix.EPERM,
+	unix.ENOMEM, unix.E2BIG, unix.ELOOP, unix.ENOTDIR, unix.EISDIR, unix.ELIBBAD, unix.EFAULT, unix.EINVAL}
+
+func prepareExec(path string, argv, env []string) (*preparedExec, error) {
+	ex := &preparedExec{path: path, reports: map[unix.Errno][]byte{}}
+	var err error
+	if ex.argv0, err = unix.BytePtrFromString(path); err != nil {
+		return nil, err
+	}
+	if ex.argv, err = syscall.SlicePtrFromStrings(argv); err != nil {
+		return nil, err
+	}
+	if ex.envv, err = syscall.SlicePtrFromStrings(env); err != nil {
+		return nil, err
+	}
+	for _, e := range likelyExecErrnos {
+		ex.errno = e
+		st := execStatus(e)
+		b, err := json.Marshal(childReport{Status: st, Msg: ex.message(st)})
+		if err != nil {
+			return nil, err
+		}
+		ex.reports[e] = append(b, '\n')
+	}
+	ex.errno = 0
+	return ex, nil
+}
+
+// execStatus is the exit status for an execve failure: 127 not found, 126
+// cannot execute.
+func execStatus(e unix.Errno) int {
+	if e == unix.ENOENT {
+		return StatusNotFound
+	}
+	return StatusCannotExec
+}
+
+// message says why the exec failed (ex.errno).
+func (ex *preparedExec) message(status int) string {
+	if ex.errno == unix.EACCES {
+		return fmt.Sprintf("%s: %v (is it granted in [execute], and its interpreter and libraries in [execute] and [read]?)", ex.path, ex.errno)
+	}
+	if ex.limit != nil {
+		return fmt.Sprintf("set %s limit to %d: %v", ex.limit.Name, ex.limit.Value, ex.errno)
+	}
+	return fmt.Sprintf("%s: %v", ex.path, ex.errno)
+}
+
+// limitAndExec stops the garbage collector, sets the rlimits (mem_mb's
+// RLIMIT_AS last) and calls execve, allocating nothing from the first
+// limit on. It returns only when something failed: the status and, when
+// one was encoded ahead, the report to write; else the caller formats
+// ex.message (no address-space limit is in force then, or the failure is
+// an unexpected errno).
+func (ex *preparedExec) limitAndExec(rl []rlimitV, execve func(argv0 *byte, argv, envv []*byte) unix.Errno) (int, []byte) {
+	debug.SetGCPercent(-1) // waits for a running cycle, starts no other
+	set := func(r *rlimitV) bool {
+		lim := unix.Rlimit{Cur: r.Value, Max: r.Value}
+		_, _, e := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(r.Resource), uintptr(unsafe.Pointer(&lim)), 0, 0, 0)
+		if e != 0 {
+			ex.errno, ex.limit = e, r
+		}
+		return e == 0
+	}
+	for i := range rl { // RLIMIT_AS last: a failure before it may still allocate
+		if rl[i].Resource != unix.RLIMIT_AS && !set(&rl[i]) {
+			return StatusRefused, nil
+		}
+	}
+	for i := range rl {
+		if rl[i].Resource == unix.RLIMIT_AS && !set(&rl[i]) {
+			return StatusRefused, nil
+		}
+	}
+	ex.errno = execve(ex.argv0, ex.argv, ex.envv)
+	if b, ok := ex.reports[ex.errno]; ok {
+		return execStatus(ex.errno), b
+	}
+	return execStatus(ex.errno), nil
+}
+
+// rawExecve is execve(2) without the allocations of syscall.Exec.
+func rawExecve(argv0 *byte, argv, envv []*byte) unix.Errno {
+	_, _, e := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)),
+		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+	return e
 }
 
 // restrictSelf builds the ruleset with go-landlock and enforces it on this
