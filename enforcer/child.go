@@ -83,6 +83,13 @@ func ChildMain() int {
 	if spec.Status != "" {
 		fmt.Fprintln(os.Stderr, spec.Status)
 	}
+	// The command gets stdin, stdout and stderr and no other descriptor
+	// of its caller: one opened before the sandbox is not restricted by
+	// it (a file open for writing stays writable), and a stray one the
+	// caller inherited (a CI runner's, a shell's) would move the highest
+	// descriptor the pruner measures for [limits] nofile from one machine
+	// to the next. fd 3 (the spec) is closed; fd 4 is close-on-exec.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	ex, err := prepareExec(path, spec.Command, spec.Env)
 	if err != nil {
 		return fail(StatusCannotExec, "%s: %v", path, err)

@@ -865,3 +865,27 @@ func TestSmallMemLimitStarts(t *testing.T) {
 		t.Errorf("exec not granted under mem_mb=64 = %d, %v; want 126 saying what to grant", r.status, r.err)
 	}
 }
+
+// TestInheritedDescriptorsStayOut: on the re-executed path a descriptor
+// the caller holds without close-on-exec (here one this test opens so) does
+// not reach the command; stdin, stdout and stderr do. (The direct path
+// forks from the caller, so a library caller keeps its own descriptors
+// close-on-exec; cmd/lockstep marks its inherited ones so at start.)
+func TestInheritedDescriptorsStayOut(t *testing.T) {
+	needHostLandlock(t)
+	forceReexec = true
+	defer func() { forceReexec = false }()
+	fd, err := unix.Open("/dev/null", unix.O_RDONLY, 0) // no O_CLOEXEC: inherited by children
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	n := strconv.Itoa(fd)
+	if out, err := exec.Command("/bin/sh", "-c", "true <&"+n).CombinedOutput(); err != nil {
+		t.Fatalf("without the enforcer fd %s must be inherited (the test's premise): %v %s", n, err, out)
+	}
+	r := runUnder(t, baseRules, []string{"PATH=/usr/bin"}, "/usr/bin/sh", "-c", "true <&"+n+" && echo inherited; echo out; echo err >&2")
+	if r.status != 0 || strings.Contains(r.stdout, "inherited") || !strings.Contains(r.stdout, "out") || !strings.Contains(r.stderr, "err") {
+		t.Errorf("under the enforcer: status %d, stdout %q, stderr %q; want fd %s closed, stdout and stderr kept", r.status, r.stdout, r.stderr, n)
+	}
+}

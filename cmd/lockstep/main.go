@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -25,6 +27,11 @@ func main() {
 	if role, ok := hiddenRoles[os.Getenv(roleEnv)]; ok {
 		os.Exit(role())
 	}
+	// Descriptors this process inherited beyond stdin, stdout and stderr
+	// (a CI runner's, a shell's) are not passed on to what lockstep runs:
+	// a sandboxed command must not hold files opened outside its policy,
+	// and the pruner's nofile measurement must not depend on the caller.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], newStdio())
 	stop()

@@ -113,3 +113,31 @@ func BenchmarkRunTrue(b *testing.B) {
 	b.ReportMetric(oursMS-bareMS, "overhead-ms")
 	b.ReportMetric(oursMS/bareMS, "x-bare")
 }
+
+// TestRunInheritedDescriptors: a descriptor lockstep inherits beyond stdin,
+// stdout and stderr (ExtraFiles: fd 3, as a CI runner or a shell may leave
+// one) does not reach the command, on either start path (no limits: the
+// direct fork; nofile: the re-executed child).
+func TestRunInheritedDescriptors(t *testing.T) {
+	bin := lockstepbin.Build(t)
+	d := t.TempDir()
+	for name, limits := range map[string]string{"direct": "", "reexec": "[limits]\nnofile=64\n"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := filepath.Join(d, name+".cfg")
+			if err := os.WriteFile(cfg, []byte(truePolicy+limits), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(os.DevNull)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			cmd := exec.Command(bin, "run", "-q", "--config", cfg, "--", "sh", "-c", "true <&3 && echo inherited; echo ran")
+			cmd.ExtraFiles = []*os.File{f}
+			out, err := cmd.Output()
+			if err != nil || strings.Contains(string(out), "inherited") || !strings.Contains(string(out), "ran") {
+				t.Errorf("lockstep run with fd 3 inherited: %v, stdout %q; want fd 3 closed in the command", err, out)
+			}
+		})
+	}
+}

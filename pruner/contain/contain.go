@@ -33,6 +33,14 @@ const (
 	MaxFsizeMB = 600
 )
 
+// MinProbeMemMB is the least mem_mb (RLIMIT_AS) under which the probe, a Go
+// program, starts: the Go runtime reserves its page summaries and heap arena
+// map at start, and under 700 MiB it dies ("fatal error: failed to reserve
+// page summary memory"; measured: starts at 768, not at 700). Below it the
+// mem_mb check is unchecked and the other checks run under the policy
+// without its mem_mb (each checks a rule or another limit, not memory).
+const MinProbeMemMB = 1024
+
 // Check is one containment check.
 type Check struct {
 	Name string
@@ -219,6 +227,8 @@ func Plan(p *policy.Policy, o PlanOptions) ([]Check, []record.ContainmentCheck) 
 		un = append(un, unchecked("limit mem_mb", "not set"))
 	} else if v >= MaxMemMB {
 		un = append(un, unchecked("limit mem_mb", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxMemMB)))
+	} else if v < MinProbeMemMB {
+		un = append(un, unchecked("limit mem_mb", fmt.Sprintf("%d MiB is below the %d MiB the probe (a Go program) needs to start; the other checks ran without it", v, MinProbeMemMB)))
 	} else if o.MemoryMB > 0 && v+1 >= o.MemoryMB {
 		un = append(un, unchecked("limit mem_mb", fmt.Sprintf("%d MiB is beyond this machine's memory and swap (%d MiB): the control could not map it either", v, o.MemoryMB)))
 	} else {

@@ -80,6 +80,9 @@ type RunOptions struct {
 	MaxOutput int
 	// Log receives progress at debug level; nil discards it.
 	Log *slog.Logger
+	// Started, if set, gets the pid of the process the run started, right
+	// after it started (e.g. to measure that process tree alone).
+	Started func(pid int)
 }
 
 // Result is what one run of an exercise showed.
@@ -203,6 +206,9 @@ func (e *Exercise) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 		return nil, fmt.Errorf("run %s: %w", e.Stem(), err)
 	}
 	pgid := cmd.Process.Pid
+	if opts.Started != nil {
+		opts.Started(pgid)
+	}
 	done := make(chan struct{})
 	var timedOut atomic.Bool
 	go func() {

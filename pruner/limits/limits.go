@@ -59,6 +59,7 @@ type Sampler struct {
 	start  time.Time
 	closed bool
 	skip   string
+	tree   bool // root is the tree's own top (Watch), counted with its descendants
 }
 
 // Start starts sampling the descendants of root (not root itself); 0 means
@@ -71,12 +72,35 @@ func StartSkipping(root int, proc, skipExe string) *Sampler {
 	if root == 0 {
 		root = os.Getpid()
 	}
+	s := newSampler(root, proc, skipExe)
+	go s.loop()
+	return s
+}
+
+func newSampler(root int, proc, skipExe string) *Sampler {
 	if proc == "" {
 		proc = "/proc"
 	}
-	s := &Sampler{root: root, proc: proc, stop: make(chan struct{}), done: make(chan struct{}), cpu: map[int]float64{}, start: time.Now(), skip: skipExe}
+	return &Sampler{root: root, proc: proc, stop: make(chan struct{}), done: make(chan struct{}), cpu: map[int]float64{}, start: time.Now(), skip: skipExe}
+}
+
+// StartTree is StartSkipping for one process tree whose top is not known
+// yet: nothing is sampled until Watch names it, and then that process and
+// its descendants are. Unlike sampling the descendants of this process, it
+// measures one run alone while others run in the same process (parallel
+// prunes in one program, or tests).
+func StartTree(proc, skipExe string) *Sampler {
+	s := newSampler(-1, proc, skipExe)
+	s.tree = true
 	go s.loop()
 	return s
+}
+
+// Watch sets the top of the tree a StartTree sampler measures.
+func (s *Sampler) Watch(pid int) {
+	s.mu.Lock()
+	s.root = pid
+	s.mu.Unlock()
 }
 
 func (s *Sampler) loop() {
@@ -159,7 +183,19 @@ func (s *Sampler) sample() {
 		children[pi.ppid] = append(children[pi.ppid], pid)
 	}
 	var desc []int
-	queue := append([]int(nil), children[s.root]...)
+	s.mu.Lock()
+	root, tree := s.root, s.tree
+	s.mu.Unlock()
+	if root < 0 {
+		return
+	}
+	queue := append([]int(nil), children[root]...)
+	if tree {
+		if _, ok := info[root]; !ok {
+			return
+		}
+		queue = []int{root}
+	}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]

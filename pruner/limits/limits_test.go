@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 )
 
@@ -102,6 +104,38 @@ func TestSampler(t *testing.T) {
 	m := s.Stop()
 	if m.Samples < 2 || m.HighestFD < 9 || m.Tasks < 1 || m.CPUSeconds <= 0 || m.VMPeakMB <= 0 || m.WallSeconds <= 0 {
 		t.Errorf("Sampler = %+v; want samples, fd ≥ 9, tasks, CPU time, VmPeak and wall time", m)
+	}
+}
+
+// TestSamplerTree measures one process tree while another child of this
+// process runs beside it: the other's descriptors must not count (before,
+// two prunes in one test binary disagreed on nofile, 256 against 512,
+// because each measured every child of the process).
+func TestSamplerTree(t *testing.T) {
+	// Descriptors this test process inherited (a CI runner's, a shell's)
+	// would reach both children; keep them out of both.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	other := exec.Command("/bin/bash", "-c", `exec 200</dev/null; sleep 2`)
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Wait()
+	defer other.Process.Kill()
+	s := StartTree("", "")
+	time.Sleep(2 * Interval) // nothing is watched yet: nothing is sampled
+	cmd := exec.Command("/bin/bash", "-c", `exec 9</dev/null; sleep 0.5 & wait`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Watch(cmd.Process.Pid)
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	m := s.Stop()
+	if m.HighestFD < 9 || m.HighestFD >= 200 || m.Samples < 2 || m.Tasks < 1 {
+		t.Errorf("tree sampler = %+v; want fd 9 seen and the other child's fd 200 not, samples, tasks", m)
 	}
 }
 

@@ -222,6 +222,9 @@ type state struct {
 	planted         []string
 	lg              *slog.Logger
 	now             func() time.Time
+	// onStart, while the limits are measured, gets the pid of each run's
+	// process tree (the sampler's Watch): that tree alone is measured.
+	onStart func(pid int)
 }
 
 func newState(ex *exercise.Exercise, opts Options) (*state, error) {

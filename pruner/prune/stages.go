@@ -48,9 +48,11 @@ func (s *state) limits(ctx context.Context, p *policy.Policy) (*policy.Policy, e
 	var ms []limits.Measurement
 	skip, _ := filepath.EvalSymlinks(s.enforcer[0])
 	for i := 1; i <= measurementRuns; i++ {
-		smp := limits.StartSkipping(0, "", skip)
+		smp := limits.StartTree("", skip)
+		s.onStart = smp.Watch
 		runStart := time.Now()
 		res, _, err := s.run(ctx, "limits measurement", "SAMPLED", p, false)
+		s.onStart = nil
 		m := smp.Stop()
 		if err != nil {
 			return nil, err
@@ -89,8 +91,10 @@ func (s *state) limits(ctx context.Context, p *policy.Policy) (*policy.Policy, e
 		if ok {
 			return q, nil
 		}
-		smp := limits.StartSkipping(0, "", skip)
+		smp := limits.StartTree("", skip)
+		s.onStart = smp.Watch
 		res, _, err := s.run(ctx, "limits diagnosis", "OBSERVED_LIMITED", q, true)
+		s.onStart = nil
 		m := smp.Stop()
 		if err != nil {
 			return nil, err
