@@ -49,3 +49,14 @@ if ((${#missing[@]})); then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 go mod download
+
+# The host Landlock proof (observer/proof, which observe and its tests run on
+# this machine) reads the active LSMs from securityfs. systemd mounts it at boot; a machine
+# without systemd (a container, a bare VM image) may not have it.
+if [[ $(id -u) == 0 && -d /sys/kernel/security ]] && ! mountpoint -q /sys/kernel/security; then
+	if mount -t securityfs securityfs /sys/kernel/security; then
+		echo "deps: mounted securityfs at /sys/kernel/security (as systemd does at boot)" >&2
+	else
+		echo "deps: securityfs is not mounted at /sys/kernel/security and could not be; host proofs will say so" >&2
+	fi
+fi
