@@ -2,9 +2,10 @@
 // its policy with margins (Phobos's limits.py and sampler.py, reference
 // B.13).
 //
-// A Sampler watches every descendant of a root process (the pruner itself)
-// ten times a second: VmPeak, user+system CPU time, the highest open
-// descriptor and the number of threads of the whole tree. One run's
+// A Sampler watches one run's process tree (the process the run started
+// and its descendants, the enforcer itself not counted) ten times a
+// second: VmPeak, user+system CPU time, the highest open descriptor and
+// the number of threads of the whole tree. One run's
 // Measurement adds its wall time and the largest file it left under the
 // write-class grants. Margins turns the maxima of three runs into limits:
 //

@@ -2,7 +2,6 @@ package limits
 
 import (
 	"bytes"
-	"context"
 	"io/fs"
 	"math"
 	"os"
@@ -47,9 +46,9 @@ func Max(ms ...Measurement) Measurement {
 	return m
 }
 
-// Sampler samples the descendants of a root process until Stop.
+// Sampler samples one process tree until Stop.
 type Sampler struct {
-	root   int
+	root   int // the tree's top (Watch); -1 until then
 	proc   string
 	stop   chan struct{}
 	done   chan struct{}
@@ -59,44 +58,25 @@ type Sampler struct {
 	start  time.Time
 	closed bool
 	skip   string
-	tree   bool // root is the tree's own top (Watch), counted with its descendants
 }
 
-// Start starts sampling the descendants of root (not root itself); 0 means
-// this process. proc is the proc file system's mount ("" is /proc).
-func Start(root int, proc string) *Sampler { return StartSkipping(root, proc, "") }
-
-// StartSkipping is Start, not counting processes whose executable is
-// skipExe (the enforcer that wraps the command); their descendants count.
-func StartSkipping(root int, proc, skipExe string) *Sampler {
-	if root == 0 {
-		root = os.Getpid()
-	}
-	s := newSampler(root, proc, skipExe)
-	go s.loop()
-	return s
-}
-
-func newSampler(root int, proc, skipExe string) *Sampler {
+// StartTree starts sampling one process tree whose top is not known yet:
+// nothing is sampled until Watch names it, then that process and its
+// descendants are, except processes whose executable is skipExe (the
+// enforcer that wraps the command; its descendants count). One run is
+// measured alone even while others run in the same process (parallel
+// prunes in one program, or tests). proc is the proc file system's mount
+// ("" is /proc).
+func StartTree(proc, skipExe string) *Sampler {
 	if proc == "" {
 		proc = "/proc"
 	}
-	return &Sampler{root: root, proc: proc, stop: make(chan struct{}), done: make(chan struct{}), cpu: map[int]float64{}, start: time.Now(), skip: skipExe}
-}
-
-// StartTree is StartSkipping for one process tree whose top is not known
-// yet: nothing is sampled until Watch names it, and then that process and
-// its descendants are. Unlike sampling the descendants of this process, it
-// measures one run alone while others run in the same process (parallel
-// prunes in one program, or tests).
-func StartTree(proc, skipExe string) *Sampler {
-	s := newSampler(-1, proc, skipExe)
-	s.tree = true
+	s := &Sampler{root: -1, proc: proc, stop: make(chan struct{}), done: make(chan struct{}), cpu: map[int]float64{}, start: time.Now(), skip: skipExe}
 	go s.loop()
 	return s
 }
 
-// Watch sets the top of the tree a StartTree sampler measures.
+// Watch sets the top of the tree the sampler measures.
 func (s *Sampler) Watch(pid int) {
 	s.mu.Lock()
 	s.root = pid
@@ -164,6 +144,12 @@ func readStat(path string) (procInfo, bool) {
 }
 
 func (s *Sampler) sample() {
+	s.mu.Lock()
+	root := s.root
+	s.mu.Unlock()
+	if root < 0 {
+		return // not watching yet
+	}
 	ents, err := os.ReadDir(s.proc)
 	if err != nil {
 		return
@@ -183,19 +169,10 @@ func (s *Sampler) sample() {
 		children[pi.ppid] = append(children[pi.ppid], pid)
 	}
 	var desc []int
-	s.mu.Lock()
-	root, tree := s.root, s.tree
-	s.mu.Unlock()
-	if root < 0 {
-		return
+	if _, ok := info[root]; !ok {
+		return // the tree is gone
 	}
-	queue := append([]int(nil), children[root]...)
-	if tree {
-		if _, ok := info[root]; !ok {
-			return
-		}
-		queue = []int{root}
-	}
+	queue := []int{root}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
@@ -367,11 +344,4 @@ func Double(limits map[policy.LimitKey]policy.Limit, k policy.LimitKey) map[poli
 	l.Value *= 2
 	out[k] = l
 	return out
-}
-
-// Sample runs fn while a Sampler watches this process's descendants.
-func Sample(ctx context.Context, fn func(context.Context) error) (Measurement, error) {
-	s := Start(0, "")
-	err := fn(ctx)
-	return s.Stop(), err
 }

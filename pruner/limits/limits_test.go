@@ -96,10 +96,14 @@ func TestSignature(t *testing.T) {
 // TestSampler watches a real child: it holds descriptor 9 open, spends CPU
 // and starts a grandchild.
 func TestSampler(t *testing.T) {
-	s := Start(0, "")
+	s := StartTree("", "")
 	cmd := exec.Command("/bin/bash", "-c", `exec 9</dev/null; x=0; for ((i=0;i<300000;i++)); do x=$((x+1)); done; sleep 0.3 & wait`)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Watch(cmd.Process.Pid)
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
 	}
 	m := s.Stop()
 	if m.Samples < 2 || m.HighestFD < 9 || m.Tasks < 1 || m.CPUSeconds <= 0 || m.VMPeakMB <= 0 || m.WallSeconds <= 0 {
