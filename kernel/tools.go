@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -51,8 +50,8 @@ func (e *MissingToolsError) Error() string {
 // runs before anything is fetched.
 func checkTools(frag []byte, look func(string) (string, error)) error {
 	need := append([]hostTool(nil), baseTools...)
-	for _, line := range bytes.Split(frag, []byte("\n")) {
-		if t, ok := compressors[string(bytes.TrimSpace(line))]; ok {
+	for _, opt := range RequiredOptions(frag) {
+		if t, ok := compressors[opt]; ok {
 			need = append(need, t)
 		}
 	}

@@ -41,6 +41,12 @@ const (
 // without its mem_mb (each checks a rule or another limit, not memory).
 const MinProbeMemMB = 1024
 
+// memBelowProbe says whether p's mem_mb is set below MinProbeMemMB.
+func memBelowProbe(p *policy.Policy) bool {
+	l, ok := p.Limits[policy.MemMB]
+	return ok && !l.Off && l.Value > 0 && l.Value < MinProbeMemMB
+}
+
 // Check is one containment check.
 type Check struct {
 	Name string
@@ -227,7 +233,7 @@ func Plan(p *policy.Policy, o PlanOptions) ([]Check, []record.ContainmentCheck) 
 		un = append(un, unchecked("limit mem_mb", "not set"))
 	} else if v >= MaxMemMB {
 		un = append(un, unchecked("limit mem_mb", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxMemMB)))
-	} else if v < MinProbeMemMB {
+	} else if memBelowProbe(p) {
 		un = append(un, unchecked("limit mem_mb", fmt.Sprintf("%d MiB is below the %d MiB the probe (a Go program) needs to start; the other checks ran without it", v, MinProbeMemMB)))
 	} else if o.MemoryMB > 0 && v+1 >= o.MemoryMB {
 		un = append(un, unchecked("limit mem_mb", fmt.Sprintf("%d MiB is beyond this machine's memory and swap (%d MiB): the control could not map it either", v, o.MemoryMB)))

@@ -85,7 +85,7 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 	if err != nil {
 		return nil, nil, err
 	}
-	if m, ok := pp.Limits[policy.MemMB]; ok && !m.Off && m.Value > 0 && m.Value < MinProbeMemMB {
+	if memBelowProbe(pp) {
 		pp = pp.Clone()
 		delete(pp.Limits, policy.MemMB) // the probe could not start under it (Plan leaves it unchecked)
 	}
