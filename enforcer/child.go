@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -90,39 +92,43 @@ func ChildMain() int {
 	// descriptor the pruner measures for [limits] nofile from one machine
 	// to the next. fd 3 (the spec) is closed; fd 4 is close-on-exec.
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	ex, err := prepareExec(path, spec.Command, spec.Env)
+	ex, err := prepareExec(path, spec.Command, spec.Env, spec.Rlimits)
 	if err != nil {
 		return fail(StatusCannotExec, "%s: %v", path, err)
 	}
-	status, report := ex.limitAndExec(spec.Rlimits, rawExecve)
+	status, report := ex.limitAndExec(rawExecve)
 	if report != nil && rep != nil {
 		_, _ = unix.Write(4, report) // raw: no allocation after the limits
 		return status
 	}
-	return fail(status, "%s", ex.message(status))
+	return fail(status, "%s", ex.message())
 }
 
-// preparedExec holds what execve needs, and the reports of its likely
-// failures, made before any rlimit is set: a Go process's address space is
-// already larger than a typical mem_mb (RLIMIT_AS; `lockstep run` itself
-// maps about 1.2 GiB, mostly reserved heap), so any allocation that grows
-// the heap after the limits would be a fatal "out of memory" (exit 2)
-// instead of the command or its refusal.
+// preparedExec holds what execve needs, the rlimits in the order they are
+// set, and the reports of execve's likely failures, all made before any
+// rlimit is set: a Go process's address space is already larger than a
+// typical mem_mb (RLIMIT_AS; `lockstep run` itself maps about 1.2 GiB,
+// mostly reserved heap), so any allocation that grows the heap after the
+// limits would be a fatal "out of memory" (exit 2) instead of the command
+// or its refusal.
 type preparedExec struct {
 	path    string
 	argv0   *byte
 	argv    []*byte
 	envv    []*byte
+	limits  []rlimitV // RLIMIT_AS last: a failure before it may still allocate
 	reports map[unix.Errno][]byte
-	errno   unix.Errno
-	limit   *rlimitV // the rlimit that could not be set, if any
+
+	// What failed, set by limitAndExec.
+	errno unix.Errno
+	limit *rlimitV // the rlimit that could not be set, if that failed
 }
 
 // likelyExecErrnos are the execve failures whose reports are encoded ahead.
 var likelyExecErrnos = []unix.Errno{unix.EACCES, unix.ENOENT, unix.ENOEXEC, unix.ETXTBSY, unix.EPERM,
 	unix.ENOMEM, unix.E2BIG, unix.ELOOP, unix.ENOTDIR, unix.EISDIR, unix.ELIBBAD, unix.EFAULT, unix.EINVAL}
 
-func prepareExec(path string, argv, env []string) (*preparedExec, error) {
+func prepareExec(path string, argv, env []string, rl []rlimitV) (*preparedExec, error) {
 	ex := &preparedExec{path: path, reports: map[unix.Errno][]byte{}}
 	var err error
 	if ex.argv0, err = unix.BytePtrFromString(path); err != nil {
@@ -134,17 +140,25 @@ func prepareExec(path string, argv, env []string) (*preparedExec, error) {
 	if ex.envv, err = syscall.SlicePtrFromStrings(env); err != nil {
 		return nil, err
 	}
+	ex.limits = append(ex.limits, rl...)
+	slices.SortStableFunc(ex.limits, func(a, b rlimitV) int {
+		return cmp.Compare(boolInt(a.Resource == unix.RLIMIT_AS), boolInt(b.Resource == unix.RLIMIT_AS))
+	})
 	for _, e := range likelyExecErrnos {
-		ex.errno = e
-		st := execStatus(e)
-		b, err := json.Marshal(childReport{Status: st, Msg: ex.message(st)})
+		b, err := json.Marshal(childReport{Status: execStatus(e), Msg: execMessage(path, e)})
 		if err != nil {
 			return nil, err
 		}
 		ex.reports[e] = append(b, '\n')
 	}
-	ex.errno = 0
 	return ex, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // execStatus is the exit status for an execve failure: 127 not found, 126
@@ -156,48 +170,39 @@ func execStatus(e unix.Errno) int {
 	return StatusCannotExec
 }
 
-// message says why the exec failed (ex.errno).
-func (ex *preparedExec) message(status int) string {
-	if ex.errno == unix.EACCES {
-		return fmt.Sprintf("%s: %v (is it granted in [execute], and its interpreter and libraries in [execute] and [read]?)", ex.path, ex.errno)
+// execMessage says why execve of path failed with e.
+func execMessage(path string, e unix.Errno) string {
+	if e == unix.EACCES {
+		return fmt.Sprintf("%s: %v (is it granted in [execute], and its interpreter and libraries in [execute] and [read]?)", path, e)
 	}
+	return fmt.Sprintf("%s: %v", path, e)
+}
+
+// message says what limitAndExec found failed.
+func (ex *preparedExec) message() string {
 	if ex.limit != nil {
 		return fmt.Sprintf("set %s limit to %d: %v", ex.limit.Name, ex.limit.Value, ex.errno)
 	}
-	return fmt.Sprintf("%s: %v", ex.path, ex.errno)
+	return execMessage(ex.path, ex.errno)
 }
 
-// limitAndExec stops the garbage collector, sets the rlimits (mem_mb's
-// RLIMIT_AS last) and calls execve, allocating nothing from the first
-// limit on. It returns only when something failed: the status and, when
-// one was encoded ahead, the report to write; else the caller formats
-// ex.message (no address-space limit is in force then, or the failure is
-// an unexpected errno).
-func (ex *preparedExec) limitAndExec(rl []rlimitV, execve func(argv0 *byte, argv, envv []*byte) unix.Errno) (int, []byte) {
+// limitAndExec stops the garbage collector, sets the rlimits and calls
+// execve, allocating nothing from the first limit on. It returns only
+// when something failed: the status and, when one was encoded ahead, the
+// report to write; else the caller formats ex.message (no address-space
+// limit is in force then, or the failure is an unexpected errno).
+func (ex *preparedExec) limitAndExec(execve func(argv0 *byte, argv, envv []*byte) unix.Errno) (int, []byte) {
 	debug.SetGCPercent(-1) // waits for a running cycle, starts no other
-	set := func(r *rlimitV) bool {
+	for i := range ex.limits {
+		r := &ex.limits[i]
 		lim := unix.Rlimit{Cur: r.Value, Max: r.Value}
-		_, _, e := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(r.Resource), uintptr(unsafe.Pointer(&lim)), 0, 0, 0)
-		if e != 0 {
+		if _, _, e := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(r.Resource), uintptr(unsafe.Pointer(&lim)), 0, 0, 0); e != 0 {
 			ex.errno, ex.limit = e, r
-		}
-		return e == 0
-	}
-	for i := range rl { // RLIMIT_AS last: a failure before it may still allocate
-		if rl[i].Resource != unix.RLIMIT_AS && !set(&rl[i]) {
-			return StatusRefused, nil
-		}
-	}
-	for i := range rl {
-		if rl[i].Resource == unix.RLIMIT_AS && !set(&rl[i]) {
 			return StatusRefused, nil
 		}
 	}
 	ex.errno = execve(ex.argv0, ex.argv, ex.envv)
-	if b, ok := ex.reports[ex.errno]; ok {
-		return execStatus(ex.errno), b
-	}
-	return execStatus(ex.errno), nil
+	return execStatus(ex.errno), ex.reports[ex.errno]
 }
 
 // rawExecve is execve(2) without the allocations of syscall.Exec.

@@ -22,7 +22,7 @@ func TestLimitAndExecAllocatesNothing(t *testing.T) {
 	// RLIMIT_CORE at its own soft value changes nothing that matters here
 	// (its hard limit drops to the soft one; core dumps stay as they were).
 	rl := []rlimitV{{Name: "core", Resource: unix.RLIMIT_CORE, Value: core.Cur}}
-	ex, err := prepareExec("/opt/x/tool", []string{"tool", "-v"}, []string{"PATH=/usr/bin"})
+	ex, err := prepareExec("/opt/x/tool", []string{"tool", "-v"}, []string{"PATH=/usr/bin"}, rl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestLimitAndExecAllocatesNothing(t *testing.T) {
 		execve := func(argv0 *byte, argv, envv []*byte) unix.Errno { return tc.errno }
 		var status int
 		var report []byte
-		allocs := testing.AllocsPerRun(50, func() { status, report = ex.limitAndExec(rl, execve) })
+		allocs := testing.AllocsPerRun(50, func() { status, report = ex.limitAndExec(execve) })
 		if allocs != 0 {
 			t.Errorf("%v: limitAndExec allocated %.0f times per run, want 0", tc.errno, allocs)
 		}
@@ -60,13 +60,13 @@ func TestLimitAndExecAddressSpaceLast(t *testing.T) {
 	if err := unix.Getrlimit(unix.RLIMIT_AS, &before); err != nil {
 		t.Fatal(err)
 	}
-	ex, err := prepareExec("/bin/true", []string{"true"}, nil)
+	rl := []rlimitV{{Name: "mem_mb", Resource: unix.RLIMIT_AS, Value: 1 << 20}, {Name: "bogus", Resource: 4242, Value: 1}}
+	ex, err := prepareExec("/bin/true", []string{"true"}, nil, rl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl := []rlimitV{{Name: "mem_mb", Resource: unix.RLIMIT_AS, Value: 1 << 20}, {Name: "bogus", Resource: 4242, Value: 1}}
 	called := false
-	status, report := ex.limitAndExec(rl, func(*byte, []*byte, []*byte) unix.Errno { called = true; return 0 })
+	status, report := ex.limitAndExec(func(*byte, []*byte, []*byte) unix.Errno { called = true; return 0 })
 	var after unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_AS, &after); err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestLimitAndExecAddressSpaceLast(t *testing.T) {
 	if after != before {
 		t.Fatalf("RLIMIT_AS changed to %+v (was %+v): it must be set last", after, before)
 	}
-	if called || status != StatusRefused || report != nil || !strings.Contains(ex.message(status), "set bogus limit to 1") {
-		t.Errorf("status %d, report %q, exec called %v, message %q; want 125 naming the bogus limit, no exec", status, report, called, ex.message(status))
+	if called || status != StatusRefused || report != nil || !strings.Contains(ex.message(), "set bogus limit to 1") {
+		t.Errorf("status %d, report %q, exec called %v, message %q; want 125 naming the bogus limit, no exec", status, report, called, ex.message())
 	}
 }
