@@ -27,6 +27,7 @@ type Measurement struct {
 	VMPeakMB      float64 `json:"vm_peak_mb"`
 	Tasks         int     `json:"tasks"`
 	HighestFD     int     `json:"highest_descriptor"`
+	OpenFDs       int     `json:"open_descriptors"` // the most one process held at once
 	LargestFileMB float64 `json:"largest_file_mb"`
 	Samples       int     `json:"samples"`
 }
@@ -40,6 +41,7 @@ func Max(ms ...Measurement) Measurement {
 		m.VMPeakMB = math.Max(m.VMPeakMB, x.VMPeakMB)
 		m.Tasks = max(m.Tasks, x.Tasks)
 		m.HighestFD = max(m.HighestFD, x.HighestFD)
+		m.OpenFDs = max(m.OpenFDs, x.OpenFDs)
 		m.LargestFileMB = math.Max(m.LargestFileMB, x.LargestFileMB)
 		m.Samples += x.Samples
 	}
@@ -179,7 +181,7 @@ func (s *Sampler) sample() {
 		desc = append(desc, p)
 		queue = append(queue, children[p]...)
 	}
-	tasks, vm, fd := 0, 0.0, -1
+	tasks, vm, fd, open := 0, 0.0, -1, 0
 	counted := desc[:0]
 	for _, pid := range desc {
 		dir := filepath.Join(s.proc, strconv.Itoa(pid))
@@ -200,6 +202,7 @@ func (s *Sampler) sample() {
 			}
 		}
 		if fds, err := os.ReadDir(filepath.Join(dir, "fd")); err == nil {
+			open = max(open, len(fds))
 			for _, f := range fds {
 				if n, err := strconv.Atoi(f.Name()); err == nil && n > fd {
 					fd = n
@@ -213,6 +216,7 @@ func (s *Sampler) sample() {
 	s.m.Tasks = max(s.m.Tasks, tasks)
 	s.m.VMPeakMB = math.Max(s.m.VMPeakMB, vm)
 	s.m.HighestFD = max(s.m.HighestFD, fd)
+	s.m.OpenFDs = max(s.m.OpenFDs, open)
 	for _, pid := range counted {
 		if c := info[pid].cpu; c > s.cpu[pid] {
 			s.cpu[pid] = c
@@ -282,6 +286,18 @@ func Ladder(x float64, steps []float64) float64 {
 	return CeilTo(x, steps[len(steps)-1])
 }
 
+// noFile is max(256, highest_fd + 1, 2 × open_fds). The margin is on the
+// count of open descriptors, not on the highest number as in Phobos's
+// 2 × (highest_fd + 1): bash keeps the script it runs at the top of its
+// limit, fd 255 under any limit of 256 or more (min(limit, 256) − 1), so
+// the highest number of a shell exercise was 255 when a sample caught a
+// script's bash and ~10 when none did, and two prunes of one exercise
+// differed in nofile alone (256 against 512). A descriptor's number only
+// has to fit below the limit; what grows with the work is how many are open.
+func noFile(m Measurement) int {
+	return max(256, m.HighestFD+1, 2*m.OpenFDs)
+}
+
 // Options are the prune.json facts Margins needs.
 type Options struct {
 	HeapPinned, AddressSpaceUnbounded bool
@@ -293,7 +309,7 @@ func Margins(m Measurement, o Options) map[policy.LimitKey]policy.Limit {
 		policy.Timeout: {Value: int64(Ladder(5*m.WallSeconds, timeoutLadder)) * 1000},
 		policy.CPU:     {Value: int64(Ladder(5*m.CPUSeconds, cpuLadder))},
 		policy.NProc:   {Value: int64(max(64, 2*m.Tasks+16))},
-		policy.NoFile:  {Value: int64(max(256, 2*(m.HighestFD+1)))},
+		policy.NoFile:  {Value: int64(noFile(m))},
 		policy.FsizeMB: {Value: int64(math.Max(16, CeilTo(2*m.LargestFileMB, 16)))},
 	}
 	switch {

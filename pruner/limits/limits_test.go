@@ -47,8 +47,12 @@ func TestMargins(t *testing.T) {
 	}{
 		{"small run: every floor", Measurement{WallSeconds: 0.4, CPUSeconds: 0.1, Tasks: 3, HighestFD: 10, LargestFileMB: 0.01}, Options{},
 			map[policy.LimitKey]string{policy.Timeout: "60", policy.CPU: "30", policy.NProc: "64", policy.NoFile: "256", policy.FsizeMB: "16"}},
-		{"big run: the margins", Measurement{WallSeconds: 40, CPUSeconds: 12.5, Tasks: 40, HighestFD: 300, LargestFileMB: 20, VMPeakMB: 700}, Options{HeapPinned: true},
+		{"big run: the margins", Measurement{WallSeconds: 40, CPUSeconds: 12.5, Tasks: 40, HighestFD: 300, OpenFDs: 301, LargestFileMB: 20, VMPeakMB: 700}, Options{HeapPinned: true},
 			map[policy.LimitKey]string{policy.Timeout: "300", policy.CPU: "120", policy.NProc: "96", policy.NoFile: "602", policy.FsizeMB: "48", policy.MemMB: "1536"}},
+		{"bash's script at fd 255: no margin on the number", Measurement{HighestFD: 255, OpenFDs: 5}, Options{},
+			map[policy.LimitKey]string{policy.Timeout: "60", policy.CPU: "30", policy.NProc: "64", policy.NoFile: "256", policy.FsizeMB: "16"}},
+		{"one fixed high descriptor: it fits", Measurement{HighestFD: 1000, OpenFDs: 6}, Options{},
+			map[policy.LimitKey]string{policy.Timeout: "60", policy.CPU: "30", policy.NProc: "64", policy.NoFile: "1001", policy.FsizeMB: "16"}},
 		{"address space unbounded", Measurement{}, Options{HeapPinned: true, AddressSpaceUnbounded: true},
 			map[policy.LimitKey]string{policy.Timeout: "60", policy.CPU: "30", policy.NProc: "64", policy.NoFile: "256", policy.FsizeMB: "16", policy.MemMB: "0"}},
 	} {
@@ -106,8 +110,42 @@ func TestSampler(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := s.Stop()
-	if m.Samples < 2 || m.HighestFD < 9 || m.Tasks < 1 || m.CPUSeconds <= 0 || m.VMPeakMB <= 0 || m.WallSeconds <= 0 {
-		t.Errorf("Sampler = %+v; want samples, fd ≥ 9, tasks, CPU time, VmPeak and wall time", m)
+	if m.Samples < 2 || m.HighestFD < 9 || m.OpenFDs < 4 || m.Tasks < 1 || m.CPUSeconds <= 0 || m.VMPeakMB <= 0 || m.WallSeconds <= 0 {
+		t.Errorf("Sampler = %+v; want samples, fd ≥ 9, 4 or more open, tasks, CPU time, VmPeak and wall time", m)
+	}
+}
+
+// TestNoFileShellScript measures a real bash script, which holds itself at
+// fd 255: nofile must be the floor, 256, whether or not a sample caught
+// that descriptor (two prunes of the generic exercise differed in nofile,
+// 256 against 512, by that alone).
+func TestNoFileShellScript(t *testing.T) {
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "s.sh")
+	if err := os.WriteFile(script, []byte("exec 3</dev/null 4</dev/null\nsleep 0.5\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := StartTree("", "")
+	cmd := exec.Command("/bin/bash", script)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Watch(cmd.Process.Pid)
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	m := s.Stop()
+	if m.HighestFD != 255 || m.OpenFDs < 5 || m.OpenFDs > 10 {
+		t.Fatalf("Sampler = %+v; want bash's script at fd 255 and 5 to 10 open", m)
+	}
+	if got := Margins(m, Options{})[policy.NoFile].Value; got != 256 {
+		t.Errorf("nofile = %d for a shell script, want the floor 256", got)
+	}
+	m.HighestFD = 10 // the same run, had no sample caught fd 255
+	if got := Margins(m, Options{})[policy.NoFile].Value; got != 256 {
+		t.Errorf("nofile = %d without fd 255, want 256 as well", got)
 	}
 }
 
