@@ -31,6 +31,7 @@ POLICY_FUZZTIME ?= 30s
 # Each parser of outside input gets FUZZTIME of coverage-guided fuzzing.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(POLICY_FUZZTIME) ./enforcer/policy
+	$(GO) test -run '^$$' -fuzz '^FuzzUDPBindRow$$' -fuzztime $(FUZZTIME) ./enforcer/policy
 	$(GO) test -run '^$$' -fuzz '^FuzzSidecarRows$$' -fuzztime $(FUZZTIME) ./pruner/orchestrate
 	$(GO) test -run '^$$' -fuzz '^FuzzParseJUnit$$' -fuzztime $(FUZZTIME) ./pruner/verdict
 	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./pruner/exercise

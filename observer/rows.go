@@ -2,16 +2,11 @@ package observer
 
 import (
 	"fmt"
-	"regexp"
-	"strconv"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
 )
-
-// udpBindRow is the only rule shape the ABI-10 phase may add.
-var udpBindRow = regexp.MustCompile(`^allow (0|[1-9][0-9]{0,4}) udp$`)
 
 // Difference is what a diagnosis run of the ABI-10 phase found that the
 // policy lacks: strace's network rules (confirmed by the control replay)
@@ -42,13 +37,8 @@ func Rows(bind []string, denials []audit.Denial, held []policy.BindRule) (rows [
 		lines = append(lines, denials[i].Record.String())
 	}
 	for _, rule := range bind {
-		m := udpBindRow.FindStringSubmatch(rule)
-		if m == nil {
-			other = append(other, rule)
-			continue
-		}
-		port, _ := strconv.Atoi(m[1])
-		if port > 65535 || !refused[port] {
+		port, ok := policy.UDPBindRow(rule)
+		if !ok || port > 65535 || !refused[port] {
 			other = append(other, rule)
 			continue
 		}

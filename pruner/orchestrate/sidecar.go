@@ -3,15 +3,10 @@ package orchestrate
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 )
-
-// udpBindRow is the only row a sidecar may hold (Phobos's UDP_BIND_ROW, ASCII
-// digits only), with the port at most 65535.
-var udpBindRow = regexp.MustCompile(`^allow (0|[1-9][0-9]{0,4}) udp$`)
 
 // SidecarRows checks an ABI-10 sidecar's bytes and returns its rows: the
 // file must parse as a policy, hold nothing but [bind] rows, and every row
@@ -47,7 +42,7 @@ func SidecarRows(data []byte) ([]policy.BindRule, error) {
 		if content == "" || content == "[bind]" {
 			continue
 		}
-		if !udpBindRow.MatchString(content) {
+		if _, ok := policy.UDPBindRow(content); !ok {
 			bad = append(bad, fmt.Sprintf("%q", content))
 		}
 	}

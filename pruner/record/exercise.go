@@ -59,7 +59,6 @@ func (e *ValidationError) Error() string {
 var (
 	keyPattern      = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 	hexPattern      = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	udpBindRow      = regexp.MustCompile(`^allow (0|[1-9][0-9]{0,4}) udp$`)
 	exerciseNameBad = regexp.MustCompile(`[/\x00-\x1f\x7f]`)
 )
 

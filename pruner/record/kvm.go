@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 )
 
 // ABI10 is the Landlock ABI a KVM record must have observed.
@@ -128,9 +129,9 @@ func (r *KVM) Validate() error {
 		p.add("mismatches, audit_only and rows must be lists (possibly empty)")
 	}
 	for i, row := range r.Rows {
-		if !udpBindRow.MatchString(row.Rule) {
+		if port, ok := policy.UDPBindRow(row.Rule); !ok {
 			p.add("rows[%d].rule %q is not allow <port> udp", i, row.Rule)
-		} else if port, _ := strconv.Atoi(strings.Fields(row.Rule)[1]); port > 65535 {
+		} else if port > 65535 {
 			p.add("rows[%d].rule %q has a port above 65535", i, row.Rule)
 		}
 		if len(row.Audit) == 0 {
