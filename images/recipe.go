@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/internal/lazyre"
 )
 
 // BuilderVersion changes whenever the build steps change in a way that can
@@ -63,10 +64,10 @@ func (l ErrorList) Error() string {
 
 var (
 	// Debian policy 5.6.1 (package names) and 5.6.12 (versions).
-	nameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+$`)
-	versionRE = regexp.MustCompile(`^([0-9]+:)?[0-9][A-Za-z0-9.+~-]*$`)
-	suiteRE   = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
-	recipeRE  = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+	nameRE    = lazyre.New(`^[a-z0-9][a-z0-9+.-]+$`)
+	versionRE = lazyre.New(`^([0-9]+:)?[0-9][A-Za-z0-9.+~-]*$`)
+	suiteRE   = lazyre.New(`^[a-z][a-z0-9-]*$`)
+	recipeRE  = lazyre.New(`^[a-z][a-z0-9-]*$`)
 )
 
 // ParseRecipe parses a recipe's text; file names it in errors. Every

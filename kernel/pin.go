@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/lockstep-sandbox/lockstep/internal/lazyre"
 )
 
 // DefaultPin is the kernel a guest boots unless told otherwise.
@@ -74,10 +75,10 @@ func (l PinErrors) Error() string {
 }
 
 var (
-	versionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+)?(-rc[0-9]+)?$`)
-	sha256RE  = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	nameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]*$`)
-	debverRE  = regexp.MustCompile(`^[0-9][A-Za-z0-9.+~:-]*$`)
+	versionRE = lazyre.New(`^[0-9]+\.[0-9]+(\.[0-9]+)?(-rc[0-9]+)?$`)
+	sha256RE  = lazyre.New(`^[0-9a-f]{64}$`)
+	nameRE    = lazyre.New(`^[a-z0-9][a-z0-9.+-]*$`)
+	debverRE  = lazyre.New(`^[0-9][A-Za-z0-9.+~:-]*$`)
 )
 
 // fields each source kind requires; any other key is refused.

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/lazyre"
 )
 
 // ConfigFile is the name of an exercise's optional configuration file.
@@ -27,10 +27,10 @@ const DefaultCompiledProgramsDirectory = "assignment"
 var DefaultReportGlobs = []string{"build/test-results/**/*.xml", "target/surefire-reports/*.xml", "test-reports/*.xml"}
 
 var (
-	keyPattern      = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
-	seedPattern     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*\.cfg$`)
-	manifestPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-	hostPattern     = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*:([0-9]{1,5})( (tcp|udp))?$`)
+	keyPattern      = lazyre.New(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+	seedPattern     = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]*\.cfg$`)
+	manifestPattern = lazyre.New(`^[A-Za-z0-9._-]+$`)
+	hostPattern     = lazyre.New(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*:([0-9]{1,5})( (tcp|udp))?$`)
 )
 
 // ValidKey reports whether key is a language key: lower-case letters and

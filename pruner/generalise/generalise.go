@@ -3,13 +3,13 @@ package generalise
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/lazyre"
 )
 
 // DefaultFineRoots are the directories beneath which a read is granted file
@@ -242,13 +242,13 @@ func Place(o Observation, env Env) (Grant, *Report) {
 // perRun patterns: the whole path, first match wins. Each names, per
 // numeric capture, the placeholder it stands for.
 var perRunPatterns = []struct {
-	re    *regexp.Regexp
+	re    *lazyre.Regexp
 	names []string
 }{
-	{regexp.MustCompile(`^/proc/(0|[1-9][0-9]*)/task/(0|[1-9][0-9]*)(/.*)?$`), []string{"<pid>", "<tid>"}},
-	{regexp.MustCompile(`^/proc/(0|[1-9][0-9]*)/(?:fd|fdinfo)/(0|[1-9][0-9]*)$`), []string{"<pid>", "<fd>"}},
-	{regexp.MustCompile(`^/proc/(0|[1-9][0-9]*)(/.*)?$`), []string{"<pid>"}},
-	{regexp.MustCompile(`^/dev/pts/(0|[1-9][0-9]*)$`), []string{"<n>"}},
+	{lazyre.New(`^/proc/(0|[1-9][0-9]*)/task/(0|[1-9][0-9]*)(/.*)?$`), []string{"<pid>", "<tid>"}},
+	{lazyre.New(`^/proc/(0|[1-9][0-9]*)/(?:fd|fdinfo)/(0|[1-9][0-9]*)$`), []string{"<pid>", "<fd>"}},
+	{lazyre.New(`^/proc/(0|[1-9][0-9]*)(/.*)?$`), []string{"<pid>"}},
+	{lazyre.New(`^/dev/pts/(0|[1-9][0-9]*)$`), []string{"<n>"}},
 }
 
 // name is a path matching a per-run pattern: its shape (numbers replaced by

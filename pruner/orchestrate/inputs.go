@@ -8,11 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/lazyre"
 )
 
 // Record schemas and suffixes (Phobos's orchestrate.py constants).
@@ -28,8 +28,8 @@ const (
 )
 
 var (
-	keyRE      = regexp.MustCompile(`^[a-z0-9-]+$`)
-	exerciseRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	keyRE      = lazyre.New(`^[a-z0-9-]+$`)
+	exerciseRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 )
 
 // ValidKey reports whether k can name a language: it ends up in file names

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/lazyre"
 )
 
 // Exercise is the exercise record <key>_<exercise>.json (schema 2): what a
@@ -57,9 +57,9 @@ func (e *ValidationError) Error() string {
 }
 
 var (
-	keyPattern      = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
-	hexPattern      = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	exerciseNameBad = regexp.MustCompile(`[/\x00-\x1f\x7f]`)
+	keyPattern      = lazyre.New(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+	hexPattern      = lazyre.New(`^[0-9a-f]{64}$`)
+	exerciseNameBad = lazyre.New(`[/\x00-\x1f\x7f]`)
 )
 
 // problems collects validation problems.

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/internal/lazyre"
 )
 
 // ExitClass sorts a run's end into one of five classes.
@@ -106,13 +107,13 @@ type Verdict struct {
 }
 
 var (
-	ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
+	ansi = lazyre.New(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
 	// Gradle's compile and test tasks without sources, in any (sub)project:
 	// "> Task :app:test NO-SOURCE" (Gradle 5+), ":app:test NO-SOURCE" (the
 	// plain console of Gradle 4, as Debian ships it).
-	gradleNoSource = regexp.MustCompile(`^(?:> Task )?(?::[^\s:]+)*:(?:compile(?:Test)?(?:Java|Kotlin|Groovy|Scala)|test) NO-SOURCE$`)
-	mavenNoTests   = regexp.MustCompile(`^(?:\[(?:INFO|WARNING|WARN)\] )?(?:No tests to run[.!]|Tests are skipped\.)$`)
-	pytestNoTests  = regexp.MustCompile(`^(?:=+ )?no tests ran(?: in [0-9.]+s)?(?: \([^)]*\))?(?: =+)?$`)
+	gradleNoSource = lazyre.New(`^(?:> Task )?(?::[^\s:]+)*:(?:compile(?:Test)?(?:Java|Kotlin|Groovy|Scala)|test) NO-SOURCE$`)
+	mavenNoTests   = lazyre.New(`^(?:\[(?:INFO|WARNING|WARN)\] )?(?:No tests to run[.!]|Tests are skipped\.)$`)
+	pytestNoTests  = lazyre.New(`^(?:=+ )?no tests ran(?: in [0-9.]+s)?(?: \([^)]*\))?(?: =+)?$`)
 	traceback      = "Traceback (most recent call last):"
 	infraAnywhere  = []string{
 		"ModuleNotFoundError",
