@@ -156,7 +156,9 @@ func (c *caps) setupV2In(parent, name string) error {
 		}
 	}
 	if c.nproc > 0 {
-		if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.FormatInt(c.nproc, 10)), 0); err != nil {
+		// The cap itself is written by capPids, once the processes that
+		// are not the command's are in; here only that it can be.
+		if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte("max"), 0); err != nil {
 			return fmt.Errorf("set pids.max: %w", err)
 		}
 		c.pidsEv = filepath.Join(dir, "pids.events")
@@ -209,6 +211,27 @@ func (c *caps) setupV1(name string) error {
 	c.desc = "v1"
 	return nil
 }
+
+// pidsMax is the v2 cgroup's pids.max file and the cap to write in it ("",
+// "" when there is none; v1 writes it at set-up, as its child joins late).
+// The write is apart from set-up because the re-executed child is born in
+// the cgroup (clone3 CLONE_INTO_CGROUP) and its Go runtime starts threads
+// until well after the clone returns: a policy's nproc may be fewer than
+// that (nproc=1 killed the child's runtime, "failed to create new OS
+// thread", when the parent capped right after the start). So the child
+// writes it, once its threads are up and just before it restricts itself
+// and execs; the direct path, which clones the command itself, writes it
+// before the clone.
+func (c *caps) pidsMax() (file, value string) {
+	if !c.ok() || !c.v2 || c.nproc == 0 {
+		return "", ""
+	}
+	return filepath.Join(c.dirs[0], "pids.max"), strconv.FormatInt(c.nproc, 10)
+}
+
+// bornIn reports whether a child can be cloned straight into the cgroup
+// (one v2 cgroup) rather than join it by writing cgroup.procs.
+func (c *caps) bornIn() bool { return c.ok() && c.v2 && len(c.dirs) == 1 }
 
 // ok reports whether the caps are in force.
 func (c *caps) ok() bool { return c != nil && len(c.dirs) > 0 }

@@ -70,6 +70,11 @@ func ChildMain() int {
 			return fail(StatusRefused, "join cgroup %s: %v", d, err)
 		}
 	}
+	for file, value := range spec.Caps {
+		if err := os.WriteFile(file, []byte(value), 0); err != nil {
+			return fail(StatusRefused, "set %s: %v", file, err)
+		}
+	}
 	if spec.Dir != "" {
 		if err := os.Chdir(spec.Dir); err != nil {
 			return fail(StatusRefused, "change directory: %v", err)

@@ -167,3 +167,37 @@ func TestBootSetupExits(t *testing.T) {
 		})
 	}
 }
+
+// TestRunGuestProcessCaps runs `lockstep run` in a guest, where the process
+// cap is a v2 cgroup's pids.max and the re-executed enforcer child is born
+// in that cgroup: nproc=1 still starts the command (the child's Go runtime
+// starts its threads before the cap is written, else "failed to create new
+// OS thread" killed it), and nproc=3 refuses the fourth process.
+func TestRunGuestProcessCaps(t *testing.T) {
+	bin, bz, tmp := bootEnv(t)
+	share := t.TempDir()
+	for name, cfg := range map[string]string{
+		"n1.cfg": "[read]\n/usr\n/etc/ld.so.cache\n[execute]\n/usr\n[limits]\nnproc=1\n",
+		"n3.cfg": "[read]\n/usr\n/etc/ld.so.cache\n/dev/null\n[execute]\n/usr\n[limits]\nnproc=3\ntimeout=60\n",
+	} {
+		if err := os.WriteFile(filepath.Join(share, name), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lockstepbin.BuildTo(filepath.Join(share, "lockstep")); err != nil {
+		t.Fatal(err)
+	}
+	const script = `s=/run/lockstep/share/0
+$s/lockstep run -q --config $s/n1.cfg -- /usr/bin/true; echo "n1 $?"
+$s/lockstep run -q --config $s/n3.cfg -- /usr/bin/bash -c 'for i in 1 2 3 4 5; do /usr/bin/sleep 2 & done; wait'; echo "n3 $?"`
+	cmd, stdout, stderr := bootCmd(t.Context(), bin, tmp, "--kernel", bz, "--accel", "tcg", "--share", share, "--", "/usr/bin/bash", "-c", script)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lockstep boot: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	if got, want := stdout.String(), "n1 0\nn3 137\n"; got != want {
+		t.Errorf("guest printed %q, want %q\nstderr:\n%s", got, want, stderr)
+	}
+	if !strings.Contains(stderr.String(), "process cap nproc=3 passed") {
+		t.Errorf("stderr does not name the passed cap:\n%s", stderr)
+	}
+}
