@@ -113,36 +113,59 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 			}
 			return fail(io, "prune", exitFail, err)
 		}
-		if *only != "" {
-			var keep []exercise.Found
-			for _, f := range found {
-				if f.Name == *only {
-					keep = append(keep, f)
-				}
-			}
-			found = keep
-		}
 		if len(found) == 0 {
 			return fail(io, "prune", exitFail, fmt.Errorf("no exercise of key %q under %s", *key, *root))
 		}
-		if err := os.MkdirAll(*out, 0o755); err != nil {
-			return fail(io, "prune", exitFail, err)
-		}
-		if *only == "" {
-			if err := pruneClean(*out, *key); err != nil {
-				return fail(io, "prune", exitFail, err)
+		if *only != "" {
+			if found, err = onlyExercise(found, *only); err != nil {
+				return fail(io, "prune", exitUsage, err)
 			}
 		}
+		// The key's earlier artefacts are removed (as Phobos does) only once
+		// nothing more can refuse the prune: a refusal leaves --out as it was.
+		out := pruneOut{dir: *out, key: *key, clean: *only == ""}
 		if *inGuest || *onHost {
 			if err := prune.Disposable(); err != nil {
 				return fail(io, "prune", exitRefused, err)
 			}
+			if err := out.prepare(); err != nil {
+				return fail(io, "prune", exitFail, err)
+			}
 			opts := prune.Options{WorkDir: *workDir, SeedDir: *seeds, SkipContainment: *skipContain, CheckMinimality: *minimal, Log: guestLogger(io, "prune")}
-			return pruneHere(ctx, io, found, opts, *out)
+			return pruneHere(ctx, io, found, opts, out.dir)
 		}
-		return pruneGuests(ctx, io, found, pruneGuestArgs{key: *key, root: *root, out: *out, kernel: *kernelArg,
+		return pruneGuests(ctx, io, found, pruneGuestArgs{key: *key, root: *root, out: out, kernel: *kernelArg,
 			rootDir: *rootDir, accel: *accel, seeds: *seeds, skipContain: *skipContain, minimal: *minimal})
 	}
+}
+
+// onlyExercise keeps the exercise named only, or names the ones there are.
+func onlyExercise(found []exercise.Found, only string) ([]exercise.Found, error) {
+	var names []string
+	for _, f := range found {
+		if f.Name == only {
+			return []exercise.Found{f}, nil
+		}
+		names = append(names, f.Name)
+	}
+	return nil, usagef("--only %q: no such exercise of key %q; there are: %s", only, found[0].Key, strings.Join(names, ", "))
+}
+
+// pruneOut is the prune's --out: made if missing and, for a prune of the
+// whole key, rid of the key's earlier artefacts.
+type pruneOut struct {
+	dir, key string
+	clean    bool
+}
+
+func (o pruneOut) prepare() error {
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return err
+	}
+	if o.clean {
+		return pruneClean(o.dir, o.key)
+	}
+	return nil
 }
 
 // pruneClean removes a key's stale artefacts from out, as Phobos does.
@@ -203,8 +226,9 @@ func pruneRefused(ctx context.Context, f exercise.Found, err error) *prune.Resul
 }
 
 type pruneGuestArgs struct {
-	key, root, out, kernel, rootDir, accel, seeds string
-	skipContain, minimal                          bool
+	key, root, kernel, rootDir, accel, seeds string
+	out                                      pruneOut
+	skipContain, minimal                     bool
 }
 
 // pruneGuests prunes each exercise in a fresh guest and copies what it
@@ -217,6 +241,9 @@ func pruneGuests(ctx context.Context, io *stdio, found []exercise.Found, a prune
 	}
 	rootAbs, err := filepath.Abs(a.root)
 	if err != nil {
+		return fail(io, "prune", exitFail, err)
+	}
+	if err := a.out.prepare(); err != nil {
 		return fail(io, "prune", exitFail, err)
 	}
 	shares := []harness.Share{{Source: rootAbs, GuestPath: pruneGuestExercises}}
@@ -276,7 +303,7 @@ func pruneOneGuest(ctx context.Context, io *stdio, log *slog.Logger, bz string, 
 		if err != nil {
 			return fail(io, "prune", exitIndeterminate, err)
 		}
-		if err := record.WriteFileAtomic(filepath.Join(a.out, stem+suf), b, 0o644); err != nil {
+		if err := record.WriteFileAtomic(filepath.Join(a.out.dir, stem+suf), b, 0o644); err != nil {
 			return fail(io, "prune", exitFail, err)
 		}
 		copied++

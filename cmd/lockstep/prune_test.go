@@ -34,6 +34,7 @@ func TestPruneVerb(t *testing.T) {
 		{"both modes", []string{"prune", "--key", "generic", "--exercises", root, "--out", out, "--in-guest", "--on-host"}, "", exitUsage, "exclude"},
 		{"no exercise of the key", []string{"prune", "--key", "nothing-here", "--exercises", root, "--out", out, "--on-host"}, "1", exitFail, "no exercise of key"},
 		{"not disposable", []string{"prune", "--key", "broken", "--exercises", root, "--out", out, "--on-host"}, "", exitRefused, "LOCKSTEP_DISPOSABLE=1"},
+		{"unknown --only", []string{"prune", "--key", "broken", "--exercises", root, "--out", out, "--on-host", "--only", "failing-tset"}, "1", exitUsage, `--only "failing-tset": no such exercise of key "broken"; there are: failing-test`},
 		{"aborts", []string{"prune", "--key", "broken", "--exercises", root, "--out", out, "--on-host", "--skip-containment", "--work-dir", filepath.Join(t.TempDir(), "testing-dir")}, "1", exitFail, "aborted: baseline run 1: the reference fails its own tests"},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
@@ -50,6 +51,42 @@ func TestPruneVerb(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "broken_failing-test.cfg")); !os.IsNotExist(err) {
 		t.Errorf("an aborted exercise left a .cfg: %v", err)
+	}
+}
+
+// TestPruneRefusalKeepsOut: a prune that is refused (a machine not declared
+// disposable, a kernel that cannot be had) leaves the key's earlier
+// artefacts in --out; before, they were removed first.
+func TestPruneRefusalKeepsOut(t *testing.T) {
+	root, err := filepath.Abs("../../testdata/exercises")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	earlier := filepath.Join(out, "broken_failing-test.cfg")
+	for _, tc := range []struct {
+		Name string
+		Args []string
+		Code int
+	}{
+		{"not disposable", []string{"--on-host"}, exitRefused},
+		{"no kernel", []string{"--kernel", filepath.Join(t.TempDir(), "none", "bzImage")}, exitFail},
+	} {
+		t.Run(tc.Name, func(t *testing.T) {
+			if err := os.WriteFile(earlier, []byte("[read]\n/usr\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("LOCKSTEP_DISPOSABLE", "")
+			t.Setenv("LOCKSTEP_GUEST", "")
+			args := append([]string{"prune", "--key", "broken", "--exercises", root, "--out", out}, tc.Args...)
+			var o, e bytes.Buffer
+			if code := run(t.Context(), args, &stdio{out: &o, err: &e}); code != tc.Code {
+				t.Fatalf("lockstep %s = %d, stderr %q; want %d", strings.Join(args, " "), code, e.String(), tc.Code)
+			}
+			if _, err := os.Stat(earlier); err != nil {
+				t.Errorf("the refused prune removed the earlier %s: %v", filepath.Base(earlier), err)
+			}
+		})
 	}
 }
 
