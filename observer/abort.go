@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
+	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
 // AbortError stops one exercise's verification: Reason becomes the record's
@@ -45,6 +46,23 @@ func JudgeAudit(phase string, rr *audit.RunResult) *AbortError {
 	}
 	return abortf(map[string]any{"problems": problems, "lost_before": rr.LostBefore, "lost_after": rr.LostAfter},
 		"the audit records of the %s run cannot be trusted, %s or a barrier is missing: %s", phase, recordsLost, strings.Join(problems, "; "))
+}
+
+// JudgeTrace returns nil when every line of a run's trace was read, and
+// otherwise an abort naming the lines that were not: a refusal on such a
+// line would go uncompared, its audit record counted audit-only, and the
+// run verified without it. (Every trace captured so far parses whole; the
+// pruner records the count as trace_errors.)
+func JudgeTrace(phase string, errs []*strace.SyntaxError) *AbortError {
+	if len(errs) == 0 {
+		return nil
+	}
+	lines := make([]string, 0, min(len(errs), 3))
+	for _, e := range errs[:min(len(errs), 3)] {
+		lines = append(lines, e.Error())
+	}
+	return abortf(map[string]any{"unread_lines": len(errs), "first": lines},
+		"the trace of the %s run has %d line(s) the parser could not read, so strace's side is incomplete: %s", phase, len(errs), strings.Join(lines, "; "))
 }
 
 func oneLine(s string) string {

@@ -197,3 +197,39 @@ func BenchmarkCrossCheck(b *testing.B) {
 		CrossCheck(refusals, denials)
 	}
 }
+
+// TestJudgeTrace: a captured trace parses whole and passes; the same trace
+// with one line cut short (a strace line the parser cannot read) aborts the
+// run, naming the line, instead of leaving its refusal uncompared.
+func TestJudgeTrace(t *testing.T) {
+	src, err := os.ReadFile("../testdata/strace/basic.strace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "whole.strace")
+	damaged := filepath.Join(dir, "damaged.strace")
+	lines := strings.SplitAfter(string(src), "\n")
+	cut := strings.Join(lines[:2], "") + "1234 openat(AT_FDCWD, \"/etc/hos\n" + strings.Join(lines[2:], "")
+	if err := os.WriteFile(whole, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(damaged, []byte(cut), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := strace.ParseFileLenient(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ae := JudgeTrace("cross-check", tr.Errors); ae != nil {
+		t.Errorf("a captured trace was judged incomplete: %v", ae)
+	}
+	tr, err = strace.ParseFileLenient(damaged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ae := JudgeTrace("cross-check", tr.Errors)
+	if ae == nil || !strings.Contains(ae.Reason, "1 line(s)") || !strings.Contains(ae.Reason, "strace line 3") {
+		t.Errorf("JudgeTrace of a trace with a damaged line = %v; want an abort naming line 3", ae)
+	}
+}

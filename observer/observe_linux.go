@@ -389,6 +389,10 @@ func (v *verification) observe(ctx context.Context, kind string, p *policy.Polic
 	if err != nil {
 		return nil, fmt.Errorf("the %s run's trace: %w", kind, err)
 	}
+	if ae := JudgeTrace(kind, tr.Errors); ae != nil {
+		run.End(ctx, func(int) bool { return false }, 0)
+		return nil, ae
+	}
 	pids := map[int]bool{}
 	for _, c := range tr.Calls {
 		pids[c.PID], pids[c.TGID] = true, true

@@ -214,6 +214,9 @@ func refusalsOf(path string) ([]*attribute.Refusal, traceLines, error) {
 	if err != nil {
 		return nil, tl, fmt.Errorf("the trace: %w", err)
 	}
+	if ae := observer.JudgeTrace("observed", tr.Errors); ae != nil {
+		return nil, tl, ae
+	}
 	for _, c := range tr.Calls {
 		tl.pids = append(tl.pids, c.PID, c.TGID)
 	}
