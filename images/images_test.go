@@ -430,6 +430,29 @@ func FuzzParseDpkgStatus(f *testing.F) {
 	})
 }
 
+// FuzzParseSourcesList: the one-line sources.list format, read from the
+// host. Either an error naming file:line, or deb sources with a URI and
+// exactly one suite each, none of them a comment.
+func FuzzParseSourcesList(f *testing.F) {
+	f.Add([]byte("deb http://b.example.invalid/debian bookworm main contrib\n# deb x y\ndeb-src a b\n"))
+	f.Add([]byte("deb [arch=amd64 signed-by=/k.gpg] http://b.example.invalid/debian sid main\n\n"))
+	f.Add([]byte("deb [trusted=yes]\ndeb\nrpm x y\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		ss, err := ParseSourcesList("f", src)
+		if err != nil {
+			if ss != nil || !strings.HasPrefix(err.Error(), "f:") {
+				t.Fatalf("error %q (with %d sources): want f:<line> and no sources", err, len(ss))
+			}
+			return
+		}
+		for _, s := range ss {
+			if s.URI == "" || len(s.Suites) != 1 || s.Suites[0] == "" || strings.Contains(s.URI+s.Suites[0], "#") || !strings.HasPrefix(s.From, "f:") {
+				t.Fatalf("source %+v from %q", s, src)
+			}
+		}
+	})
+}
+
 func FuzzParseDeb822Sources(f *testing.F) {
 	f.Add([]byte("Types: deb\nURIs: http://b.example.invalid/debian\nSuites: bookworm bookworm-updates\nComponents: main\n"))
 	f.Add([]byte("Types: deb deb-src\nURIs: a b\n  c\nSuites: x\nEnabled: no\n\n\nTypes: deb\n"))
