@@ -23,6 +23,10 @@ import (
 // run a guest here.
 var ErrKVMUnusable = errors.New("kvm unusable")
 
+// ErrNoQEMU is returned when the QEMU binary cannot be run (not installed,
+// or not QEMU): no guest was started.
+var ErrNoQEMU = errors.New("no usable QEMU")
+
 // Verdict is what the accel probe learnt about KVM on this host. It is
 // cached per (host kernel release, QEMU version).
 type Verdict struct {

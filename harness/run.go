@@ -390,7 +390,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	qv, err := QEMUVersion(o.QEMU)
 	if err != nil {
-		return nil, fmt.Errorf("qemu: %w", err)
+		return nil, fmt.Errorf("%w: %w (install qemu-system-x86, or name the binary in LOCKSTEP_QEMU)", ErrNoQEMU, err)
 	}
 	accel, accelReason, err := resolveAccel(ctx, &o)
 	if err != nil {

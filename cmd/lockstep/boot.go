@@ -105,8 +105,15 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 		default:
 			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
 		}
-		if *mem < 64 || *cpus < 1 || *timeout < 0 || *bootTimeout < 0 {
-			return usageExit(io, v, usagef("want --mem of at least 64, --cpus of at least 1 and a non-negative --timeout"))
+		switch {
+		case *mem < 64:
+			return usageExit(io, v, usagef("--mem %d: want at least 64 (MiB)", *mem))
+		case *cpus < 1:
+			return usageExit(io, v, usagef("--cpus %d: want at least 1", *cpus))
+		case *timeout < 0:
+			return usageExit(io, v, usagef("--timeout %v: want a duration of 0 or more", *timeout))
+		case *bootTimeout < 0:
+			return usageExit(io, v, usagef("--boot-timeout %v: want a duration of 0 or more", *bootTimeout))
 		}
 		log := bootLogger(io)
 		bz, err := resolveKernel(ctx, *kernelArg, log)
@@ -147,8 +154,11 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 			Stdout: io.out, Stderr: io.err, ResultsDir: *results, Verbose: io.verbose, Log: log,
 		})
 		if res == nil {
-			if errors.Is(err, harness.ErrGuestSetup) {
+			switch {
+			case errors.Is(err, harness.ErrGuestSetup):
 				return fail(io, "boot", exitGuestSetup, err)
+			case errors.Is(err, harness.ErrNoQEMU), errors.Is(err, harness.ErrKVMUnusable):
+				return fail(io, "boot", exitFail, err) // as --help says: QEMU could not be had, KVM asked for and unusable
 			}
 			return fail(io, "boot", exitIndeterminate, err)
 		}

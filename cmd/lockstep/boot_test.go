@@ -141,9 +141,10 @@ func TestBootSIGINT(t *testing.T) {
 	}
 }
 
-// TestBootSetupExits holds boot to its --help: a kernel that cannot be had
-// is 1, a guest that cannot be set up (modules missing, an init the guest
-// cannot run) is 70, never 3 (which says a guest ran and did not report).
+// TestBootSetupExits holds boot to its --help: a kernel or a QEMU that
+// cannot be had is 1, a guest that cannot be set up (modules missing, an
+// init the guest cannot run) is 70, never 3 (which says a guest ran and did
+// not report); a bad flag value is 2, naming the flag and its value.
 func TestBootSetupExits(t *testing.T) {
 	dir := t.TempDir()
 	bz := filepath.Join(dir, "bzImage")
@@ -158,8 +159,14 @@ func TestBootSetupExits(t *testing.T) {
 	}{
 		{"NoKernelFile", []string{"boot", "--kernel", filepath.Join(dir, "none", "bzImage"), "--", "true"}, exitFail, "not found"},
 		{"NoModules", []string{"boot", "--kernel", bz, "--machine", "q35", "--modules", filepath.Join(dir, "none"), "--", "true"}, exitGuestSetup, "none"},
+		{"NoQEMU", []string{"boot", "--kernel", bz, "--accel", "tcg", "--", "true"}, exitFail, "no usable QEMU"},
+		{"BadMem", []string{"boot", "--kernel", bz, "--mem", "32", "--", "true"}, exitUsage, "--mem 32: want at least 64"},
+		{"BadBootTimeout", []string{"boot", "--kernel", bz, "--boot-timeout", "-1s", "--", "true"}, exitUsage, "--boot-timeout -1s: want a duration of 0 or more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "NoQEMU" {
+				t.Setenv("LOCKSTEP_QEMU", filepath.Join(dir, "no-qemu"))
+			}
 			code, _, errb := runCLI(t, tc.args...)
 			if code != tc.want || !strings.Contains(errb, tc.msg) {
 				t.Errorf("lockstep %s = %d, %q; want %d naming %q", strings.Join(tc.args, " "), code, errb, tc.want, tc.msg)
