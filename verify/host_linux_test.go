@@ -134,3 +134,18 @@ func TestHereHostKernel(t *testing.T) {
 		})
 	}
 }
+
+// TestRunUnknownExercise: an --exercise name the key does not have is
+// refused, naming it and the ones there are, even beside a name that
+// exists (before, it was dropped without a word).
+func TestRunUnknownExercise(t *testing.T) {
+	p, err := policy.Parse("p.cfg", []byte("[read]\n/usr\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(t.Context(), Options{Policy: p, Kernels: []Kernel{{Name: "host"}}, Exercises: "../testdata/exercises", Key: "generic",
+		Only: []string{"shell-reference", "shell-refrence"}})
+	if err == nil || !strings.Contains(err.Error(), `no exercise "shell-refrence" of key "generic"`) || !strings.Contains(err.Error(), "there are: shell-reference") {
+		t.Errorf("Run with an unknown exercise = %v; want it named with the ones there are", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
@@ -83,13 +84,24 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
 	res := &Result{Schema: ResultSchema, Key: opts.Key, PolicyHash: opts.Policy.Hash(), Policies: opts.Policies, Parallel: opts.Parallel}
+	var names []string
 	for _, f := range found {
+		names = append(names, f.Name)
 		if len(opts.Only) == 0 || contains(opts.Only, f.Name) {
 			res.Exercises = append(res.Exercises, f.Name)
 		}
 	}
-	if len(res.Exercises) == 0 {
+	if len(found) == 0 {
 		return nil, fmt.Errorf("verify: no exercise for key %q under %s", opts.Key, opts.Exercises)
+	}
+	var unknown []string
+	for _, o := range opts.Only {
+		if !contains(names, o) {
+			unknown = append(unknown, strconv.Quote(o))
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("verify: no exercise %s of key %q under %s; there are: %s", strings.Join(unknown, ", "), opts.Key, opts.Exercises, strings.Join(names, ", "))
 	}
 	exAbs, err := filepath.Abs(opts.Exercises)
 	if err != nil {
