@@ -34,9 +34,11 @@ func (e *HashError) Error() string {
 
 // fetchTimeouts bound each network step of a URL download, so an unreachable
 // host fails in seconds instead of hanging.
+// Idle bounds the wait for the body's next bytes: a server that sent its
+// headers and then stalled held a fetch forever before.
 var fetchTimeouts = struct {
-	Dial, TLS, Header time.Duration
-}{Dial: 10 * time.Second, TLS: 10 * time.Second, Header: 30 * time.Second}
+	Dial, TLS, Header, Idle time.Duration
+}{Dial: 10 * time.Second, TLS: 10 * time.Second, Header: 30 * time.Second, Idle: 60 * time.Second}
 
 // download returns the path of pin's verified download in the cache,
 // fetching it first when absent. A download whose SHA-256 differs from the
@@ -155,19 +157,57 @@ func httpGet(ctx context.Context, rawURL string) (io.ReadCloser, error) {
 		TLSHandshakeTimeout:   fetchTimeouts.TLS,
 		ResponseHeaderTimeout: fetchTimeouts.Header,
 	}
+	ctx, cancel := context.WithCancel(ctx)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("fetch %s: %w (is the host reachable from this machine? a pin with source=debian needs only Debian's archive)", rawURL, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
+		cancel()
 		return nil, fmt.Errorf("fetch %s: %s, want 200 OK", rawURL, resp.Status)
 	}
-	return resp.Body, nil
+	b := &idleBody{body: resp.Body, cancel: cancel, idle: fetchTimeouts.Idle}
+	b.timer = time.AfterFunc(b.idle, b.expire)
+	return b, nil
+}
+
+// idleBody cancels its request when no byte arrives for idle.
+type idleBody struct {
+	body    io.ReadCloser
+	cancel  context.CancelFunc
+	idle    time.Duration
+	timer   *time.Timer
+	expired atomic.Bool
+}
+
+func (b *idleBody) expire() {
+	b.expired.Store(true)
+	b.cancel()
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.idle)
+	}
+	if err != nil && err != io.EOF && b.expired.Load() {
+		err = fmt.Errorf("no data for %s: %w", b.idle, err)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	err := b.body.Close()
+	b.cancel()
+	return err
 }
 
 type countWriter struct{ n *atomic.Int64 }

@@ -2,11 +2,14 @@ package kernel
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -110,6 +113,49 @@ func TestSourcesFetchesChecksAndCaches(t *testing.T) {
 	write(t, dl, []byte("corrupt"))
 	if _, err := b.download(t.Context(), pins[0]); !errors.As(err, new(*HashError)) {
 		t.Errorf("download with a corrupt cached file = %v, want *HashError", err)
+	}
+}
+
+// TestFetchStalledServer: a server that never answers, and one that sends
+// its headers and a few bytes and then stalls, each fail the fetch within
+// their timeout (shortened here) and say which wait ran out; before, the
+// stalled body held the fetch forever. Local servers, so it runs anywhere.
+func TestFetchStalledServer(t *testing.T) {
+	saved := fetchTimeouts
+	t.Cleanup(func() { fetchTimeouts = saved })
+	fetchTimeouts.Header, fetchTimeouts.Idle = 300*time.Millisecond, 300*time.Millisecond
+	for _, tc := range []struct {
+		name, reply, want string
+	}{
+		{"no answer", "", "timeout awaiting response headers"},
+		{"stalled body", "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n0123456789", "no data for 300ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				c.Write([]byte(tc.reply))
+				time.Sleep(5 * time.Second) // stall, holding the connection
+			}()
+			b := &Builder{CacheDir: t.TempDir()}
+			pin := Pin{Version: "9.9", URL: "http://" + ln.Addr().String() + "/linux-9.9.tar.gz"}
+			start := time.Now()
+			_, err = b.fetchURL(t.Context(), pin, t.TempDir())
+			if d := time.Since(start); err == nil || !strings.Contains(err.Error(), tc.want) || d > 3*time.Second {
+				t.Errorf("fetch from a server that stalls = %v after %s; want an error naming %q within 3 s", err, d.Round(time.Millisecond), tc.want)
+			}
+		})
 	}
 }
 
