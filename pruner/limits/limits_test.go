@@ -97,11 +97,9 @@ func TestSignature(t *testing.T) {
 	}
 }
 
-// TestSampler watches a real child: it holds descriptor 9 open, spends CPU
-// and starts a grandchild.
-func TestSampler(t *testing.T) {
-	s := StartTree("", "")
-	cmd := exec.Command("/bin/bash", "-c", `exec 9</dev/null; x=0; for ((i=0;i<300000;i++)); do x=$((x+1)); done; sleep 0.3 & wait`)
+// measure runs cmd to its end with s watching it.
+func measure(t *testing.T, s *Sampler, cmd *exec.Cmd) Measurement {
+	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +107,13 @@ func TestSampler(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	m := s.Stop()
+	return s.Stop()
+}
+
+// TestSampler watches a real child: it holds descriptor 9 open, spends CPU
+// and starts a grandchild.
+func TestSampler(t *testing.T) {
+	m := measure(t, StartTree("", ""), exec.Command("/bin/bash", "-c", `exec 9</dev/null; x=0; for ((i=0;i<300000;i++)); do x=$((x+1)); done; sleep 0.3 & wait`))
 	if m.Samples < 2 || m.HighestFD < 9 || m.OpenFDs < 4 || m.Tasks < 1 || m.CPUSeconds <= 0 || m.VMPeakMB <= 0 || m.WallSeconds <= 0 {
 		t.Errorf("Sampler = %+v; want samples, fd ≥ 9, 4 or more open, tasks, CPU time, VmPeak and wall time", m)
 	}
@@ -127,16 +131,7 @@ func TestNoFileShellScript(t *testing.T) {
 	if err := os.WriteFile(script, []byte("exec 3</dev/null 4</dev/null\nsleep 0.5\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := StartTree("", "")
-	cmd := exec.Command("/bin/bash", script)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s.Watch(cmd.Process.Pid)
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	m := s.Stop()
+	m := measure(t, StartTree("", ""), exec.Command("/bin/bash", script))
 	if m.HighestFD != 255 || m.OpenFDs < 5 || m.OpenFDs > 10 {
 		t.Fatalf("Sampler = %+v; want bash's script at fd 255 and 5 to 10 open", m)
 	}
@@ -167,15 +162,7 @@ func TestSamplerTree(t *testing.T) {
 	defer other.Process.Kill()
 	s := StartTree("", "")
 	time.Sleep(2 * Interval) // nothing is watched yet: nothing is sampled
-	cmd := exec.Command("/bin/bash", "-c", `exec 9</dev/null; sleep 0.5 & wait`)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s.Watch(cmd.Process.Pid)
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	m := s.Stop()
+	m := measure(t, s, exec.Command("/bin/bash", "-c", `exec 9</dev/null; sleep 0.5 & wait`))
 	if m.HighestFD < 9 || m.HighestFD >= 200 || m.Samples < 2 || m.Tasks < 1 {
 		t.Errorf("tree sampler = %+v; want fd 9 seen and the other child's fd 200 not, samples, tasks", m)
 	}
