@@ -156,8 +156,8 @@ func (c *caps) setupV2In(parent, name string) error {
 		}
 	}
 	if c.nproc > 0 {
-		// The cap itself is written by capPids, once the processes that
-		// are not the command's are in; here only that it can be.
+		// The cap itself is written later (see pidsMax), once the
+		// enforcer child's threads are in; here only that it can be.
 		if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte("max"), 0); err != nil {
 			return fmt.Errorf("set pids.max: %w", err)
 		}

@@ -505,6 +505,18 @@ func TestForkLoopCap(t *testing.T) {
 	t.Logf("fork loop: %d in %v: %v; %s", r.status, time.Since(start).Round(time.Millisecond), r.err, firstLine(r.stderr))
 }
 
+// TestSingleProcessCap: nproc=1 still runs a command that starts nothing:
+// the cap must not hit the enforcer's own re-executed child, whose Go
+// runtime runs several threads before it execs.
+func TestSingleProcessCap(t *testing.T) {
+	needHostLandlock(t)
+	needCgroupCaps(t)
+	r := runUnder(t, baseRules+"[limits]\nnproc=1\n", nil, "/usr/bin/true")
+	if r.status != 0 || r.err != nil {
+		t.Errorf("true under nproc=1 = %d, %v; want 0\nstderr: %.500s", r.status, r.err, r.stderr)
+	}
+}
+
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line

@@ -382,16 +382,10 @@ func (v *verification) observe(ctx context.Context, kind string, p *policy.Polic
 		return nil, err
 	}
 	ob := &observed{res: res}
-	if ob.trace, err = os.ReadFile(base + ".trace"); err != nil {
-		return nil, err
-	}
-	tr, err := strace.ParseFileLenient(base + ".trace")
+	tr, err := readTrace(kind, base+".trace", ob)
 	if err != nil {
-		return nil, fmt.Errorf("the %s run's trace: %w", kind, err)
-	}
-	if ae := JudgeTrace(kind, tr.Errors); ae != nil {
 		run.End(ctx, func(int) bool { return false }, 0)
-		return nil, ae
+		return nil, err
 	}
 	pids := map[int]bool{}
 	for _, c := range tr.Calls {
@@ -418,6 +412,23 @@ func (v *verification) observe(ctx context.Context, kind string, p *policy.Polic
 		return nil, ae
 	}
 	return ob, nil
+}
+
+// readTrace reads a run's trace into ob and parses it; a trace with a line
+// the parser cannot read is an abort (JudgeTrace).
+func readTrace(kind, path string, ob *observed) (*strace.Trace, error) {
+	var err error
+	if ob.trace, err = os.ReadFile(path); err != nil {
+		return nil, err
+	}
+	tr, err := strace.ParseFileLenient(path)
+	if err != nil {
+		return nil, fmt.Errorf("the %s run's trace: %w", kind, err)
+	}
+	if ae := JudgeTrace(kind, tr.Errors); ae != nil {
+		return nil, ae
+	}
+	return tr, nil
 }
 
 // crossCheck runs the narrowed policy observed and joins the two views.

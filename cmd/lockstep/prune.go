@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,13 +119,13 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 			return fail(io, "prune", exitFail, fmt.Errorf("no exercise of key %q under %s", *key, *root))
 		}
 		if *only != "" {
-			if found, err = onlyExercise(found, *only); err != nil {
-				return fail(io, "prune", exitUsage, err)
+			if found, err = namedExercises(found, *only); err != nil {
+				return fail(io, "prune", exitUsage, usagef("--only %v", err))
 			}
 		}
 		// The key's earlier artefacts are removed (as Phobos does) only once
 		// nothing more can refuse the prune: a refusal leaves --out as it was.
-		out := pruneOut{dir: *out, key: *key, clean: *only == ""}
+		out := &pruneOut{dir: *out, key: *key, clean: *only == ""}
 		if *inGuest || *onHost {
 			if err := prune.Disposable(); err != nil {
 				return fail(io, "prune", exitRefused, err)
@@ -139,32 +141,49 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 	}
 }
 
-// onlyExercise keeps the exercise named only, or names the ones there are.
-func onlyExercise(found []exercise.Found, only string) ([]exercise.Found, error) {
-	var names []string
+// namedExercises keeps the exercises of found (one key's, not empty) that
+// are named, or says which names the key has not, and which it has.
+func namedExercises(found []exercise.Found, names ...string) ([]exercise.Found, error) {
+	var keep []exercise.Found
+	var have, unknown []string
 	for _, f := range found {
-		if f.Name == only {
-			return []exercise.Found{f}, nil
+		have = append(have, f.Name)
+		if slices.Contains(names, f.Name) {
+			keep = append(keep, f)
 		}
-		names = append(names, f.Name)
 	}
-	return nil, usagef("--only %q: no such exercise of key %q; there are: %s", only, found[0].Key, strings.Join(names, ", "))
+	for _, n := range names {
+		if !slices.Contains(have, n) {
+			unknown = append(unknown, strconv.Quote(n))
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("%s: no such exercise of key %q; there are: %s", strings.Join(unknown, ", "), found[0].Key, strings.Join(have, ", "))
+	}
+	return keep, nil
 }
 
 // pruneOut is the prune's --out: made if missing and, for a prune of the
-// whole key, rid of the key's earlier artefacts.
+// whole key, rid of the key's earlier artefacts, once (prepare).
 type pruneOut struct {
 	dir, key string
 	clean    bool
+	prepared bool
 }
 
-func (o pruneOut) prepare() error {
+func (o *pruneOut) prepare() error {
+	if o.prepared {
+		return nil
+	}
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return err
 	}
 	if o.clean {
-		return pruneClean(o.dir, o.key)
+		if err := pruneClean(o.dir, o.key); err != nil {
+			return err
+		}
 	}
+	o.prepared = true
 	return nil
 }
 
@@ -227,7 +246,7 @@ func pruneRefused(ctx context.Context, f exercise.Found, err error) *prune.Resul
 
 type pruneGuestArgs struct {
 	key, root, kernel, rootDir, accel, seeds string
-	out                                      pruneOut
+	out                                      *pruneOut
 	skipContain, minimal                     bool
 }
 
@@ -241,9 +260,6 @@ func pruneGuests(ctx context.Context, io *stdio, found []exercise.Found, a prune
 	}
 	rootAbs, err := filepath.Abs(a.root)
 	if err != nil {
-		return fail(io, "prune", exitFail, err)
-	}
-	if err := a.out.prepare(); err != nil {
 		return fail(io, "prune", exitFail, err)
 	}
 	shares := []harness.Share{{Source: rootAbs, GuestPath: pruneGuestExercises}}
@@ -294,6 +310,12 @@ func pruneOneGuest(ctx context.Context, io *stdio, log *slog.Logger, bz string, 
 		return fail(io, "prune", c, fmt.Errorf("%s_%s: guest on %s: %w", f.Key, f.Name, filepath.Base(bz), err))
 	}
 	stem := f.Key + "_" + f.Name
+	// Only now, with a guest's results in hand, is --out prepared: a
+	// prune that no guest could run (no QEMU, KVM asked for and
+	// unusable) leaves the earlier artefacts where they were.
+	if err := a.out.prepare(); err != nil {
+		return fail(io, "prune", exitFail, err)
+	}
 	copied := 0
 	for _, suf := range []string{record.ConfigSuffix, record.ExerciseSuffix, record.AbortedSuffix} {
 		b, err := os.ReadFile(filepath.Join(dir, stem+suf))

@@ -55,7 +55,7 @@ func TestPruneVerb(t *testing.T) {
 }
 
 // TestPruneRefusalKeepsOut: a prune that is refused (a machine not declared
-// disposable, a kernel that cannot be had) leaves the key's earlier
+// disposable, a kernel or a QEMU that cannot be had) leaves the key's earlier
 // artefacts in --out; before, they were removed first.
 func TestPruneRefusalKeepsOut(t *testing.T) {
 	root, err := filepath.Abs("../../testdata/exercises")
@@ -64,6 +64,10 @@ func TestPruneRefusalKeepsOut(t *testing.T) {
 	}
 	out := t.TempDir()
 	earlier := filepath.Join(out, "broken_failing-test.cfg")
+	bz := filepath.Join(t.TempDir(), "bzImage")
+	if err := os.WriteFile(bz, []byte("never booted: QEMU is missing"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		Name string
 		Args []string
@@ -71,8 +75,10 @@ func TestPruneRefusalKeepsOut(t *testing.T) {
 	}{
 		{"not disposable", []string{"--on-host"}, exitRefused},
 		{"no kernel", []string{"--kernel", filepath.Join(t.TempDir(), "none", "bzImage")}, exitFail},
+		{"no QEMU", []string{"--kernel", bz}, exitFail},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
+			t.Setenv("LOCKSTEP_QEMU", filepath.Join(t.TempDir(), "no-qemu"))
 			if err := os.WriteFile(earlier, []byte("[read]\n/usr\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -101,6 +101,19 @@ func verifyFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 				return usageExit(io, v, err)
 			}
 		}
+		if len(only) > 0 {
+			// Named exercises are checked before any kernel is fetched.
+			found, err := exercise.ForKey(*exercises, *key)
+			if err == nil && len(found) == 0 {
+				err = fmt.Errorf("no exercise of key %q under %s", *key, *exercises)
+			}
+			if err == nil {
+				_, err = namedExercises(found, only...)
+			}
+			if err != nil {
+				return usageExit(io, v, usagef("--exercise %v", err))
+			}
+		}
 		log := guestLogger(io, "verify")
 		opts := verify.Options{Policy: p, Policies: files, Exercises: *exercises, Key: *key, Only: only, JointRuns: *joint,
 			Parallel: *parallel, Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout, BootTimeout: *bootTimeout, Verbose: io.verbose, Log: log}

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestVerifyUnknownExercise: a --exercise name the key does not have is a
+// usage error (2) naming it and the ones there are, found before any
+// kernel is looked for (the kernel here does not exist).
+func TestVerifyUnknownExercise(t *testing.T) {
+	root, err := filepath.Abs("../../testdata/exercises")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(t.TempDir(), "base.cfg")
+	if err := os.WriteFile(base, []byte("[read]\n/usr\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"verify", "--base", base, "--kernel", filepath.Join(t.TempDir(), "none", "bzImage"), "--exercises", root,
+		"--key", "generic", "--exercise", "shell-reference", "--exercise", "shell-refrence"}
+	var o, e bytes.Buffer
+	code := run(t.Context(), args, &stdio{out: &o, err: &e})
+	want := `--exercise "shell-refrence": no such exercise of key "generic"; there are: shell-reference`
+	if code != exitUsage || !strings.Contains(e.String(), want) {
+		t.Errorf("lockstep %s = %d, stderr %q; want %d naming %q", strings.Join(args, " "), code, e.String(), exitUsage, want)
+	}
+}
