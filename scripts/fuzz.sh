@@ -13,13 +13,13 @@ POLICY_FUZZTIME=${POLICY_FUZZTIME:-30s}
 n=0
 while IFS= read -r file; do
 	dir=./$(dirname "$file")
-	for fn in $(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$file"); do
+	while IFS= read -r fn; do
 		t=$FUZZTIME
 		[[ $dir/$fn == ./enforcer/policy/FuzzParse ]] && t=$POLICY_FUZZTIME
 		echo "fuzz: $dir $fn ($t)"
-		"$GO" test -run '^$' -fuzz "^$fn\$" -fuzztime "$t" "$dir"
+		"$GO" test -run '^$' -fuzz "^$fn\$" -fuzztime "$t" "$dir" </dev/null
 		n=$((n + 1))
-	done
+	done < <(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$file")
 done < <(git ls-files '*_test.go' | grep -v '/testdata/' | sort)
 if ((n == 0)); then
 	echo "fuzz: no Fuzz function found (is this a git checkout?)" >&2
