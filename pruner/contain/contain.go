@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
@@ -304,50 +305,88 @@ func ParseOutput(b []byte) ProbeOutput {
 // appended, sorted by name) and the names of the checks that did not hold
 // (the probe was not refused, or its control failed). The error is for a
 // probe that could not run at all.
+//
+// The checks that wait a limit out (timeout, cpu: no control, refused by
+// the enforcer's status) run beside the others, each in its own goroutine:
+// they cost their limit's seconds each (60 s and 30 s for the floors every
+// pruned policy has), and one after another they were most of a prune's
+// containment stage. Every probe is its own process under its own copy of
+// the policy, so running them at once changes no result.
 func Run(ctx context.Context, checks []Check, un []record.ContainmentCheck, probe Probe) ([]record.ContainmentCheck, []string, error) {
+	type result struct {
+		rc     record.ContainmentCheck
+		failed string
+		err    error
+	}
+	results := make([]result, len(checks))
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		if waitsOut(c) {
+			wg.Go(func() { results[i].rc, results[i].failed, results[i].err = runCheck(ctx, c, probe) })
+		}
+	}
+	for i, c := range checks {
+		if !waitsOut(c) {
+			results[i].rc, results[i].failed, results[i].err = runCheck(ctx, c, probe)
+		}
+	}
+	wg.Wait()
 	var out []record.ContainmentCheck
 	var failed []string
-	for _, c := range checks {
-		rc := record.ContainmentCheck{Name: c.Name, Arguments: c.Args}
-		if c.Control {
-			st, b, err := probe(ctx, false, c)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s: control: %w", c.Name, err)
-			}
-			po := ParseOutput(b)
-			if !po.Started || st != 0 || po.Errno != "0" {
-				rc.Control = fmt.Sprintf("failed: status %d, %s", st, strings.TrimSpace(po.Line))
-				rc.Unchecked = "unproven: the probe fails without any sandbox too"
-				out = append(out, rc)
-				failed = append(failed, c.Name+" (unproven)")
-				continue
-			}
-			rc.Control = "ok: " + po.Line
+	for _, r := range results {
+		if r.err != nil {
+			return nil, nil, r.err
 		}
-		st, b, err := probe(ctx, true, c)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", c.Name, err)
+		out = append(out, r.rc)
+		if r.failed != "" {
+			failed = append(failed, r.failed)
 		}
-		po := ParseOutput(b)
-		if !po.Started {
-			return nil, nil, fmt.Errorf("%s: the probe did not start under the policy (status %d): %s", c.Name, st, bytes.TrimSpace(b))
-		}
-		if c.WantErrno != "" {
-			rc.Refused = po.Errno == c.WantErrno
-		}
-		for _, s := range c.WantStatus {
-			if st == s {
-				rc.Refused = true
-			}
-		}
-		if !rc.Refused {
-			failed = append(failed, fmt.Sprintf("%s (status %d, %s)", c.Name, st, strings.TrimSpace(po.Line)))
-		}
-		out = append(out, rc)
 	}
 	out = append(out, un...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, failed, nil
+}
+
+// waitsOut reports whether c waits a limit out (refused by status alone).
+func waitsOut(c Check) bool { return !c.Control && len(c.WantStatus) > 0 }
+
+// runCheck runs c's control (if any) and c under the policy. It returns the
+// record's check and, when it did not hold, why.
+func runCheck(ctx context.Context, c Check, probe Probe) (record.ContainmentCheck, string, error) {
+	rc := record.ContainmentCheck{Name: c.Name, Arguments: c.Args}
+	if c.Control {
+		st, b, err := probe(ctx, false, c)
+		if err != nil {
+			return rc, "", fmt.Errorf("%s: control: %w", c.Name, err)
+		}
+		po := ParseOutput(b)
+		if !po.Started || st != 0 || po.Errno != "0" {
+			rc.Control = fmt.Sprintf("failed: status %d, %s", st, strings.TrimSpace(po.Line))
+			rc.Unchecked = "unproven: the probe fails without any sandbox too"
+			return rc, c.Name + " (unproven)", nil
+		}
+		rc.Control = "ok: " + po.Line
+	}
+	st, b, err := probe(ctx, true, c)
+	if err != nil {
+		return rc, "", fmt.Errorf("%s: %w", c.Name, err)
+	}
+	po := ParseOutput(b)
+	if !po.Started {
+		return rc, "", fmt.Errorf("%s: the probe did not start under the policy (status %d): %s", c.Name, st, bytes.TrimSpace(b))
+	}
+	if c.WantErrno != "" {
+		rc.Refused = po.Errno == c.WantErrno
+	}
+	for _, s := range c.WantStatus {
+		if st == s {
+			rc.Refused = true
+		}
+	}
+	if !rc.Refused {
+		return rc, fmt.Sprintf("%s (status %d, %s)", c.Name, st, strings.TrimSpace(po.Line)), nil
+	}
+	return rc, "", nil
 }
 
 // Plant writes each canary (0644, CanaryText), creating its directory, and

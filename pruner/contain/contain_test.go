@@ -3,10 +3,13 @@ package contain
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 )
@@ -104,6 +107,53 @@ func TestRun(t *testing.T) {
 	}
 	if len(failed) != 2 || !strings.HasPrefix(failed[0], "b allowed") || !strings.HasPrefix(failed[1], "c unproven") {
 		t.Errorf("failed = %q, want b and c", failed)
+	}
+}
+
+// TestRunWaitsAtOnce: the checks that wait a limit out (timeout, cpu) run
+// at the same time as each other and the rest. Each waiting probe here
+// returns only once the other has started, so run one after another they
+// would never finish.
+func TestRunWaitsAtOnce(t *testing.T) {
+	checks := []Check{
+		{Name: "limit cpu", Args: []string{"spin", "9"}, WantStatus: []int{152}},
+		{Name: "limit timeout", Args: []string{"sleep", "9"}, WantStatus: []int{124}},
+		{Name: "read canary", Args: []string{"read", "/a"}, WantErrno: "EACCES", Control: true},
+	}
+	var started sync.WaitGroup
+	started.Add(2)
+	probe := func(ctx context.Context, sandboxed bool, c Check) (int, []byte, error) {
+		switch c.Args[0] {
+		case "spin", "sleep":
+			started.Done()
+			done := make(chan struct{})
+			go func() { started.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				return 0, nil, fmt.Errorf("%s waited 10 s for the other waiting check to start", c.Name)
+			}
+			if c.Args[0] == "spin" {
+				return 152, []byte("START\n"), nil
+			}
+			return 124, []byte("START\n"), nil
+		}
+		if sandboxed {
+			return 1, []byte("START\nOP read ret=-1 errno=EACCES\n"), nil
+		}
+		return 0, []byte("START\nOP read ret=0 errno=0\n"), nil
+	}
+	out, failed, err := Run(t.Context(), checks, nil, probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(failed) != 0 || len(out) != 3 {
+		t.Fatalf("Run = %+v, failed %q", out, failed)
+	}
+	for _, rc := range out {
+		if !rc.Refused {
+			t.Errorf("%s not refused: %+v", rc.Name, rc)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
@@ -115,6 +116,7 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 	if timeout <= 0 {
 		timeout = DefaultProbeTimeout
 	}
+	var ranMu sync.Mutex // Run runs some checks at once; Ran need not be safe for that
 	probe := func(ctx context.Context, sandboxed bool, c Check) (int, []byte, error) {
 		argv := append(append([]string(nil), s.Probe...), c.Args...)
 		if sandboxed {
@@ -125,7 +127,9 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 			argv = append(append(append([]string(nil), s.Enforcer...), "--config", f, "--"), argv...)
 		}
 		if s.Ran != nil {
+			ranMu.Lock()
 			s.Ran()
+			ranMu.Unlock()
 		}
 		return ExecProbe(ctx, argv, s.Env, timeout)
 	}

@@ -1,9 +1,12 @@
 package contain
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
@@ -46,5 +49,61 @@ func TestExecuteSmallMemLimit(t *testing.T) {
 	}
 	if u, ok := got["limit nofile"]; !ok || u != "" {
 		t.Errorf("limit nofile = %q (present %v), want checked", u, ok)
+	}
+}
+
+// TestExecuteTimeLimits waits out a real timeout and a real CPU limit,
+// which Run runs at the same time: each must still end its probe with its
+// own status (124; SIGKILL or SIGXCPU at the CPU limit).
+func TestExecuteTimeLimits(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the canaries live in /root: needs root")
+	}
+	if abi, err := enforcer.HostABI(); err != nil || abi < 1 {
+		t.Skipf("no Landlock here (ABI %d, %v)", abi, err)
+	}
+	bin := lockstepbin.Build(t)
+	p, err := policy.Parse("t.cfg", []byte("[read]\n/usr\n/etc\n[execute]\n/usr/bin\n/usr/lib\n/usr/lib64\n[limits]\ntimeout=4\ncpu=2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	res, failed, err := Execute(t.Context(), p, Setup{Probe: []string{bin, Verb}, Enforcer: []string{bin, "run", "-q"}, ScratchDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	if len(failed) != 0 {
+		t.Errorf("checks that did not hold: %v", failed)
+	}
+	held := map[string]bool{}
+	for _, r := range res {
+		held[r.Name] = r.Refused
+	}
+	if !held["limit timeout"] || !held["limit cpu"] {
+		t.Errorf("limit timeout held %v, limit cpu held %v; want both: %+v", held["limit timeout"], held["limit cpu"], res)
+	}
+	t.Logf("%d checks in %s (timeout 4 s and cpu 2 s waited out at once)", len(res), time.Since(start).Round(time.Millisecond))
+}
+
+// TestProbeEndsAtTimeout: the timeout check's probe ends at the policy's
+// timeout, on the enforcer's SIGTERM, not at its SIGKILL 2 s later.
+func TestProbeEndsAtTimeout(t *testing.T) {
+	if abi, err := enforcer.HostABI(); err != nil || abi < 1 {
+		t.Skipf("no Landlock here (ABI %d, %v)", abi, err)
+	}
+	bin := lockstepbin.Build(t)
+	cfg := filepath.Join(t.TempDir(), "t.cfg")
+	rules := fmt.Sprintf("[read]\n/usr\n/etc\n%[1]s\n[execute]\n/usr\n%[1]s\n[limits]\ntimeout=1\n", bin)
+	if err := os.WriteFile(cfg, []byte(rules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	st, out, err := ExecProbe(t.Context(), []string{bin, "run", "-q", "--config", cfg, "--", bin, Verb, "sleep", "9"}, nil, time.Minute)
+	d := time.Since(start)
+	if err != nil || st != 124 {
+		t.Fatalf("probe under timeout=1 = %d, %v: %s", st, err, out)
+	}
+	if d > 2500*time.Millisecond {
+		t.Errorf("the probe ended %s after its start under timeout=1; want about 1 s (the enforcer's SIGTERM), not the SIGKILL after the 2 s grace", d.Round(time.Millisecond))
 	}
 }
