@@ -12,8 +12,8 @@
 //
 //	timeout   5 × wall up to the next of 60 120 300 600 900 1200 1800 2700 3600 s
 //	cpu       5 × cpu up to the next of 30 60 120 300 600 900 1200 1800 3600 s
-//	nproc     max(64, 2 × tasks + 16)
-//	nofile    max(256, highest_fd + 1, 2 × open_fds)
+//	nproc     max(64, 2 × tasks + 16), up to a power of two
+//	nofile    max(256, highest_fd + 1, 2 × open_fds), up to a power of two
 //	fsize_mb  max(16, ceil_to(2 × largest_file_mb, 16))
 //	mem_mb    heap_pinned only: max(512, ceil_to(2 × vm_peak_mb, 256));
 //	          address_space_unbounded: 0 (off); otherwise not written
@@ -31,6 +31,9 @@
 // from Phobos's max(256, 2 × (highest_fd + 1)) for the same reason: bash
 // holds a script at fd 255 whatever it needs, and whether a sample caught
 // it decided between 256 and 512; the margin is on the count instead.
+// Both counts are rounded up to a power of two (Phobos: not rounded): a
+// JVM's thread and open-jar counts vary by a few between runs, and a prune
+// should not differ from the last in nproc=176 against nproc=186.
 //
 // # Limitations
 //

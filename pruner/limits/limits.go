@@ -295,7 +295,20 @@ func Ladder(x float64, steps []float64) float64 {
 // differed in nofile alone (256 against 512). A descriptor's number only
 // has to fit below the limit; what grows with the work is how many are open.
 func noFile(m Measurement) int {
-	return max(256, m.HighestFD+1, 2*m.OpenFDs)
+	return pow2(max(256, m.HighestFD+1, 2*m.OpenFDs))
+}
+
+// pow2 is the smallest power of two not below n (n ≥ 1). Counts of tasks and
+// descriptors vary from run to run by a few (a JVM's threads, the jars it
+// has open), so the margins alone made two prunes of one exercise differ in
+// nproc or nofile; rounded up to a power of two they agree unless the count
+// crosses one, and the limit stays within 2× of its margin.
+func pow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
 }
 
 // Options are the prune.json facts Margins needs.
@@ -308,7 +321,7 @@ func Margins(m Measurement, o Options) map[policy.LimitKey]policy.Limit {
 	out := map[policy.LimitKey]policy.Limit{
 		policy.Timeout: {Value: int64(Ladder(5*m.WallSeconds, timeoutLadder)) * 1000},
 		policy.CPU:     {Value: int64(Ladder(5*m.CPUSeconds, cpuLadder))},
-		policy.NProc:   {Value: int64(max(64, 2*m.Tasks+16))},
+		policy.NProc:   {Value: int64(pow2(max(64, 2*m.Tasks+16)))},
 		policy.NoFile:  {Value: int64(noFile(m))},
 		policy.FsizeMB: {Value: int64(math.Max(16, CeilTo(2*m.LargestFileMB, 16)))},
 	}
