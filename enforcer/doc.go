@@ -10,7 +10,9 @@
 // (Prepare: a rule the kernel cannot enforce is a refusal, exit 125, naming
 // the rule and the ABI it needs; never a silent no-op), then re-executes the
 // current binary with LOCKSTEP_ROLE=enforcer-child. That child (ChildMain)
-// joins the cgroup, restricts itself with go-landlock and executes the
+// is cloned into the command's v2 cgroup (clone3 CLONE_INTO_CGROUP; v1
+// cgroups it joins), writes the cgroup's pids.max once its own threads are
+// up, restricts itself with go-landlock and executes the
 // command in its own process group. Without rlimits or caps the parent
 // skips the re-execution: a goroutine restricts its own locked OS thread and
 // forks the command from it. The parent waits, enforces the timeout, watches

@@ -230,7 +230,8 @@ func osStat(path string, follow bool) (FileKind, error) {
 // (killed by a signal: 128+signal).
 //
 // The caller is never restricted: a re-executed child (Options.Self with
-// RoleEnv=ChildRole) joins the cgroup, sets the rlimits, restricts itself
+// RoleEnv=ChildRole), cloned into its v2 cgroup (or joining v1 ones), writes
+// the process cap, sets the rlimits, restricts itself
 // and executes the command in a new process group. When the command ends,
 // anything it left in its process group or cgroup is killed.
 func Run(ctx context.Context, opts Options) (int, error) {
