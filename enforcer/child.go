@@ -33,8 +33,9 @@ func init() {
 // ChildMain is the restricted child's entry point. The package's init calls
 // it when the environment has RoleEnv=ChildRole; cmd/lockstep also lists it
 // as a hidden role. It reads its instructions from fd 3, joins the
-// cgroups it was not cloned into, writes the caps (pids.max), changes directory, builds the Landlock ruleset, restricts itself,
-// writes the status line, sets the rlimits and executes the command. Any
+// cgroups it was not cloned into, writes the caps (pids.max), changes
+// directory, builds the Landlock ruleset, restricts itself, writes the
+// status line, sets the rlimits and executes the command. Any
 // failure before the exec is written to fd 4 (closed on exec) and returned
 // as the exit status: 125 refused, 126 cannot execute, 127 not found.
 func ChildMain() int {
