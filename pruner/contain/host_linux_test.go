@@ -11,14 +11,14 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
 )
 
-// TestExecuteSmallMemLimit runs the containment checks for a policy whose
-// mem_mb (512, the pruner's floor) is below what the Go probe needs to
-// start: before, every check failed "the probe did not start under the
-// policy" ("fatal error: failed to reserve page summary memory"); now the
-// mem_mb check is unchecked, naming why, and the others run and hold.
-func TestExecuteSmallMemLimit(t *testing.T) {
+// executeHere runs every containment check on this machine, with the real
+// binary as probe and enforcer, for a policy of the system's directories
+// and the given [limits] lines.
+func executeHere(t *testing.T, limits string) ([]record.ContainmentCheck, []string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the canaries live in /root: needs root")
 	}
@@ -26,14 +26,24 @@ func TestExecuteSmallMemLimit(t *testing.T) {
 		t.Skipf("no Landlock here (ABI %d, %v)", abi, err)
 	}
 	bin := lockstepbin.Build(t)
-	p, err := policy.Parse("t.cfg", []byte("[read]\n/usr\n/etc\n[execute]\n/usr/bin\n/usr/lib\n/usr/lib64\n[limits]\nmem_mb=512\nnofile=64\n"))
+	p, err := policy.Parse("t.cfg", []byte("[read]\n/usr\n/etc\n[execute]\n/usr/bin\n/usr/lib\n/usr/lib64\n[limits]\n"+limits))
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, failed, err := Execute(t.Context(), p, Setup{Probe: []string{bin, Verb}, Enforcer: []string{bin, "run", "-q"}, ScratchDir: t.TempDir()})
 	if err != nil {
-		t.Fatalf("Execute under mem_mb=512: %v", err)
+		t.Fatalf("Execute with [limits] %q: %v", limits, err)
 	}
+	return res, failed
+}
+
+// TestExecuteSmallMemLimit runs the containment checks for a policy whose
+// mem_mb (512, the pruner's floor) is below what the Go probe needs to
+// start: before, every check failed "the probe did not start under the
+// policy" ("fatal error: failed to reserve page summary memory"); now the
+// mem_mb check is unchecked, naming why, and the others run and hold.
+func TestExecuteSmallMemLimit(t *testing.T) {
+	res, failed := executeHere(t, "mem_mb=512\nnofile=64\n")
 	if len(failed) != 0 {
 		t.Errorf("checks that did not hold: %v", failed)
 	}
@@ -56,22 +66,8 @@ func TestExecuteSmallMemLimit(t *testing.T) {
 // which Run runs at the same time: each must still end its probe with its
 // own status (124; SIGKILL or SIGXCPU at the CPU limit).
 func TestExecuteTimeLimits(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the canaries live in /root: needs root")
-	}
-	if abi, err := enforcer.HostABI(); err != nil || abi < 1 {
-		t.Skipf("no Landlock here (ABI %d, %v)", abi, err)
-	}
-	bin := lockstepbin.Build(t)
-	p, err := policy.Parse("t.cfg", []byte("[read]\n/usr\n/etc\n[execute]\n/usr/bin\n/usr/lib\n/usr/lib64\n[limits]\ntimeout=4\ncpu=2\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	res, failed, err := Execute(t.Context(), p, Setup{Probe: []string{bin, Verb}, Enforcer: []string{bin, "run", "-q"}, ScratchDir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("Execute: %v", err)
-	}
+	res, failed := executeHere(t, "timeout=4\ncpu=2\n")
 	if len(failed) != 0 {
 		t.Errorf("checks that did not hold: %v", failed)
 	}
