@@ -145,7 +145,7 @@ func TestRunUnknownExercise(t *testing.T) {
 	}
 	_, err = Run(t.Context(), Options{Policy: p, Kernels: []Kernel{{Name: "host"}}, Exercises: "../testdata/exercises", Key: "generic",
 		Only: []string{"shell-reference", "shell-refrence"}})
-	if err == nil || !strings.Contains(err.Error(), `no exercise "shell-refrence" of key "generic"`) || !strings.Contains(err.Error(), "there are: shell-reference") {
+	if err == nil || !strings.Contains(err.Error(), `"shell-refrence": no such exercise of key "generic"`) || !strings.Contains(err.Error(), "there are: shell-reference") {
 		t.Errorf("Run with an unknown exercise = %v; want it named with the ones there are", err)
 	}
 }

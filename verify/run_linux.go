@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
@@ -84,24 +83,14 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
 	res := &Result{Schema: ResultSchema, Key: opts.Key, PolicyHash: opts.Policy.Hash(), Policies: opts.Policies, Parallel: opts.Parallel}
-	var names []string
-	for _, f := range found {
-		names = append(names, f.Name)
-		if len(opts.Only) == 0 || contains(opts.Only, f.Name) {
-			res.Exercises = append(res.Exercises, f.Name)
-		}
-	}
 	if len(found) == 0 {
 		return nil, fmt.Errorf("verify: no exercise for key %q under %s", opts.Key, opts.Exercises)
 	}
-	var unknown []string
-	for _, o := range opts.Only {
-		if !contains(names, o) {
-			unknown = append(unknown, strconv.Quote(o))
-		}
+	if found, err = exercise.Named(found, opts.Only...); err != nil {
+		return nil, fmt.Errorf("verify: %w (under %s)", err, opts.Exercises)
 	}
-	if len(unknown) > 0 {
-		return nil, fmt.Errorf("verify: no exercise %s of key %q under %s; there are: %s", strings.Join(unknown, ", "), opts.Key, opts.Exercises, strings.Join(names, ", "))
+	for _, f := range found {
+		res.Exercises = append(res.Exercises, f.Name)
 	}
 	exAbs, err := filepath.Abs(opts.Exercises)
 	if err != nil {
@@ -196,13 +185,4 @@ func cellOf(results string, res *Result, i int, run *harness.Result, err error) 
 	}
 	c.normalise()
 	return c
-}
-
-func contains(s []string, x string) bool {
-	for _, v := range s {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -119,7 +117,7 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 			return fail(io, "prune", exitFail, fmt.Errorf("no exercise of key %q under %s", *key, *root))
 		}
 		if *only != "" {
-			if found, err = namedExercises(found, *only); err != nil {
+			if found, err = exercise.Named(found, *only); err != nil {
 				return fail(io, "prune", exitUsage, usagef("--only %v", err))
 			}
 		}
@@ -139,28 +137,6 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 		return pruneGuests(ctx, io, found, pruneGuestArgs{key: *key, root: *root, out: out, kernel: *kernelArg,
 			rootDir: *rootDir, accel: *accel, seeds: *seeds, skipContain: *skipContain, minimal: *minimal})
 	}
-}
-
-// namedExercises keeps the exercises of found (one key's, not empty) that
-// are named, or says which names the key has not, and which it has.
-func namedExercises(found []exercise.Found, names ...string) ([]exercise.Found, error) {
-	var keep []exercise.Found
-	var have, unknown []string
-	for _, f := range found {
-		have = append(have, f.Name)
-		if slices.Contains(names, f.Name) {
-			keep = append(keep, f)
-		}
-	}
-	for _, n := range names {
-		if !slices.Contains(have, n) {
-			unknown = append(unknown, strconv.Quote(n))
-		}
-	}
-	if len(unknown) > 0 {
-		return nil, fmt.Errorf("%s: no such exercise of key %q; there are: %s", strings.Join(unknown, ", "), found[0].Key, strings.Join(have, ", "))
-	}
-	return keep, nil
 }
 
 // pruneOut is the prune's --out: made if missing and, for a prune of the

@@ -108,7 +108,7 @@ func verifyFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 				err = fmt.Errorf("no exercise of key %q under %s", *key, *exercises)
 			}
 			if err == nil {
-				_, err = namedExercises(found, only...)
+				_, err = exercise.Named(found, only...)
 			}
 			if err != nil {
 				return usageExit(io, v, usagef("--exercise %v", err))

@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -135,6 +137,36 @@ func ForKey(root, key string) ([]Found, error) {
 		}
 	}
 	return out, nil
+}
+
+// Named keeps the exercises of found (one key's, as ForKey returns them)
+// whose names are given, all of them when none is. A name found lacks is
+// an error naming every such name and the exercises there are.
+func Named(found []Found, names ...string) ([]Found, error) {
+	if len(names) == 0 {
+		return found, nil
+	}
+	var keep []Found
+	var have, unknown []string
+	for _, f := range found {
+		have = append(have, f.Name)
+		if slices.Contains(names, f.Name) {
+			keep = append(keep, f)
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(have, n) {
+			unknown = append(unknown, strconv.Quote(n))
+		}
+	}
+	if len(unknown) > 0 {
+		key := ""
+		if len(found) > 0 {
+			key = found[0].Key
+		}
+		return nil, fmt.Errorf("%s: no such exercise of key %q; there are: %s", strings.Join(unknown, ", "), key, strings.Join(have, ", "))
+	}
+	return keep, nil
 }
 
 // subdirs lists the non-dot directories of dir (following symbolic links),

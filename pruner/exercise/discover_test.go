@@ -256,3 +256,29 @@ func TestMatchReports(t *testing.T) {
 		t.Errorf("MatchReports(absolute glob) = nil error, want one")
 	}
 }
+
+func TestNamed(t *testing.T) {
+	found := []Found{{Key: "k", Name: "a"}, {Key: "k", Name: "b"}, {Key: "k", Name: "c"}}
+	for _, tc := range []struct {
+		names []string
+		want  string // kept names, or the error
+	}{
+		{nil, "a b c"},
+		{[]string{"c", "a"}, "a c"},
+		{[]string{"b", "x", "y"}, `"x", "y": no such exercise of key "k"; there are: a, b, c`},
+	} {
+		got, err := Named(found, tc.names...)
+		s := ""
+		if err != nil {
+			s = err.Error()
+		} else {
+			for _, f := range got {
+				s += " " + f.Name
+			}
+			s = strings.TrimSpace(s)
+		}
+		if s != tc.want {
+			t.Errorf("Named(%q) = %q, want %q", tc.names, s, tc.want)
+		}
+	}
+}
