@@ -1,7 +1,6 @@
 package enforcer
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -146,10 +144,13 @@ func prepareExec(path string, argv, env []string, rl []rlimitV) (*preparedExec, 
 	if ex.envv, err = syscall.SlicePtrFromStrings(env); err != nil {
 		return nil, err
 	}
-	ex.limits = append(ex.limits, rl...)
-	slices.SortStableFunc(ex.limits, func(a, b rlimitV) int {
-		return cmp.Compare(boolInt(a.Resource == unix.RLIMIT_AS), boolInt(b.Resource == unix.RLIMIT_AS))
-	})
+	for _, last := range []bool{false, true} {
+		for _, r := range rl {
+			if (r.Resource == unix.RLIMIT_AS) == last {
+				ex.limits = append(ex.limits, r)
+			}
+		}
+	}
 	for _, e := range likelyExecErrnos {
 		b, err := json.Marshal(childReport{Status: execStatus(e), Msg: execMessage(path, e)})
 		if err != nil {
@@ -158,13 +159,6 @@ func prepareExec(path string, argv, env []string, rl []rlimitV) (*preparedExec, 
 		ex.reports[e] = append(b, '\n')
 	}
 	return ex, nil
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // execStatus is the exit status for an execve failure: 127 not found, 126

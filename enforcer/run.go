@@ -308,12 +308,9 @@ func startChild(ctx context.Context, opts Options, prep *Prepared, cg *caps, spe
 	var cmd *exec.Cmd
 	var status int
 	var err error
+	// A cap (nproc, mem_mb) always comes with its rlimit, so the direct
+	// path only ever has the containment cgroup, which caps nothing.
 	if len(spec.Rlimits) == 0 && (len(spec.Cgroups) == 0 || cg.bornIn()) && !forceReexec {
-		if file, value := cg.pidsMax(); file != "" {
-			if err := os.WriteFile(file, []byte(value), 0); err != nil {
-				return StatusRefused, errorf(ErrRefused, "set %s: %v. Nothing ran.", file, err)
-			}
-		}
 		cmd, status, err = startDirect(opts, spec)
 	} else {
 		cmd, status, err = startReexec(opts, spec, cg)
