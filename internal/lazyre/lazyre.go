@@ -17,8 +17,7 @@ import (
 
 // Regexp is a regexp.Regexp compiled on the first call of a method.
 type Regexp struct {
-	expr string
-	re   func() *regexp.Regexp
+	re func() *regexp.Regexp
 }
 
 // inTest is whether this is a test binary (go test names it pkg.test).
@@ -27,15 +26,12 @@ var inTest = strings.HasSuffix(os.Args[0], ".test")
 // New returns expr, compiled when first used; it panics then (or at once in
 // a test binary) if expr is not a valid expression, as MustCompile does.
 func New(expr string) *Regexp {
-	r := &Regexp{expr: expr, re: sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })}
+	r := &Regexp{re: sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })}
 	if inTest {
 		r.re()
 	}
 	return r
 }
-
-// String is the expression's source text.
-func (r *Regexp) String() string { return r.expr }
 
 // MatchString reports whether s contains a match.
 func (r *Regexp) MatchString(s string) bool { return r.re().MatchString(s) }

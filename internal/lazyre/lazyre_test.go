@@ -21,9 +21,6 @@ func TestMethods(t *testing.T) {
 	if got := New(`b+`).ReplaceAllString("abbcb", "-"); got != "a-c-" {
 		t.Errorf("ReplaceAllString = %q", got)
 	}
-	if r.String() != `^a(b+)c$` {
-		t.Errorf("String = %q", r.String())
-	}
 }
 
 // TestBadExpressionFailsTests: in a test binary a bad expression panics in
