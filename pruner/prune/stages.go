@@ -43,17 +43,23 @@ func (s *state) canaries() []string {
 	return contain.DefaultCanaries
 }
 
+// sampledRun is s.run with a sampler measuring the run's own process tree
+// (the enforcer that wraps the command not counted).
+func (s *state) sampledRun(ctx context.Context, stage, shape string, p *policy.Policy, observed bool) (*exercise.Result, limits.Measurement, error) {
+	skip, _ := filepath.EvalSymlinks(s.enforcer[0])
+	smp := limits.StartTree("", skip)
+	s.onStart = smp.Watch
+	res, _, err := s.run(ctx, stage, shape, p, observed)
+	s.onStart = nil
+	return res, smp.Stop(), err
+}
+
 // limits measures the exercise under p and derives [limits].
 func (s *state) limits(ctx context.Context, p *policy.Policy) (*policy.Policy, error) {
 	var ms []limits.Measurement
-	skip, _ := filepath.EvalSymlinks(s.enforcer[0])
 	for i := 1; i <= measurementRuns; i++ {
-		smp := limits.StartTree("", skip)
-		s.onStart = smp.Watch
 		runStart := time.Now()
-		res, _, err := s.run(ctx, "limits measurement", "SAMPLED", p, false)
-		s.onStart = nil
-		m := smp.Stop()
+		res, m, err := s.sampledRun(ctx, "limits measurement", "SAMPLED", p, false)
 		if err != nil {
 			return nil, err
 		}
@@ -91,11 +97,7 @@ func (s *state) limits(ctx context.Context, p *policy.Policy) (*policy.Policy, e
 		if ok {
 			return q, nil
 		}
-		smp := limits.StartTree("", skip)
-		s.onStart = smp.Watch
-		res, _, err := s.run(ctx, "limits diagnosis", "OBSERVED_LIMITED", q, true)
-		s.onStart = nil
-		m := smp.Stop()
+		res, m, err := s.sampledRun(ctx, "limits diagnosis", "OBSERVED_LIMITED", q, true)
 		if err != nil {
 			return nil, err
 		}
