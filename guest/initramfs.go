@@ -57,13 +57,15 @@ type InitramfsOptions struct {
 	// CacheDir, when not "", keeps compressed base archives keyed by the
 	// SHA-256 of their content (the eight most recently used are kept).
 	CacheDir string
-	// Log receives mkuimage's messages at debug level; nil discards them.
+	// Log receives, at debug level, what a base archive built holds; nil
+	// discards it.
 	Log *slog.Logger
 }
 
 // Initramfs writes an initramfs with mkuimage (its cpio and initramfs
-// packages, as its files option does; no Go code is built): o.Init as /init, /dev/console, strace with its
-// libraries under /extra when asked, and the job as /job.json.
+// packages, as its files option does; no Go code is built): o.Init as
+// /init, /dev/console, strace with its libraries under /extra when asked,
+// and the job as /job.json.
 //
 // The file is two concatenated cpio archives, as the kernel allows: first a
 // small uncompressed one with job.json, then the compressed base with
@@ -269,9 +271,8 @@ func pruneCache(dir string, keep int) {
 // none) to out, as mkuimage's files option does (uimage.ParseExtraFiles
 // without ldd, then initramfs.Write), byte for byte. Package uimage itself
 // is not linked: it carries mkuimage's Go builder (gobusybox,
-// golang.org/x/tools, go/types), 74 packages of this binary's 351 and
-// 2.6 MB of its 15.0, whose initialisers ran at every start, in every
-// guest too. (An initramfs written both ways was byte-identical.)
+// golang.org/x/tools, go/types), 2.6 MB of this binary whose initialisers
+// ran at every start, in every guest too.
 func writeArchive(out initramfs.WriteOpener, base *cpio.Archive, files []string) error {
 	fs := initramfs.NewFiles()
 	for _, f := range files {
