@@ -48,6 +48,13 @@ func TestVerifyGuest(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatalf("lockstep verify (exit %d) printed no result: %v\n%s", code, err, errb.String())
 	}
+	for _, c := range res.Cells {
+		if c.Verdict == Indeterminate {
+			// What the guest's console said last: the cause of a cell
+			// that never came (an OOM kill, a panic) is only there.
+			t.Errorf("%s × %s = indeterminate (%s); the guest console's last lines:\n%s", c.Kernel, c.Exercise, c.Why, strings.Join(c.Console, "\n"))
+		}
+	}
 	if code != 1 || res.Status != StatusFail || len(res.Cells) != 4 {
 		t.Fatalf("verify = exit %d, status %d, %d cells; want exit 1 over 2×2 cells\n%s", code, res.Status, len(res.Cells), out.String())
 	}
