@@ -31,6 +31,13 @@ const (
 	maxTimeoutDigits = 15            // significant integer digits of a timeout
 	maxLimitDigits   = 18            // significant digits of every other limit
 	MaxMB            = 8796093022207 // largest mem_mb / fsize_mb (KiB fits in a 63-bit rlimit)
+	// MaxSeconds is the largest timeout and cpu (10^9 s, about 31.7 years).
+	// Either becomes a time.Duration somewhere (the enforcer's timer, the
+	// pruner's measurements), whose int64 nanoseconds end at about 292
+	// years: a larger value would wrap (timeout=18446744074 was a 290 ms
+	// limit, 9223372037 none at all). The margin leaves room for the sums
+	// made from a limit, such as a kill grace.
+	MaxSeconds = 1_000_000_000
 )
 
 // Parse reads one policy file's bytes. file names it in messages. Every
@@ -606,6 +613,9 @@ func ParseLimit(key LimitKey, val string) (Limit, error) {
 	}
 	if (key == MemMB || key == FsizeMB) && v > MaxMB {
 		return Limit{}, fmt.Errorf("%s %q is larger than %d", key, val, int64(MaxMB))
+	}
+	if key == Timeout && v > MaxSeconds*1000 || key == CPU && v > MaxSeconds {
+		return Limit{}, fmt.Errorf("%s %q is more than %d seconds (about 31 years); write 0 for no limit", key, val, MaxSeconds)
 	}
 	if v == 0 {
 		return Limit{Off: true}, nil
