@@ -132,12 +132,9 @@ func Load(baseDir string, configs []string) (*Policy, error) {
 	var files []string
 	var errs ErrorList
 	if baseDir != "" {
-		bases, err := filepath.Glob(filepath.Join(baseDir, "Base*.cfg"))
+		bases, err := baseFiles(baseDir)
 		if err != nil {
-			return nil, ErrorList{{File: baseDir, Msg: fmt.Sprintf("cannot list Base*.cfg: %v", err)}}
-		}
-		if len(bases) == 0 {
-			errs = append(errs, &Error{File: baseDir, Msg: "holds no Base*.cfg; a base directory needs at least one base"})
+			errs = append(errs, err)
 		}
 		files = append(files, bases...)
 	}
@@ -159,6 +156,37 @@ func Load(baseDir string, configs []string) (*Policy, error) {
 		u.Connect, u.Bind = nil, nil
 	}
 	return u, nil
+}
+
+// baseFiles lists the Base*.cfg files of dir in sorted order. dir is taken
+// literally: only the file names inside it are matched, so a directory
+// named "bases*" or "[x]" is that one directory, never a pattern that could
+// merge several.
+func baseFiles(dir string) ([]string, *Error) {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, &Error{File: dir, Msg: "does not exist; want the directory holding the Base*.cfg files"}
+	case err != nil && !isDir(dir):
+		return nil, &Error{File: dir, Msg: "is not a directory; want the directory holding the Base*.cfg files"}
+	case err != nil:
+		return nil, &Error{File: dir, Msg: fmt.Sprintf("cannot list Base*.cfg: %v", unwrapPath(err))}
+	}
+	var bases []string
+	for _, e := range entries { // ReadDir sorts by name
+		if ok, _ := filepath.Match("Base*.cfg", e.Name()); ok {
+			bases = append(bases, filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(bases) == 0 {
+		return nil, &Error{File: dir, Msg: "holds no Base*.cfg; a base directory needs at least one base"}
+	}
+	return bases, nil
+}
+
+func isDir(name string) bool {
+	fi, err := os.Stat(name)
+	return err == nil && fi.IsDir()
 }
 
 func newPolicy() *Policy {

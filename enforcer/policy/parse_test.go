@@ -393,3 +393,44 @@ func TestLimitDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadBaseDirIsLiteral holds --base-dir to one directory: glob
+// characters in its name are part of the name (a "bases*" once merged every
+// bases… directory beside it), and a missing one says so.
+func TestLoadBaseDirIsLiteral(t *testing.T) {
+	dir := t.TempDir()
+	for name, row := range map[string]string{"bases*": "/literal", "bases-other": "/other", "[b]": "/bracket", "b": "/b"} {
+		if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "Base.cfg"), []byte("[read]\n"+row+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ Dir, Want string }{
+		{"bases*", "[read]\n/literal\n"},
+		{"[b]", "[read]\n/bracket\n"},
+	} {
+		p, err := Load(filepath.Join(dir, tc.Dir), nil)
+		if err != nil || string(p.Render()) != tc.Want {
+			t.Errorf("Load(%q) = %v\n%s\nwant only the bases of that one directory:\n%s", tc.Dir, err, renderOrNil(p), tc.Want)
+		}
+	}
+	file := filepath.Join(dir, "b", "Base.cfg")
+	for _, tc := range []struct{ Dir, Want string }{
+		{filepath.Join(dir, "missing"), "does not exist"},
+		{filepath.Join(dir, "missing*"), "does not exist"},
+		{file, "is not a directory"},
+	} {
+		if _, err := Load(tc.Dir, nil); err == nil || !strings.Contains(err.Error(), tc.Want) {
+			t.Errorf("Load(%q) = %v; want an error saying it %s", tc.Dir, err, tc.Want)
+		}
+	}
+}
+
+func renderOrNil(p *Policy) string {
+	if p == nil {
+		return "(nil)"
+	}
+	return string(p.Render())
+}
