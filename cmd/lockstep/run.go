@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy/wide"
 )
 
 func init() {
@@ -75,7 +76,7 @@ $ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1
 				if io.verbose {
 					// The ruleset as the kernel will get it; Run prepares it again.
 					if prep, err := enforcer.Prepare(opts); err == nil {
-						for _, l := range prep.Ruleset.Describe() {
+						for _, l := range append(prep.Ruleset.Describe(), wide.Links(p)...) {
 							fmt.Fprintf(io.err, "lockstep run: %s\n", l)
 						}
 					}
