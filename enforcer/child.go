@@ -35,8 +35,14 @@ func init() {
 // directory, builds the Landlock ruleset, restricts itself, writes the
 // status line, sets the rlimits and executes the command. Any
 // failure before the exec is written to fd 4 (closed on exec) and returned
-// as the exit status: 125 refused, 126 cannot execute, 127 not found.
+// as the exit status: 125 refused, 126 cannot execute, 127 not found. A
+// process not started by Run (no pipes at fds 3 and 4) says so on stderr and
+// exits StatusNotStartedByRun.
 func ChildMain() int {
+	if err := startedByRun(); err != nil {
+		fmt.Fprintf(os.Stderr, "lockstep: %v\n", err)
+		return StatusNotStartedByRun
+	}
 	runtime.LockOSThread() // never unlocked: the restricted thread execs
 	rep := os.NewFile(4, "lockstep-report")
 	syscall.CloseOnExec(4)

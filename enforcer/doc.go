@@ -33,7 +33,8 @@
 //   - LOCKSTEP_ROLE: "enforcer-child" selects ChildMain in a re-executed
 //     binary (set by Run, removed before the command runs). The package's
 //     init does the dispatch, so any binary that imports enforcer (a test
-//     binary too) can be Options.Self.
+//     binary too) can be Options.Self. Set by anyone else (no pipes at fds
+//     3 and 4), the child says so on stderr and exits 2.
 //
 // # Limitations
 //

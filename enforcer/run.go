@@ -130,6 +130,9 @@ func Prepare(opts Options) (*Prepared, error) {
 	p := &Prepared{Ruleset: rs, Hash: hash}
 	if opts.Policy != nil {
 		p.rlimits, p.timeout, p.nproc, p.memMB = limitsOf(opts.Policy.Limits)
+		if _, err := opts.Policy.Limits[policy.Timeout].Duration(policy.Timeout); err != nil {
+			return nil, errorf(ErrRefused, "%v. Nothing ran.", err)
+		}
 	}
 	return p, nil
 }
@@ -177,8 +180,8 @@ func limitsOf(l map[policy.LimitKey]policy.Limit) (rl []rlimitV, timeout time.Du
 		}
 		return v.Value, true
 	}
-	if v, ok := on(policy.Timeout); ok {
-		timeout = time.Duration(v) * time.Millisecond
+	if _, ok := on(policy.Timeout); ok {
+		timeout, _ = l[policy.Timeout].Duration(policy.Timeout) // Prepare refuses what does not fit
 	}
 	if v, ok := on(policy.CPU); ok {
 		rl = append(rl, rlimitV{"cpu", unix.RLIMIT_CPU, uint64(v)})

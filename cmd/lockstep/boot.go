@@ -83,7 +83,7 @@ func (s *shareFlag) Set(v string) error {
 
 func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
 	var shares shareFlag
-	kernelArg := fs.String("kernel", kernel.DefaultPin, "kernel `pin` (a version from kernel/pins.txt) or a bzImage file")
+	kernelArg := strictString(fs, "kernel", kernel.DefaultPin, "kernel `pin` (a version from kernel/pins.txt) or a bzImage file", wantKernel)
 	root := fs.String("root", "/", "host `dir`ectory that becomes the guest's read-only root")
 	rootImage := fs.String("root-image", "", "raw ext4 disk image `file` (as mkfs.ext4 -d makes) that becomes the guest's read-only root instead of --root; the kernel needs virtio-blk and ext4")
 	fs.Var(&shares, "share", "read-only host directory `src[:guestpath]` (repeatable)")

@@ -56,7 +56,7 @@ type kernelOptions struct {
 
 func kernelFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
 	o := &kernelOptions{}
-	fs.StringVar(&o.pin, "pin", kernel.DefaultPin, "kernel `version` from kernel/pins.txt")
+	strictVar(fs, &o.pin, "pin", kernel.DefaultPin, "kernel `version` from kernel/pins.txt", wantPin)
 	fs.StringVar(&o.cache, "cache", "", "cache `dir` (default $XDG_CACHE_HOME/lockstep/kernels)")
 	fs.IntVar(&o.jobs, "jobs", 0, "make -j `n` (default: the number of CPUs)")
 	return func(ctx context.Context, io *stdio, args []string) int {

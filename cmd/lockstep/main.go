@@ -8,8 +8,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
+	"sort"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -24,8 +27,8 @@ func main() {
 		return
 	}
 	// Hidden re-exec roles (the enforcer's child) take over before flag parsing.
-	if role, ok := hiddenRoles[os.Getenv(roleEnv)]; ok {
-		os.Exit(role())
+	if name := os.Getenv(roleEnv); name != "" {
+		os.Exit(roleMain(name))
 	}
 	// Descriptors this process inherited beyond stdin, stdout and stderr
 	// (a CI runner's, a shell's) are not passed on to what lockstep runs:
@@ -46,5 +49,24 @@ var guestMain func()
 const roleEnv = "LOCKSTEP_ROLE"
 
 // hiddenRoles maps a LOCKSTEP_ROLE value to its entry point; each returns the
-// process exit status.
+// process exit status, and says so itself when it was not started by the
+// lockstep that owns it.
 var hiddenRoles = map[string]func() int{}
+
+// roleMain runs the hidden role name. A value that names no role is
+// refused rather than ignored: LOCKSTEP_ROLE is lockstep's own, set only
+// when it re-executes itself, so any other value means the caller's
+// environment is wrong (a usage error, docs/exit-codes.md).
+func roleMain(name string) int {
+	if role, ok := hiddenRoles[name]; ok {
+		return role()
+	}
+	roles := make([]string, 0, len(hiddenRoles))
+	for r := range hiddenRoles {
+		roles = append(roles, r)
+	}
+	sort.Strings(roles)
+	fmt.Fprintf(os.Stderr, "lockstep: %s=%q names no role (lockstep sets it, to one of %s, only when it re-executes itself): unset %s\n",
+		roleEnv, name, strings.Join(roles, ", "), roleEnv)
+	return exitUsage
+}

@@ -59,7 +59,7 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 	key := fs.String("key", "", "the `key` whose exercises to observe (required)")
 	exercises := fs.String("exercises", "", "testing root `dir`ectory, <root>/<family>/<exercise> (required)")
 	pathSets := fs.String("path-sets", "", "`dir`ectory with the default prune's <key>_<ex>.cfg and .json; receives the results (required)")
-	kernelArg := fs.String("kernel", kernel.DefaultPin, "kernel `pin` or bzImage file")
+	kernelArg := strictString(fs, "kernel", kernel.DefaultPin, "kernel `pin` or bzImage file", wantKernel)
 	root := fs.String("root", "", "host `dir`ectory exported read-only as the guest's root (default /)")
 	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
 	cpus := fs.Int("cpus", 2, "guest vCPUs")

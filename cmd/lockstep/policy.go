@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy/wide"
 )
 
 // policyJSONSchema versions the document `lockstep policy check|hash --json` prints.
@@ -19,14 +20,19 @@ const policyJSONSchema = 1
 func init() {
 	register(&verb{
 		Name:  "policy",
-		Usage: "policy {check|fmt|hash|diff|union} [--json] [-w] [-l] [--exercise] [--normalise] <file>…",
+		Usage: "policy {check|fmt|hash|diff|union} [--json] [-w] [-l] [--exercise] [--strict] [--normalise] <file>…",
 		Short: "check, format, hash, compare and merge policy (.cfg) files",
 		Long: `Works on policy files without applying them (nothing here touches Landlock).
 
   check F…     parse each file and report every problem at once, as
                file:line: message; --exercise also requires [read],
                [execute] and [ioctl] paths to exist here, as an exercise
-               config must. Strict-subset nesting is reported as a warning.
+               config must. Then warn, each with a stable code, about
+               grants wider than they look on this machine: a symbolic
+               link leading elsewhere (W001, naming what it grants), /
+               (W002), /proc or /sys whole (W003), $HOME (W004), a
+               credential store (W005), strict-subset nesting (W006).
+               --strict makes any warning exit 1.
   fmt F…       print the canonical rendering (the form Hash is taken of);
                -w rewrites the files in place, -l lists the files whose
                bytes differ from their canonical form (exit 1 if any).
@@ -39,10 +45,11 @@ func init() {
                limits: 0 switches off and wins, else the largest) and print
                the result; --normalise raises strict-subset nesting.
 
-Exit status: 0 ok, 1 problems (or differences), 2 usage. The format is
+Exit status: 0 ok (warnings too, unless --strict), 1 problems (or
+differences, or warnings under --strict), 2 usage. The format is
 described in docs/policy.md.`,
-		Example: `# every problem of a base, with line numbers
-$ lockstep policy check testdata/policies/BaseLanguage-java.cfg
+		Example: `# every problem of a base, with line numbers; warnings fail too
+$ lockstep policy check --strict testdata/policies/BaseLanguage-java.cfg
 # the hash to pin with lockstep run --expect-hash
 $ lockstep policy hash BaseLanguage-java.cfg exercises/java_fixture.cfg`,
 		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
@@ -51,6 +58,7 @@ $ lockstep policy hash BaseLanguage-java.cfg exercises/java_fixture.cfg`,
 			fs.BoolVar(&o.write, "w", false, "fmt: rewrite each file in canonical form")
 			fs.BoolVar(&o.list, "l", false, "fmt: list files that are not in canonical form")
 			fs.BoolVar(&o.exercise, "exercise", false, "check: require [read], [execute] and [ioctl] paths to exist (exercise config)")
+			fs.BoolVar(&o.strict, "strict", false, "check: any warning (a grant wider than it looks) exits 1")
 			fs.BoolVar(&o.normalise, "normalise", false, "union: raise paths whose rights are a strict subset of an ancestor's")
 			return func(ctx context.Context, io *stdio, args []string) int {
 				v := verbs["policy"]
@@ -91,7 +99,7 @@ $ lockstep policy hash BaseLanguage-java.cfg exercises/java_fixture.cfg`,
 }
 
 type policyOpts struct {
-	json, write, list, exercise, normalise bool
+	json, write, list, exercise, normalise, strict bool
 }
 
 // printProblems writes each problem of err on its own line and returns how
@@ -128,7 +136,7 @@ type policyReport struct {
 	Files  []policyFileResult `json:"files"`
 }
 
-func checkOne(file string, exercise bool) policyFileResult {
+func checkOne(file string, exercise, strict bool) policyFileResult {
 	r := policyFileResult{File: file, Problems: []policyProblem{}, Warnings: []string{}}
 	p, err := policy.ParseFile(file)
 	if err != nil {
@@ -145,11 +153,13 @@ func checkOne(file string, exercise bool) policyFileResult {
 			r.Problems = append(r.Problems, policyProblem{file, 0, fmt.Sprintf("exercise config names %q in [read], [execute] or [ioctl], and it does not exist here", m)})
 		}
 	}
-	for _, n := range p.StrictSubsets() {
-		r.Warnings = append(r.Warnings, n.String()+"; Landlock grants the wider rights there anyway (lockstep policy union --normalise raises it)")
+	home, _ := os.UserHomeDir()
+	for _, w := range wide.Check(p, wide.Options{Home: home}) {
+		r.Warnings = append(r.Warnings, w.String())
 	}
 	data, _ := os.ReadFile(file)
-	r.OK, r.Hash, r.FileHash = len(r.Problems) == 0, p.Hash(), policy.FileSHA256(data)
+	r.OK = len(r.Problems) == 0 && !(strict && len(r.Warnings) > 0)
+	r.Hash, r.FileHash = p.Hash(), policy.FileSHA256(data)
 	return r
 }
 
@@ -157,7 +167,7 @@ func policyCheck(io *stdio, o *policyOpts, files []string) int {
 	rep := policyReport{Schema: policyJSONSchema}
 	code := exitOK
 	for _, f := range files {
-		r := checkOne(f, o.exercise)
+		r := checkOne(f, o.exercise, o.strict)
 		rep.Files = append(rep.Files, r)
 		if !r.OK {
 			code = exitFail
@@ -172,16 +182,29 @@ func policyCheck(io *stdio, o *policyOpts, files []string) int {
 		for _, w := range r.Warnings {
 			fmt.Fprintf(io.err, "lockstep policy: %s: warning: %s\n", f, w)
 		}
-		if r.OK {
-			fmt.Fprintf(io.out, "%s: ok %s\n", f, r.Hash)
-		} else {
+		switch {
+		case len(r.Problems) > 0:
 			fmt.Fprintf(io.out, "%s: %d problems\n", f, len(r.Problems))
+		case !r.OK:
+			fmt.Fprintf(io.out, "%s: %s, refused by --strict\n", f, plural(len(r.Warnings), "warning"))
+		case len(r.Warnings) > 0:
+			fmt.Fprintf(io.out, "%s: ok %s, %s\n", f, r.Hash, plural(len(r.Warnings), "warning"))
+		default:
+			fmt.Fprintf(io.out, "%s: ok %s\n", f, r.Hash)
 		}
 	}
 	if o.json {
 		return writeJSON(io, rep, code)
 	}
 	return code
+}
+
+// plural is "1 warning", "2 warnings".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func writeJSON(io *stdio, v any, code int) int {
@@ -265,7 +288,7 @@ func policyHash(io *stdio, o *policyOpts, files []string) int {
 		p, err := policy.ParseFile(f)
 		if err != nil {
 			if o.json {
-				rep.Files = append(rep.Files, checkOne(f, false))
+				rep.Files = append(rep.Files, checkOne(f, false, false))
 			} else {
 				printProblems(io, err)
 			}

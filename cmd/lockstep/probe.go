@@ -38,7 +38,7 @@ $ lockstep probe --boot`,
 		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
 			asJSON := fs.Bool("json", false, "print one JSON document (docs/probe.md) instead of the table")
 			boot := fs.Bool("boot", false, "measure whether KVM is usable by booting the pinned kernel under it (cached)")
-			kernelArg := fs.String("kernel", kernel.DefaultPin, "with --boot: the kernel `pin` or bzImage file to boot")
+			kernelArg := strictString(fs, "kernel", kernel.DefaultPin, "with --boot: the kernel `pin` or bzImage file to boot", wantKernel)
 			return func(ctx context.Context, io *stdio, args []string) int {
 				if len(args) > 0 {
 					return usageExit(io, verbs["probe"], usagef("unexpected argument %q", args[0]))

@@ -49,9 +49,9 @@ $ lockstep repro --kernel host --kernel 7.2.13 --config udp.cfg -- /usr/bin/pyth
 
 func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
 	var kernels, configs multiFlag
-	fs.Var(&kernels, "kernel", "`kernel`: host, a pin or a bzImage file (exactly twice)")
+	fs.Var(strictList{&kernels, wantKernelOrHost}, "kernel", "`kernel`: host, a pin or a bzImage file (exactly twice)")
 	fs.Var(&configs, "config", "policy `file` (repeatable)")
-	baseDir := fs.String("base-dir", "", "`dir`ectory whose Base*.cfg files come first")
+	baseDir := strictString(fs, "base-dir", "", "`dir`ectory whose Base*.cfg files come first", wantBaseDir)
 	root := fs.String("root", "", "host `dir`ectory exported read-only as the guests' root (default /)")
 	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
 	cpus := fs.Int("cpus", 1, "vCPUs per guest")

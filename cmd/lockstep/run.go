@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy/wide"
 )
 
 func init() {
@@ -38,8 +39,8 @@ $ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1
 		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
 			var configs multiFlag
 			fs.Var(&configs, "config", "policy `file` (repeatable; applied after the bases, in order)")
-			baseDir := fs.String("base-dir", "", "`dir`ectory whose Base*.cfg files are combined first, in sorted order")
-			expect := fs.String("expect-hash", "", "refuse unless the combined policy hashes to this `sha256:<hex>` (lockstep policy hash)")
+			baseDir := strictString(fs, "base-dir", "", "`dir`ectory whose Base*.cfg files are combined first, in sorted order", wantBaseDir)
+			expect := strictString(fs, "expect-hash", "", "refuse unless the combined policy hashes to this `sha256:<hex>` (lockstep policy hash)", wantHash)
 			logSub := fs.Bool("log-subprocesses", false, "audit-log Landlock denials after exec too (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON, ABI 7+)")
 			quiet := fs.Bool("q", false, "leave out the status line")
 			return func(ctx context.Context, io *stdio, args []string) int {
@@ -75,7 +76,7 @@ $ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1
 				if io.verbose {
 					// The ruleset as the kernel will get it; Run prepares it again.
 					if prep, err := enforcer.Prepare(opts); err == nil {
-						for _, l := range prep.Ruleset.Describe() {
+						for _, l := range append(prep.Ruleset.Describe(), wide.Links(p)...) {
 							fmt.Fprintf(io.err, "lockstep run: %s\n", l)
 						}
 					}

@@ -58,7 +58,7 @@ func verifyFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 	var kernels, configs, only multiFlag
 	base := fs.String("base", "", "base policy `file` (required)")
 	fs.Var(&configs, "config", "further policy `file` (repeatable)")
-	fs.Var(&kernels, "kernel", "kernel `pin` or bzImage file (repeatable, at least one)")
+	fs.Var(strictList{&kernels, wantKernel}, "kernel", "kernel `pin` or bzImage file (repeatable, at least one)")
 	exercises := fs.String("exercises", "", "testing root `dir`ectory, <root>/<family>/<exercise> (required)")
 	key := fs.String("key", "", "the `key` whose exercises to verify (default: the only key under --exercises)")
 	fs.Var(&only, "exercise", "verify only the exercise `name`d (repeatable)")

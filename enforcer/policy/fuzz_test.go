@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"math"
 	"os"
 	"testing"
+	"time"
 )
 
 // FuzzParse holds Parse to its invariants on any input: an error means no
@@ -56,5 +58,50 @@ func FuzzParse(f *testing.F) {
 		if q.Hash() != p.Hash() {
 			t.Fatalf("hash changed over a round trip")
 		}
+		for k, l := range p.Limits {
+			checkLimitFits(t, k, l, string(src))
+		}
 	})
+}
+
+// FuzzParseLimit holds every [limits] value that parses to a range in which
+// nothing computed from it overflows: timeout and cpu as a time.Duration of
+// at most MaxSeconds, mem_mb and fsize_mb in bytes as an int64.
+func FuzzParseLimit(f *testing.F) {
+	for _, s := range []string{"0", "90", "1.500", "0.000", "18446744074", "9223372037", "9223372036.854",
+		"1000000000", "1000000000.000", "1000000000.001", "999999999999999.999", "8796093022207", "922337203685477580"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, val string) {
+		for _, k := range LimitKeys {
+			l, err := ParseLimit(k, val)
+			if err != nil {
+				continue
+			}
+			checkLimitFits(t, k, l, val)
+		}
+	})
+}
+
+// checkLimitFits fails t when a parsed limit can overflow what is computed
+// from it.
+func checkLimitFits(t *testing.T, k LimitKey, l Limit, src string) {
+	t.Helper()
+	if l.Value < 0 || l.Off && l.Value != 0 {
+		t.Fatalf("%s from %q = %+v: negative, or off with a value", k, src, l)
+	}
+	switch k {
+	case Timeout, CPU:
+		d, err := l.Duration(k)
+		if err != nil || d < 0 || d > MaxSeconds*time.Second {
+			t.Fatalf("%s from %q = %+v: Duration %v, %v; want 0..%d s", k, src, l, d, err, MaxSeconds)
+		}
+		if unit := map[LimitKey]int64{Timeout: int64(time.Millisecond), CPU: int64(time.Second)}[k]; int64(d)/unit != l.Value {
+			t.Fatalf("%s from %q = %+v: Duration %v does not give the value back", k, src, l, d)
+		}
+	case MemMB, FsizeMB:
+		if l.Value > math.MaxInt64>>20 {
+			t.Fatalf("%s from %q = %d MiB: bytes overflow an int64", k, src, l.Value)
+		}
+	}
 }

@@ -31,6 +31,13 @@ const (
 	maxTimeoutDigits = 15            // significant integer digits of a timeout
 	maxLimitDigits   = 18            // significant digits of every other limit
 	MaxMB            = 8796093022207 // largest mem_mb / fsize_mb (KiB fits in a 63-bit rlimit)
+	// MaxSeconds is the largest timeout and cpu (10^9 s, about 31.7 years).
+	// Either becomes a time.Duration somewhere (the enforcer's timer, the
+	// pruner's measurements), whose int64 nanoseconds end at about 292
+	// years: a larger value would wrap (timeout=18446744074 was a 290 ms
+	// limit, 9223372037 none at all). The margin leaves room for the sums
+	// made from a limit, such as a kill grace.
+	MaxSeconds = 1_000_000_000
 )
 
 // Parse reads one policy file's bytes. file names it in messages. Every
@@ -125,12 +132,9 @@ func Load(baseDir string, configs []string) (*Policy, error) {
 	var files []string
 	var errs ErrorList
 	if baseDir != "" {
-		bases, err := filepath.Glob(filepath.Join(baseDir, "Base*.cfg"))
+		bases, err := baseFiles(baseDir)
 		if err != nil {
-			return nil, ErrorList{{File: baseDir, Msg: fmt.Sprintf("cannot list Base*.cfg: %v", err)}}
-		}
-		if len(bases) == 0 {
-			errs = append(errs, &Error{File: baseDir, Msg: "holds no Base*.cfg; a base directory needs at least one base"})
+			errs = append(errs, err)
 		}
 		files = append(files, bases...)
 	}
@@ -152,6 +156,37 @@ func Load(baseDir string, configs []string) (*Policy, error) {
 		u.Connect, u.Bind = nil, nil
 	}
 	return u, nil
+}
+
+// baseFiles lists the Base*.cfg files of dir in sorted order. dir is taken
+// literally: only the file names inside it are matched, so a directory
+// named "bases*" or "[x]" is that one directory, never a pattern that could
+// merge several.
+func baseFiles(dir string) ([]string, *Error) {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, &Error{File: dir, Msg: "does not exist; want the directory holding the Base*.cfg files"}
+	case err != nil && !isDir(dir):
+		return nil, &Error{File: dir, Msg: "is not a directory; want the directory holding the Base*.cfg files"}
+	case err != nil:
+		return nil, &Error{File: dir, Msg: fmt.Sprintf("cannot list Base*.cfg: %v", unwrapPath(err))}
+	}
+	var bases []string
+	for _, e := range entries { // ReadDir sorts by name
+		if ok, _ := filepath.Match("Base*.cfg", e.Name()); ok {
+			bases = append(bases, filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(bases) == 0 {
+		return nil, &Error{File: dir, Msg: "holds no Base*.cfg; a base directory needs at least one base"}
+	}
+	return bases, nil
+}
+
+func isDir(name string) bool {
+	fi, err := os.Stat(name)
+	return err == nil && fi.IsDir()
 }
 
 func newPolicy() *Policy {
@@ -606,6 +641,9 @@ func ParseLimit(key LimitKey, val string) (Limit, error) {
 	}
 	if (key == MemMB || key == FsizeMB) && v > MaxMB {
 		return Limit{}, fmt.Errorf("%s %q is larger than %d", key, val, int64(MaxMB))
+	}
+	if key == Timeout && v > MaxSeconds*1000 || key == CPU && v > MaxSeconds {
+		return Limit{}, fmt.Errorf("%s %q is more than %d seconds (about 31 years); write 0 for no limit", key, val, MaxSeconds)
 	}
 	if v == 0 {
 		return Limit{Off: true}, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -183,6 +184,12 @@ func TestRefusals(t *testing.T) {
 		{"limits mem big", "[limits]\nmem_mb=8796093022208\n", 2, "larger than"},
 		{"limits fsize big", "[limits]\nfsize_mb=9000000000000\n", 2, "larger than"},
 		{"limits non ascii", "[limits]\ncpu=\u0661\n", 2, "ASCII digits"},
+		// Nanoseconds past int64: 2^64 ns wrapped to a 290 ms limit,
+		// 2^63 ns to a negative one, which meant none.
+		{"limits timeout wraps to 290ms", "[limits]\ntimeout=18446744074\n", 2, "more than 1000000000 seconds"},
+		{"limits timeout wraps negative", "[limits]\ntimeout=9223372037\n", 2, "more than 1000000000 seconds"},
+		{"limits timeout past max", "[limits]\ntimeout=1000000000.001\n", 2, "more than 1000000000 seconds"},
+		{"limits cpu past max", "[limits]\ncpu=1000000001\n", 2, "more than 1000000000 seconds"},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
 			p, err := Parse("t.cfg", []byte(tc.Src))
@@ -361,4 +368,69 @@ func TestLoad(t *testing.T) {
 	if p, err := Load("", []string{ex2}); err != nil || p.Limits[CPU].Value != 60 {
 		t.Fatalf("Load(\"\", ex2) = %v, %v", p, err)
 	}
+}
+
+func TestLimitDuration(t *testing.T) {
+	for _, tc := range []struct {
+		Key  LimitKey
+		L    Limit
+		Want time.Duration
+		Err  string
+	}{
+		{Timeout, Limit{Value: 1500}, 1500 * time.Millisecond, ""},
+		{CPU, Limit{Value: 30}, 30 * time.Second, ""},
+		{Timeout, Limit{Off: true}, 0, ""},
+		{CPU, Limit{Value: MaxSeconds}, MaxSeconds * time.Second, ""},
+		// Built in code past what Parse accepts: refused, never wrapped.
+		{Timeout, Limit{Value: 18446744074000}, 0, "does not fit a duration"},
+		{CPU, Limit{Value: 9223372037}, 0, "does not fit a duration"},
+		{Timeout, Limit{Value: -1}, 0, "does not fit a duration"},
+		{NProc, Limit{Value: 5}, 0, "not a duration"},
+	} {
+		got, err := tc.L.Duration(tc.Key)
+		if got != tc.Want || (err == nil) != (tc.Err == "") || err != nil && !strings.Contains(err.Error(), tc.Err) {
+			t.Errorf("%+v.Duration(%s) = %v, %v; want %v, error with %q", tc.L, tc.Key, got, err, tc.Want, tc.Err)
+		}
+	}
+}
+
+// TestLoadBaseDirIsLiteral holds --base-dir to one directory: glob
+// characters in its name are part of the name (a "bases*" once merged every
+// bases… directory beside it), and a missing one says so.
+func TestLoadBaseDirIsLiteral(t *testing.T) {
+	dir := t.TempDir()
+	for name, row := range map[string]string{"bases*": "/literal", "bases-other": "/other", "[b]": "/bracket", "b": "/b"} {
+		if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "Base.cfg"), []byte("[read]\n"+row+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ Dir, Want string }{
+		{"bases*", "[read]\n/literal\n"},
+		{"[b]", "[read]\n/bracket\n"},
+	} {
+		p, err := Load(filepath.Join(dir, tc.Dir), nil)
+		if err != nil || string(p.Render()) != tc.Want {
+			t.Errorf("Load(%q) = %v\n%s\nwant only the bases of that one directory:\n%s", tc.Dir, err, renderOrNil(p), tc.Want)
+		}
+	}
+	file := filepath.Join(dir, "b", "Base.cfg")
+	for _, tc := range []struct{ Dir, Want string }{
+		{filepath.Join(dir, "missing"), "does not exist"},
+		{filepath.Join(dir, "missing*"), "does not exist"},
+		{file, "is not a directory"},
+	} {
+		if _, err := Load(tc.Dir, nil); err == nil || !strings.Contains(err.Error(), tc.Want) {
+			t.Errorf("Load(%q) = %v; want an error saying it %s", tc.Dir, err, tc.Want)
+		}
+	}
+}
+
+func renderOrNil(p *Policy) string {
+	if p == nil {
+		return "(nil)"
+	}
+	return string(p.Render())
 }

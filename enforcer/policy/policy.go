@@ -1,5 +1,11 @@
 package policy
 
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
 // This file holds the policy model shared by every package (enforcer,
 // pruner, observer, orchestrator). The names here are stable: extend, never
 // rename.
@@ -80,6 +86,24 @@ type Limit struct {
 	// Value is the limit in the key's unit; for Timeout it is milliseconds.
 	Value int64
 	Off   bool
+}
+
+// Duration is a timeout (kept in milliseconds) or cpu (seconds) limit as a
+// time.Duration; 0 when the limit is off. It refuses any other key, a negative
+// value and one whose nanoseconds do not fit an int64, instead of wrapping:
+// Parse never yields such a value (MaxSeconds; FuzzParse checks it), but a
+// policy built in code may.
+func (l Limit) Duration(k LimitKey) (time.Duration, error) {
+	unit := map[LimitKey]time.Duration{Timeout: time.Millisecond, CPU: time.Second}[k]
+	switch {
+	case unit == 0:
+		return 0, fmt.Errorf("[limits] %s is not a duration; only timeout and cpu are", k)
+	case l.Off:
+		return 0, nil
+	case l.Value < 0 || l.Value > math.MaxInt64/int64(unit):
+		return 0, fmt.Errorf("[limits] %s=%s does not fit a duration; at most %d seconds", k, l.Format(k), MaxSeconds)
+	}
+	return time.Duration(l.Value) * unit, nil
 }
 
 // Policy is a parsed, combined policy: what a set of .cfg files grants.

@@ -235,7 +235,11 @@ type childReport struct {
 // 2 when the domain could not be set up.
 func RefusalMain() int {
 	runtime.LockOSThread() // the domain is this thread's; never unlocked
-	name := os.Getenv(envCase)
+	name, set := os.LookupEnv(envCase)
+	if !set {
+		fmt.Fprintf(os.Stderr, "lockstep: LOCKSTEP_ROLE=%s is set, but this process was not started by lockstep selftest (%s is not set): unset LOCKSTEP_ROLE\n", Role, envCase)
+		return 2
+	}
 	sp, ok := specs[name]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "lockstep proof: unknown refusal %q\n", name)

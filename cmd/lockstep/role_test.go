@@ -1,0 +1,42 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+)
+
+// TestRoleFromOutside runs the real binary with LOCKSTEP_ROLE exported by
+// its caller, as a shell would: each hidden role says what it is and what
+// went wrong, and exits 2 (usage), where the enforcer's child exited 125 in
+// silence and an unknown value was ignored.
+func TestRoleFromOutside(t *testing.T) {
+	bin := lockstepbin.Build(t)
+	cfg := filepath.Join(t.TempDir(), "f.cfg")
+	if err := os.WriteFile(cfg, []byte(truePolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ Role, Err string }{
+		{"enforcer-child", "LOCKSTEP_ROLE=enforcer-child is set, but this process was not started by lockstep run"},
+		{"proof-refusal", "LOCKSTEP_ROLE=proof-refusal is set, but this process was not started by lockstep selftest"},
+		{"bogus", `LOCKSTEP_ROLE="bogus" names no role`},
+	} {
+		t.Run(tc.Role, func(t *testing.T) {
+			code, out, errs := runBin(t, bin, []string{"LOCKSTEP_ROLE=" + tc.Role}, "policy", "check", cfg)
+			if code != exitUsage || !strings.Contains(errs, tc.Err) || !strings.Contains(errs, "unset LOCKSTEP_ROLE") || out != "" {
+				t.Errorf("LOCKSTEP_ROLE=%s lockstep policy check = %d\nstdout %q\nstderr %q\nwant 2 and a message with %q", tc.Role, code, out, errs, tc.Err)
+			}
+		})
+	}
+	// The re-executed child, started by run itself, still works.
+	limited := filepath.Join(t.TempDir(), "limited.cfg")
+	if err := os.WriteFile(limited, []byte(truePolicy+"[limits]\nnofile=64\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runBin(t, bin, nil, "run", "-q", "--config", limited, "--", "echo", "ran"); code != 0 || out != "ran\n" {
+		t.Errorf("run through the re-executed child = %d, %q, %q; want 0 and ran", code, out, errs)
+	}
+}

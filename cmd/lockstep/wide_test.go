@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+)
+
+// TestPolicyCheckWarnsWideGrants is the acceptance of a [read] row naming a
+// symbolic link to /, through the real binary: check names what the link
+// grants and exits 0, --strict exits 1, and -v run prints the resolution.
+// The parser alone saw nothing: the row is a plain absolute path.
+func TestPolicyCheckWarnsWideGrants(t *testing.T) {
+	bin := lockstepbin.Build(t)
+	d := t.TempDir()
+	link := filepath.Join(d, "all")
+	if err := os.Symlink("/", link); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(d, "p.cfg")
+	if err := os.WriteFile(cfg, []byte(truePolicy+"[read]\n"+link+"\n/proc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wants := []string{
+		"warning: W001 " + link + " → /: [read] names a symbolic link out of " + d + " to the directory /",
+		"warning: W002 " + link + " → /: [read] on / is the whole file system",
+		"warning: W003 /proc: [read] on /proc whole exposes every process's environ",
+	}
+	code, out, errs := runBin(t, bin, nil, "policy", "check", cfg)
+	if code != 0 || !strings.Contains(out, "3 warnings") {
+		t.Errorf("policy check = %d, stdout %q; want 0 and 3 warnings", code, out)
+	}
+	for _, w := range wants {
+		if !strings.Contains(errs, w) {
+			t.Errorf("policy check stderr\n%s\nlacks %q", errs, w)
+		}
+	}
+	if code, out, _ := runBin(t, bin, nil, "policy", "check", "--strict", cfg); code != exitFail || !strings.Contains(out, "refused by --strict") {
+		t.Errorf("policy check --strict = %d, stdout %q; want 1", code, out)
+	}
+	if code, out, _ := runBin(t, bin, nil, "policy", "check", "--strict", "--json", cfg); code != exitFail || !strings.Contains(out, `"ok": false`) || !strings.Contains(out, "W001 "+link+" → /") {
+		t.Errorf("policy check --strict --json = %d\n%s\nwant 1, ok false and the W001 warning", code, out)
+	}
+	// Without warnings --strict passes.
+	plain := filepath.Join(d, "plain.cfg")
+	if err := os.WriteFile(plain, []byte(truePolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runBin(t, bin, nil, "policy", "check", "--strict", plain); code != 0 || errs != "" {
+		t.Errorf("policy check --strict on a plain policy = %d, %q, %q; want 0 and no warning", code, out, errs)
+	}
+	code, _, errs = runBin(t, bin, nil, "-v", "run", "--config", cfg, "--", "true")
+	if code != 0 || !strings.Contains(errs, "lockstep run: link "+link+" → / (a directory: [read] grants everything beneath it)") {
+		t.Errorf("-v run = %d, stderr\n%s\nwant the link's resolution", code, errs)
+	}
+}
