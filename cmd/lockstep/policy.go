@@ -7,10 +7,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // policyJSONSchema versions the document `lockstep policy check|hash --json` prints.
@@ -148,7 +147,7 @@ func checkOne(file string, exercise bool) policyFileResult {
 	for _, n := range p.StrictSubsets() {
 		r.Warnings = append(r.Warnings, n.String()+"; Landlock grants the wider rights there anyway (lockstep policy union --normalise raises it)")
 	}
-	data, _ := os.ReadFile(file)
+	data, _ := policy.ReadFile(file)
 	r.OK, r.Hash, r.FileHash = len(r.Problems) == 0, p.Hash(), policy.FileSHA256(data)
 	return r
 }
@@ -196,7 +195,7 @@ func writeJSON(io *stdio, v any, code int) int {
 func policyFmt(io *stdio, o *policyOpts, files []string) int {
 	code := exitOK
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := policy.ReadFile(f)
 		if err != nil {
 			printProblems(io, err)
 			code = exitFail
@@ -219,7 +218,7 @@ func policyFmt(io *stdio, o *policyOpts, files []string) int {
 			if bytes.Equal(out, data) {
 				continue
 			}
-			if err := writeFileAtomic(f, out); err != nil {
+			if err := safefile.WriteFile(f, out, 0o644); err != nil {
 				fmt.Fprintf(io.err, "lockstep policy: fmt -w %s: %v\n", f, err)
 				code = exitFail
 			}
@@ -230,32 +229,6 @@ func policyFmt(io *stdio, o *policyOpts, files []string) int {
 		}
 	}
 	return code
-}
-
-// writeFileAtomic replaces name with data through a temporary sibling, keeping
-// the file's mode.
-func writeFileAtomic(name string, data []byte) error {
-	mode := os.FileMode(0o644)
-	if fi, err := os.Stat(name); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
 }
 
 func policyHash(io *stdio, o *policyOpts, files []string) int {
@@ -273,7 +246,7 @@ func policyHash(io *stdio, o *policyOpts, files []string) int {
 			continue
 		}
 		if o.json {
-			data, _ := os.ReadFile(f)
+			data, _ := policy.ReadFile(f)
 			rep.Files = append(rep.Files, policyFileResult{File: f, OK: true, Hash: p.Hash(), FileHash: policy.FileSHA256(data), Problems: []policyProblem{}, Warnings: []string{}})
 			continue
 		}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // Found is one exercise folder discovery found, not yet checked against the
@@ -238,7 +240,7 @@ func readConfig(dir string) ([]byte, error) {
 	if st.Size() > maxConfigBytes {
 		return nil, fmt.Errorf("is %d bytes, want at most %d", st.Size(), maxConfigBytes)
 	}
-	data, err := os.ReadFile(p)
+	data, err := safefile.ReadFile(p, maxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("unreadable: %v", unwrapPath(err))
 	}

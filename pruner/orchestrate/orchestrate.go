@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // DefaultRuntimeChdir is the working directory TailPhobos.cfg names when
@@ -227,7 +228,7 @@ func compareKVMDirs(dirs []string, probs *problems) {
 			if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), abi10CFG) {
 				continue
 			}
-			data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			data, err := safefile.ReadFile(filepath.Join(dir, e.Name()), policy.MaxFileBytes)
 			if err != nil {
 				probs.add("cannot read %s: %v", filepath.Join(dir, e.Name()), err)
 				continue
