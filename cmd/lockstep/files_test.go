@@ -97,6 +97,87 @@ func TestPolicyRefusesSpecialFiles(t *testing.T) {
 	}
 }
 
+// TestOrchestrateSummaryFIFO: `orchestrate --summary <fifo>` hung after the
+// tree was swapped (item 11). It is refused before the merge now.
+func TestOrchestrateSummaryFIFO(t *testing.T) {
+	dir := t.TempDir()
+	path, core, fifo := filepath.Join(dir, "path_sets"), filepath.Join(dir, "core"), filepath.Join(dir, "summary.md")
+	copyFixture(t, path)
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := lockstepIn(t, dir, "orchestrate", "--langs", "java", "--path-dir", path, "--core-dir", core, "--summary", fifo)
+	if code != exitFail || !strings.Contains(errs, fifo+": is a named pipe; want a regular file") || !strings.Contains(errs, "nothing was written") {
+		t.Errorf("orchestrate --summary <fifo> = %d\n%s\nwant 1 naming the FIFO, nothing written", code, errs)
+	}
+	if _, err := os.Stat(core); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused merge wrote %s: %v", core, err)
+	}
+}
+
+// TestOrchestrateSummaryDirectory: `orchestrate --summary <a directory>`
+// exited 1 after the tree was swapped, though exit 1 means the previous tree
+// is unchanged (item 12). The summary is opened before the merge now.
+func TestOrchestrateSummaryDirectory(t *testing.T) {
+	dir := t.TempDir()
+	path, core, md := filepath.Join(dir, "path_sets"), filepath.Join(dir, "core"), filepath.Join(dir, "summary.d")
+	copyFixture(t, path)
+	if code, _, errs := lockstepIn(t, dir, "orchestrate", "--langs", "java", "--path-dir", path, "--core-dir", core); code != exitOK {
+		t.Fatalf("first merge = %d\n%s", code, errs)
+	}
+	before := treeFiles(t, core)
+	if err := os.Mkdir(md, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// With python added, a merge that went through would change the tree.
+	code, _, errs := lockstepIn(t, dir, "orchestrate", "--langs", "java,python", "--path-dir", path, "--core-dir", core, "--summary", md)
+	if code != exitFail || !strings.Contains(errs, md+": is a directory; want a regular file") {
+		t.Errorf("orchestrate --summary <dir> = %d\n%s\nwant 1 naming the directory", code, errs)
+	}
+	if after := treeFiles(t, core); after != before {
+		t.Errorf("exit %d, yet the tree changed:\nbefore %s\nafter  %s", code, before, after)
+	}
+}
+
+// treeFiles lists a tree's files with their contents, one line each.
+func treeFiles(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		b.WriteString(p + " " + string(data) + "\n")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestOrchestrateCoreDirItself: `--core-dir .` and `..` copied the tree into
+// itself, failed and left lock files (item 13). They are refused up front.
+func TestOrchestrateCoreDirItself(t *testing.T) {
+	dir := t.TempDir()
+	path, core := filepath.Join(dir, "path_sets"), filepath.Join(dir, "core")
+	copyFixture(t, path)
+	if code, _, errs := lockstepIn(t, dir, "orchestrate", "--langs", "java", "--path-dir", path, "--core-dir", core); code != exitOK {
+		t.Fatalf("first merge = %d\n%s", code, errs)
+	}
+	before := treeFiles(t, dir)
+	for _, tc := range []struct{ cwd, core string }{{core, "."}, {filepath.Join(core, "exercises"), ".."}} {
+		code, _, errs := lockstepIn(t, tc.cwd, "orchestrate", "--langs", "java", "--path-dir", path, "--core-dir", tc.core)
+		if code != exitFail || !strings.Contains(errs, "is or holds the current directory") || !strings.Contains(errs, "nothing was written") {
+			t.Errorf("orchestrate --core-dir %s in %s = %d\n%s\nwant 1, refused", tc.core, tc.cwd, code, errs)
+		}
+		if after := treeFiles(t, dir); after != before {
+			t.Errorf("--core-dir %s left files or changed the tree:\nbefore %s\nafter  %s", tc.core, before, after)
+		}
+	}
+}
+
 // TestKernelVerifyFIFO: `kernel verify` with a FIFO as the cached bzImage
 // hung (item 11). It names the bzImage and fails now.
 func TestKernelVerifyFIFO(t *testing.T) {
