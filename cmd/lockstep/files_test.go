@@ -257,3 +257,33 @@ func TestPolicyFmtWriteSymlink(t *testing.T) {
 		t.Errorf("target owner = %d:%d, want 12345:23456 kept", sys.Uid, sys.Gid)
 	}
 }
+
+// TestPolicyCheckExerciseAgreesWithRun: `policy check --exercise` called a
+// path under a file (ENOTDIR) and a 300-byte name (ENAMETOOLONG) ok, while
+// run counts the first missing and refuses the second (item 15).
+func TestPolicyCheckExerciseAgreesWithRun(t *testing.T) {
+	dir := t.TempDir()
+	notDir := filepath.Join(dir, "notdir.cfg")
+	if err := os.WriteFile(notDir, []byte(truePolicy+"[read]\n/etc/passwd/x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	long := filepath.Join(dir, "long.cfg")
+	longPath := "/tmp/" + strings.Repeat("a", 300)
+	if err := os.WriteFile(long, []byte(truePolicy+"[write]\n"+longPath+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := lockstepIn(t, dir, "policy", "check", "--exercise", notDir)
+	if code != exitFail || !strings.Contains(errs, `names "/etc/passwd/x" in [read], [execute] or [ioctl], and it does not exist here`) {
+		t.Errorf("check --exercise on /etc/passwd/x = %d\n%s\nwant 1, missing", code, errs)
+	}
+	if code, _, errs := lockstepIn(t, dir, "run", "--config", notDir, "--", "true"); code != exitOK || !strings.Contains(errs, "missing=1") {
+		t.Errorf("run on /etc/passwd/x = %d\n%s\nwant 0 with missing=1", code, errs)
+	}
+	code, _, errs = lockstepIn(t, dir, "policy", "check", "--exercise", long)
+	if code != exitFail || !strings.Contains(errs, "cannot be inspected here (file name too long); lockstep run refuses it") {
+		t.Errorf("check --exercise on a 300-byte name = %d\n%s\nwant 1, refused as run refuses it", code, errs)
+	}
+	if code, _, errs := lockstepIn(t, dir, "run", "--config", long, "--", "true"); code != exitRefused || !strings.Contains(errs, "file name too long") {
+		t.Errorf("run on a 300-byte name = %d\n%s\nwant %d", code, errs, exitRefused)
+	}
+}

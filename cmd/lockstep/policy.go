@@ -25,7 +25,8 @@ func init() {
   check F…     parse each file and report every problem at once, as
                file:line: message; --exercise also requires [read],
                [execute] and [ioctl] paths to exist here, as an exercise
-               config must. Strict-subset nesting is reported as a warning.
+               config must, and refuses a path run cannot inspect (too long
+               a name, a loop). Strict-subset nesting is a warning.
   fmt F…       print the canonical rendering (the form Hash is taken of);
                -w rewrites the files in place, -l lists the files whose
                bytes differ from their canonical form (exit 1 if any).
@@ -142,6 +143,11 @@ func checkOne(file string, exercise bool) policyFileResult {
 	if exercise {
 		for _, m := range p.MissingPaths() {
 			r.Problems = append(r.Problems, policyProblem{file, 0, fmt.Sprintf("exercise config names %q in [read], [execute] or [ioctl], and it does not exist here", m)})
+		}
+		// run refuses a policy with a path it cannot stat, in any section.
+		_, unusable := p.StatPaths(policy.FilesystemSections...)
+		for _, u := range unusable {
+			r.Problems = append(r.Problems, policyProblem{file, 0, fmt.Sprintf("names %q, which cannot be inspected here (%v); lockstep run refuses it", u.Path, u.Err)})
 		}
 	}
 	for _, n := range p.StrictSubsets() {
