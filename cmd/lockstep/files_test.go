@@ -21,11 +21,15 @@ import (
 // found them: through the real binary, with real FIFOs, /dev/zero, symbolic
 // links and directories.
 
+// filesBinDir holds the binary the tests below share; TestMain removes it.
+var filesBinDir string
+
 var filesBin = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "lockstep-files-test.")
 	if err != nil {
 		return "", err
 	}
+	filesBinDir = dir
 	bin := filepath.Join(dir, "lockstep")
 	return bin, lockstepbin.BuildTo(bin)
 })
