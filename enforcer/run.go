@@ -212,7 +212,7 @@ func osStat(path string, follow bool) (FileKind, error) {
 		err = unix.Lstat(path, &st)
 	}
 	switch {
-	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
+	case policy.IsMissing(err):
 		return KindMissing, nil
 	case err != nil:
 		return 0, err

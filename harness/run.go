@@ -22,6 +22,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/guest"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // Options describe one guest run. The zero value of each field is
@@ -340,7 +341,7 @@ func hasStrace(root string) bool {
 }
 
 func fileSHA256(path string) string {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return ""
 	}

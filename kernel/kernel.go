@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // Builder fetches, configures, builds, caches and verifies pinned kernels.
@@ -302,7 +304,7 @@ func (b *Builder) List(ctx context.Context) ([]Entry, error) {
 	for _, d := range ents {
 		if d.IsDir() && len(d.Name()) == 64 && !known[d.Name()] {
 			e := Entry{Key: d.Name(), Dir: filepath.Join(b.root(), d.Name()), State: "stale"}
-			if raw, err := os.ReadFile(filepath.Join(e.Dir, RecordName)); err == nil {
+			if raw, err := safefile.ReadFile(filepath.Join(e.Dir, RecordName), 1<<20); err == nil {
 				e.Record, _ = ParseRecord(raw)
 			}
 			out = append(out, e)

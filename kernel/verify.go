@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // Names of the files in a cache entry.
@@ -63,7 +64,7 @@ func VerifyDir(dir string, pin Pin, key string, required []string) (*Verified, e
 	failf := func(format string, a ...any) { fail = append(fail, fmt.Sprintf(format, a...)) }
 	refuse := func() error { return &VerifyError{Dir: dir, Version: pin.Version, Failures: fail, Unfit: unfit} }
 
-	raw, err := os.ReadFile(filepath.Join(dir, RecordName))
+	raw, err := safefile.ReadFile(filepath.Join(dir, RecordName), 1<<20)
 	if err != nil {
 		failf("build.txt: %v", err)
 		return nil, refuse()
@@ -84,7 +85,7 @@ func VerifyDir(dir string, pin Pin, key string, required []string) (*Verified, e
 		failf("build.txt key is %s, want %s", rec.Key, key)
 	}
 
-	img, err := os.ReadFile(v.BzImage)
+	img, err := safefile.ReadFile(v.BzImage, 256<<20)
 	if err != nil {
 		failf("bzImage: %v", err)
 	} else {
@@ -102,7 +103,7 @@ func VerifyDir(dir string, pin Pin, key string, required []string) (*Verified, e
 		}
 	}
 
-	cfg, err := os.ReadFile(v.Config)
+	cfg, err := safefile.ReadFile(v.Config, 16<<20)
 	if err != nil {
 		failf("config: %v", err)
 	} else {
@@ -127,7 +128,7 @@ func VerifyDir(dir string, pin Pin, key string, required []string) (*Verified, e
 // required options. Callers handed a bzImage path use it before booting.
 func VerifyImage(bzImage string) (*Verified, error) {
 	dir := filepath.Dir(bzImage)
-	raw, err := os.ReadFile(filepath.Join(dir, RecordName))
+	raw, err := safefile.ReadFile(filepath.Join(dir, RecordName), 1<<20)
 	if err != nil {
 		return nil, &VerifyError{Dir: dir, Version: "?", Failures: []string{fmt.Sprintf("build.txt: %v (only cached kernels can be verified)", err)}}
 	}

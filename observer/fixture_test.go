@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
 )
 
@@ -37,7 +38,7 @@ func fixtureFiles(t *testing.T) map[string][]byte {
 	p.Header = record.CfgHeader("fixture", "udp-fixture", record.StageAll, fixtureProvenance)
 	cfg := p.Render()
 	dir := t.TempDir()
-	if err := record.WriteFileAtomic(filepath.Join(dir, "fixture_udp-fixture.cfg"), cfg, 0o644); err != nil {
+	if err := safefile.WriteFile(filepath.Join(dir, "fixture_udp-fixture.cfg"), cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	path, err := record.WriteExercise(dir, &record.Exercise{SchemaVersion: record.ExerciseSchema, Key: "fixture",
@@ -61,7 +62,7 @@ func TestFixturePathSet(t *testing.T) {
 	for name, want := range fixtureFiles(t) {
 		p := filepath.Join(fixtureDir, name)
 		if *update {
-			if err := record.WriteFileAtomic(p, want, 0o644); err != nil {
+			if err := safefile.WriteFile(p, want, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

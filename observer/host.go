@@ -17,8 +17,8 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
 )
 
 // RunJSONSchema is the version of run.json.
@@ -147,7 +147,7 @@ func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	if res.Status != StatusVerified && res.Status != StatusFailed {
 		res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest observer exited %d", run.Status)
 	}
-	if b, err := os.ReadFile(filepath.Join(results, SummaryFile)); err == nil {
+	if b, err := safefile.ReadFile(filepath.Join(results, SummaryFile), 0); err == nil {
 		var s Summary
 		if json.Unmarshal(b, &s) == nil && s.Schema == SummarySchema {
 			res.Summary = &s
@@ -207,11 +207,11 @@ func unpack(results, dir, key string) ([]string, error) {
 		if !e.Type().IsRegular() || !(n == SummaryFile || strings.HasPrefix(n, key+"_") && strings.Contains(n, ".abi10.")) {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(results, n))
+		b, err := safefile.ReadFile(filepath.Join(results, n), 0)
 		if err != nil {
 			return nil, err
 		}
-		if err := record.WriteFileAtomic(filepath.Join(dir, n), b, 0o644); err != nil {
+		if err := safefile.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
 			return nil, err
 		}
 		files = append(files, n)
@@ -236,5 +236,5 @@ func writeRunJSON(opts HostOptions, res *HostResult, start time.Time) error {
 	if err != nil {
 		return err
 	}
-	return record.WriteFileAtomic(filepath.Join(opts.PathSets, "run.json"), append(b, '\n'), 0o644)
+	return safefile.WriteFile(filepath.Join(opts.PathSets, "run.json"), append(b, '\n'), 0o644)
 }

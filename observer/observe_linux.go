@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"github.com/lockstep-sandbox/lockstep/observer/proof"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
@@ -72,7 +73,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := record.WriteFileAtomic(filepath.Join(opts.Out, SummaryFile), b, 0o644); err != nil {
+	if err := safefile.WriteFile(filepath.Join(opts.Out, SummaryFile), b, 0o644); err != nil {
 		return nil, fmt.Errorf("observe: %w", err)
 	}
 	return sum, nil
@@ -137,12 +138,12 @@ func (o *observer) write(k *record.KVM, sidecar, trace []byte) error {
 		if err != nil {
 			return err
 		}
-		if err := record.WriteFileAtomic(stem+TraceSuffix, gz, 0o644); err != nil {
+		if err := safefile.WriteFile(stem+TraceSuffix, gz, 0o644); err != nil {
 			return err
 		}
 	}
 	if sidecar != nil {
-		if err := record.WriteFileAtomic(stem+".abi10.cfg", sidecar, 0o644); err != nil {
+		if err := safefile.WriteFile(stem+".abi10.cfg", sidecar, 0o644); err != nil {
 			return err
 		}
 	}
@@ -264,7 +265,7 @@ func (v *verification) run(ctx context.Context, f exercise.Found) (reason string
 	o, stem := v.o, stemOf(v.o.opts.Key, f.Name)
 	// 1. The policy and the record that vouches for it, raw bytes.
 	cfgPath := filepath.Join(o.opts.PathSets, stem+".cfg")
-	cfg, err := os.ReadFile(cfgPath)
+	cfg, err := safefile.ReadFile(cfgPath, policy.MaxFileBytes)
 	if err != nil {
 		return "", abortf(nil, "%s.cfg cannot be read: %v", stem, err)
 	}

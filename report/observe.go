@@ -3,11 +3,11 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/harness"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
 )
@@ -143,7 +143,7 @@ func ObserveDir(pathSets string, m Meta) ([]byte, error) {
 }
 
 func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, 0)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}

@@ -3,11 +3,11 @@ package repro
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // ObservationSchema is the version of an Observation document.
@@ -128,7 +128,7 @@ func GrantRows(p *policy.Policy) []string {
 
 // ReadObservation reads an Observation document and checks its schema.
 func ReadObservation(path string) (*Observation, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,8 @@ package verify
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/repro"
 )
 
@@ -129,7 +129,7 @@ func status(cells []*Cell) int {
 
 // ReadCell reads a cell document and checks its schema.
 func ReadCell(path string) (*Cell, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, 0)
 	if err != nil {
 		return nil, err
 	}

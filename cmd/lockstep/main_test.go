@@ -15,5 +15,9 @@ func TestMain(m *testing.M) {
 		guestMain()
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if filesBinDir != "" {
+		os.RemoveAll(filesBinDir)
+	}
+	os.Exit(code)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/pruner/orchestrate"
 )
 
@@ -39,7 +40,9 @@ merged. Without --kvm-dir the ABI-10 files are read from --path-dir.
 
 --json prints one summary document (schema_version 1: languages, exercises,
 rows, files, warnings; on a refusal "refused": true and "problems").
---summary appends a Markdown summary to a file, e.g. $GITHUB_STEP_SUMMARY.
+--summary appends a Markdown summary to a file, e.g. $GITHUB_STEP_SUMMARY;
+it is opened before the merge and must be a regular file (or a new one).
+--core-dir must not be or hold the current directory.
 See docs/orchestrate.md.`,
 		Example: `# merge one language after a container prune and two guest runs
 $ lockstep orchestrate --langs java --path-dir path_sets --kvm-dir kvm-24.04 --kvm-dir kvm-26.04 --core-dir core --summary "$GITHUB_STEP_SUMMARY"`,
@@ -66,6 +69,18 @@ $ lockstep orchestrate --langs java --path-dir path_sets --kvm-dir kvm-24.04 --k
 						keys = append(keys, k)
 					}
 				}
+				// The summary is opened before the merge, so that a path that
+				// cannot take it (a directory, a FIFO) fails while the
+				// previous tree is still in place.
+				var md *os.File
+				if *summary != "" {
+					f, err := safefile.OpenAppend(*summary, 0o644)
+					if err != nil {
+						return fail(io, "orchestrate", exitFail, fmt.Errorf("--summary: %w; nothing was written", err))
+					}
+					defer f.Close()
+					md = f
+				}
 				level := slog.LevelWarn
 				if io.verbose {
 					level = slog.LevelInfo
@@ -82,7 +97,7 @@ $ lockstep orchestrate --langs java --path-dir path_sets --kvm-dir kvm-24.04 --k
 						fmt.Fprintf(io.err, "lockstep orchestrate: %s\n", p)
 					}
 					fmt.Fprintf(io.err, "lockstep orchestrate: refused (%d problems); nothing was written\n", len(ref.Problems))
-					if code := appendSummary(io, *summary, ref.Markdown()); code != exitOK {
+					if code := appendSummary(io, md, ref.Markdown(), false); code != exitOK {
 						return code
 					}
 					if *asJSON {
@@ -95,7 +110,7 @@ $ lockstep orchestrate --langs java --path-dir path_sets --kvm-dir kvm-24.04 --k
 				for _, w := range sum.Warnings {
 					fmt.Fprintf(io.err, "lockstep orchestrate: warning: %s\n", w)
 				}
-				if code := appendSummary(io, *summary, sum.Markdown()); code != exitOK {
+				if code := appendSummary(io, md, sum.Markdown(), true); code != exitOK {
 					return code
 				}
 				if *asJSON {
@@ -116,20 +131,21 @@ $ lockstep orchestrate --langs java --path-dir path_sets --kvm-dir kvm-24.04 --k
 	})
 }
 
-// appendSummary appends md to file ("" does nothing).
-func appendSummary(io *stdio, file, md string) int {
-	if file == "" {
+// appendSummary appends md to f (nil does nothing). written says the tree
+// is already in place, which the error then says too.
+func appendSummary(io *stdio, f *os.File, md string, written bool) int {
+	if f == nil {
 		return exitOK
 	}
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	_, err := f.WriteString(md + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err == nil {
-		_, err = f.WriteString(md + "\n")
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+		return exitOK
 	}
-	if err != nil {
-		return fail(io, "orchestrate", exitFail, fmt.Errorf("write the Markdown summary: %w", err))
+	if written {
+		return fail(io, "orchestrate", exitFail, fmt.Errorf("the tree was written, but the Markdown summary was not: %w", err))
 	}
-	return exitOK
+	return fail(io, "orchestrate", exitFail, fmt.Errorf("write the Markdown summary: %w", err))
 }

@@ -8,10 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy/wide"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // policyJSONSchema versions the document `lockstep policy check|hash --json` prints.
@@ -27,7 +27,8 @@ func init() {
   check F…     parse each file and report every problem at once, as
                file:line: message; --exercise also requires [read],
                [execute] and [ioctl] paths to exist here, as an exercise
-               config must. Then warn, each with a stable code, about
+               config must, and refuses a path run cannot inspect (too long
+               a name, a loop). Then warn, each with a stable code, about
                grants wider than they look on this machine: a symbolic
                link leading elsewhere (W001, naming what it grants), /
                (W002), /proc or /sys whole (W003), $HOME (W004), a
@@ -152,12 +153,17 @@ func checkOne(file string, exercise, strict bool) policyFileResult {
 		for _, m := range p.MissingPaths() {
 			r.Problems = append(r.Problems, policyProblem{file, 0, fmt.Sprintf("exercise config names %q in [read], [execute] or [ioctl], and it does not exist here", m)})
 		}
+		// run refuses a policy with a path it cannot stat, in any section.
+		_, unusable := p.StatPaths(policy.FilesystemSections...)
+		for _, u := range unusable {
+			r.Problems = append(r.Problems, policyProblem{file, 0, fmt.Sprintf("names %q, which cannot be inspected here (%v); lockstep run refuses it", u.Path, u.Err)})
+		}
 	}
 	home, _ := os.UserHomeDir()
 	for _, w := range wide.Check(p, wide.Options{Home: home}) {
 		r.Warnings = append(r.Warnings, w.String())
 	}
-	data, _ := os.ReadFile(file)
+	data, _ := policy.ReadFile(file)
 	r.OK = len(r.Problems) == 0 && !(strict && len(r.Warnings) > 0)
 	r.Hash, r.FileHash = p.Hash(), policy.FileSHA256(data)
 	return r
@@ -219,7 +225,7 @@ func writeJSON(io *stdio, v any, code int) int {
 func policyFmt(io *stdio, o *policyOpts, files []string) int {
 	code := exitOK
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := policy.ReadFile(f)
 		if err != nil {
 			printProblems(io, err)
 			code = exitFail
@@ -242,7 +248,7 @@ func policyFmt(io *stdio, o *policyOpts, files []string) int {
 			if bytes.Equal(out, data) {
 				continue
 			}
-			if err := writeFileAtomic(f, out); err != nil {
+			if err := safefile.WriteFile(f, out, 0o644); err != nil {
 				fmt.Fprintf(io.err, "lockstep policy: fmt -w %s: %v\n", f, err)
 				code = exitFail
 			}
@@ -253,32 +259,6 @@ func policyFmt(io *stdio, o *policyOpts, files []string) int {
 		}
 	}
 	return code
-}
-
-// writeFileAtomic replaces name with data through a temporary sibling, keeping
-// the file's mode.
-func writeFileAtomic(name string, data []byte) error {
-	mode := os.FileMode(0o644)
-	if fi, err := os.Stat(name); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
 }
 
 func policyHash(io *stdio, o *policyOpts, files []string) int {
@@ -296,7 +276,7 @@ func policyHash(io *stdio, o *policyOpts, files []string) int {
 			continue
 		}
 		if o.json {
-			data, _ := os.ReadFile(f)
+			data, _ := policy.ReadFile(f)
 			rep.Files = append(rep.Files, policyFileResult{File: f, OK: true, Hash: p.Hash(), FileHash: policy.FileSHA256(data), Problems: []policyProblem{}, Warnings: []string{}})
 			continue
 		}

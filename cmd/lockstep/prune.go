@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
@@ -294,14 +295,14 @@ func pruneOneGuest(ctx context.Context, io *stdio, log *slog.Logger, bz string, 
 	}
 	copied := 0
 	for _, suf := range []string{record.ConfigSuffix, record.ExerciseSuffix, record.AbortedSuffix} {
-		b, err := os.ReadFile(filepath.Join(dir, stem+suf))
+		b, err := safefile.ReadFile(filepath.Join(dir, stem+suf), 0)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return fail(io, "prune", exitIndeterminate, err)
 		}
-		if err := record.WriteFileAtomic(filepath.Join(a.out.dir, stem+suf), b, 0o644); err != nil {
+		if err := safefile.WriteFile(filepath.Join(a.out.dir, stem+suf), b, 0o644); err != nil {
 			return fail(io, "prune", exitFail, err)
 		}
 		copied++

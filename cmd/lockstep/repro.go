@@ -12,8 +12,8 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/kernel"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
 	"github.com/lockstep-sandbox/lockstep/report"
 	"github.com/lockstep-sandbox/lockstep/repro"
 )
@@ -144,7 +144,7 @@ func reproHere(ctx context.Context, io *stdio, name, out string, wait time.Durat
 	}
 	b, err := json.MarshalIndent(o, "", "  ")
 	if err == nil {
-		err = record.WriteFileAtomic(out+"/"+repro.ObservationFile, append(b, '\n'), 0o644)
+		err = safefile.WriteFile(out+"/"+repro.ObservationFile, append(b, '\n'), 0o644)
 	}
 	if err != nil {
 		return fail(io, "repro", exitIndeterminate, err)

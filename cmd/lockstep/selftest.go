@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/observer/proof"
 )
@@ -213,7 +214,7 @@ func selftestGuest(ctx context.Context, io *stdio, b selftestBoot, asJSON bool) 
 		}
 		return fail(io, "selftest", code, fmt.Errorf("guest on %s: %w", filepath.Base(bz), err))
 	}
-	data, err := os.ReadFile(filepath.Join(dir, selftestReport))
+	data, err := safefile.ReadFile(filepath.Join(dir, selftestReport), 0)
 	if err != nil {
 		return fail(io, "selftest", exitIndeterminate, fmt.Errorf("the guest wrote no report (status %d): %w", res.Status, err))
 	}
@@ -264,7 +265,7 @@ func selftestPinABI(kernelArg string) (int, error) {
 // selftestRelease is the release (first word of the version string) that a
 // bzImage's setup header names: what uname -r must say in the guest.
 func selftestRelease(bz string) (string, error) {
-	f, err := os.Open(bz)
+	f, err := safefile.Open(bz)
 	if err != nil {
 		return "", fmt.Errorf("kernel release: %w", err)
 	}
@@ -277,28 +278,11 @@ func selftestRelease(bz string) (string, error) {
 	return release, nil
 }
 
-// selftestWriteJSON writes v as indented JSON to path through a temporary file
-// in the same directory.
+// selftestWriteJSON writes v as indented JSON to path, atomically.
 func selftestWriteJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return safefile.WriteFile(path, append(b, '\n'), 0o644)
 }

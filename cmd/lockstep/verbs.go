@@ -10,8 +10,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
 	"golang.org/x/term"
+
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // stdio carries the streams and terminal facts a verb may use; tests fill it
@@ -191,7 +192,7 @@ func writeReport(path string, render func() ([]byte, error)) error {
 	}
 	page, err := render()
 	if err == nil {
-		err = record.WriteFileAtomic(path, page, 0o644)
+		err = safefile.WriteFile(path, page, 0o644)
 	}
 	if err != nil {
 		return fmt.Errorf("html report: %w", err)

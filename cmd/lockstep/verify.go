@@ -13,9 +13,9 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
 	"github.com/lockstep-sandbox/lockstep/report"
 	"github.com/lockstep-sandbox/lockstep/verify"
 )
@@ -203,7 +203,7 @@ func verifyHere(ctx context.Context, io *stdio, name, out string, configs []stri
 	}
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err == nil {
-		err = record.WriteFileAtomic(filepath.Join(out, verify.CellFile), append(b, '\n'), 0o644)
+		err = safefile.WriteFile(filepath.Join(out, verify.CellFile), append(b, '\n'), 0o644)
 	}
 	if err != nil {
 		return fail(io, "verify", exitIndeterminate, err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // sectionLetters are the Phobos enforcer's right letters per section.
@@ -344,31 +345,67 @@ func (p *Policy) NormaliseHierarchy() (*Policy, error) {
 	return q, nil
 }
 
+// IsMissing reports whether err, from a stat of a path a policy names,
+// means the path is not there: ENOENT, or ENOTDIR (a file stands where the
+// path needs a directory, as in /etc/passwd/x). The enforcer counts such a
+// path missing (it grants nothing); any other error (ENAMETOOLONG, ELOOP,
+// EACCES) refuses the policy. StatPaths judges alike, so that `policy check
+// --exercise` and `run` agree.
+func IsMissing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// PathError is a path a policy names whose stat fails for another reason
+// than IsMissing's: the enforcer refuses a policy naming it.
+type PathError struct {
+	Path string
+	Err  error
+}
+
+func (e PathError) String() string { return e.Path + ": " + e.Err.Error() }
+
 // MissingPaths returns the paths, in the given sections, that do not exist
-// on this machine (following symlinks), sorted. With no sections it checks
-// [read], [execute] and [ioctl]: the sections Phobos requires to exist for an
-// exercise config (a base tolerates missing ones, which are dropped at
-// enforcement). This is the only function of the package that looks at the
-// file system; Parse never does.
+// on this machine (following symlinks; see IsMissing), sorted. With no
+// sections it checks [read], [execute] and [ioctl]: the sections Phobos
+// requires to exist for an exercise config (a base tolerates missing ones,
+// which are dropped at enforcement).
 func (p *Policy) MissingPaths(sections ...Section) []string {
+	missing, _ := p.StatPaths(sections...)
+	return missing
+}
+
+// StatPaths stats the paths of the given sections (with none, as
+// MissingPaths) and returns, sorted, those that are missing (IsMissing) and
+// those that cannot be inspected at all. It and MissingPaths are the only
+// functions of the package that look at the file system; Parse never does.
+func (p *Policy) StatPaths(sections ...Section) (missing []string, unusable []PathError) {
 	if len(sections) == 0 {
 		sections = []Section{Read, Execute, Ioctl}
 	}
 	seen := map[string]bool{}
-	var out []string
 	for _, s := range sections {
 		for _, path := range p.Paths(s) {
 			if seen[path] {
 				continue
 			}
 			seen[path] = true
-			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-				out = append(out, path)
+			_, err := os.Stat(path)
+			switch {
+			case err == nil:
+			case IsMissing(err):
+				missing = append(missing, path)
+			default:
+				var pe *fs.PathError
+				if errors.As(err, &pe) {
+					err = pe.Err
+				}
+				unusable = append(unusable, PathError{path, err})
 			}
 		}
 	}
-	sort.Strings(out)
-	return out
+	sort.Strings(missing)
+	sort.Slice(unusable, func(i, j int) bool { return unusable[i].Path < unusable[j].Path })
+	return missing, unusable
 }
 
 // Diff lists what b grants that a does not ("+ " lines) and what a grants

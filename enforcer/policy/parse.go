@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // knownSections lists every section name the grammar recognises, including
@@ -85,6 +87,20 @@ func ParseFile(name string) (*Policy, error) {
 	return Parse(name, data)
 }
 
+// MaxFileBytes bounds a policy file: the largest shipped base is a few
+// kilobytes, and a read of /dev/zero or a growing file must end.
+const MaxFileBytes = 16 << 20
+
+// ReadFile reads the policy file at name as ParseFile does, with the same
+// refusals, as an ErrorList.
+func ReadFile(name string) ([]byte, error) {
+	data, err := readPolicyFile(name)
+	if err != nil {
+		return nil, ErrorList{err}
+	}
+	return data, nil
+}
+
 func readPolicyFile(name string) ([]byte, *Error) {
 	if name == "" {
 		return nil, &Error{File: `""`, Msg: "an empty policy path was given; name a .cfg file"}
@@ -103,9 +119,9 @@ func readPolicyFile(name string) ([]byte, *Error) {
 		return nil, &Error{File: name, Msg: "is a directory; want a .cfg file"}
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &Error{File: name, Msg: fmt.Sprintf("is not a regular file (%s); want a .cfg file", fi.Mode().Type())}
+		return nil, &Error{File: name, Msg: fmt.Sprintf("is %s, not a regular file; want a .cfg file", safefile.Kind(fi.Mode()))}
 	}
-	data, err := os.ReadFile(name)
+	data, err := safefile.ReadFile(name, MaxFileBytes)
 	if err != nil {
 		return nil, &Error{File: name, Msg: fmt.Sprintf("cannot be read: %v", unwrapPath(err))}
 	}
@@ -113,6 +129,9 @@ func readPolicyFile(name string) ([]byte, *Error) {
 }
 
 func unwrapPath(err error) error {
+	if se, ok := errors.AsType[*safefile.Error](err); ok {
+		return errors.New(se.Problem)
+	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
 )
 
@@ -394,7 +395,7 @@ func replayPty(req string) error {
 // loader). It returns "" for a static ELF file and an error for a file it
 // cannot read or recognise.
 func Interpreter(p string) (string, error) {
-	f, err := os.Open(p)
+	f, err := safefile.Open(p)
 	if err != nil {
 		return "", fmt.Errorf("interpreter of %s: %w", p, err)
 	}

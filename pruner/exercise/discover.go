@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // Found is one exercise folder discovery found, not yet checked against the
@@ -59,9 +61,11 @@ func (e *DiscoveryError) Lines() []string {
 // Discover lists every exercise under root (<root>/<family>/<exercise>),
 // sorted by key, family and name. Dot-directories and plain files are
 // ignored. It refuses the whole tree with a *DiscoveryError when a
-// prune.json is unreadable, not a regular file or not a JSON object, when an
-// exercise's key is not a valid key, or when two exercises of one key share
-// a folder name.
+// prune.json is unreadable, not a regular file, or not a valid config
+// (ParseConfig: unknown keys, wrong types, bad values), when an exercise has
+// no executable build script, when an exercise's key is not a valid key, or
+// when two exercises of one key share a folder name. Each problem names the
+// file, the key and what is wanted.
 func Discover(root string) ([]Found, error) {
 	families, err := subdirs(root)
 	if err != nil {
@@ -77,9 +81,9 @@ func Discover(root string) ([]Found, error) {
 		}
 		for _, name := range names {
 			dir := filepath.Join(root, family, name)
-			key, err := keyOf(dir, family)
-			if err != nil {
-				problems = append(problems, Problem{filepath.Join(dir, ConfigFile), err.Error()})
+			key, probs := discoverOne(dir, family)
+			if len(probs) > 0 {
+				problems = append(problems, probs...)
 				continue
 			}
 			found = append(found, Found{Key: key, Family: family, Name: name, Dir: dir})
@@ -193,6 +197,31 @@ func subdirs(dir string) ([]string, error) {
 	return out, nil
 }
 
+// discoverOne reads the exercise in dir as discovery does: its key, and
+// every problem that seen here, on the host, spares a guest boot that could
+// only refuse it: a prune.json that ParseConfig refuses (unknown keys, wrong
+// types, bad values), and no usable build script.
+func discoverOne(dir, family string) (string, []Problem) {
+	var probs []Problem
+	cfgPath := filepath.Join(dir, ConfigFile)
+	key, err := keyOf(dir, family)
+	if err != nil {
+		probs = append(probs, Problem{cfgPath, err.Error()})
+	} else if data, err := readConfig(dir); err == nil {
+		if _, err := ParseConfig(data); err != nil {
+			var ce *ConfigError
+			errors.As(err, &ce)
+			for _, p := range ce.Problems {
+				probs = append(probs, Problem{cfgPath, p})
+			}
+		}
+	}
+	if _, err := buildScript(dir); err != nil {
+		probs = append(probs, Problem{dir, err.Error()})
+	}
+	return key, probs
+}
+
 // keyOf reads the key of the exercise in dir, as discovery does.
 func keyOf(dir, family string) (string, error) {
 	data, err := readConfig(dir)
@@ -238,7 +267,7 @@ func readConfig(dir string) ([]byte, error) {
 	if st.Size() > maxConfigBytes {
 		return nil, fmt.Errorf("is %d bytes, want at most %d", st.Size(), maxConfigBytes)
 	}
-	data, err := os.ReadFile(p)
+	data, err := safefile.ReadFile(p, maxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("unreadable: %v", unwrapPath(err))
 	}

@@ -119,6 +119,20 @@ func TestDiscoverRefusals(t *testing.T) {
 		{"prune.json a dangling link", map[string]string{
 			"c/a/build_script.sh": script, "c/a/prune.json": "-> missing.json",
 		}, []string{"c/a/prune.json: unreadable"}},
+		// Refused on the host, before any guest boots for them (issue 18, item 17).
+		{"unknown prune.json key", map[string]string{
+			"python/a/build_script.sh": script, "python/a/prune.json": `{"evil": 1}`,
+		}, []string{`python/a/prune.json: unknown keys "evil"; the keys are key, seed,`}},
+		{"prune.json value of the wrong type", map[string]string{
+			"python/a/build_script.sh": script, "python/a/prune.json": `{"heap_pinned": "yes", "declared_hosts": "x:1"}`,
+		}, []string{"python/a/prune.json: declared_hosts is a string, want a list of strings",
+			"python/a/prune.json: heap_pinned is a string, want true or false"}},
+		{"no build script", map[string]string{
+			"python/a/run.sh": script,
+		}, []string{"python/a: no build_script.sh or build_script, want an executable build script"}},
+		{"build script a folder", map[string]string{
+			"python/a/build_script.sh/": "",
+		}, []string{"python/a: build_script.sh is a directory, want an executable regular file"}},
 		{"every problem at once", map[string]string{
 			"c/a/build_script.sh": script, "c/a/prune.json": `7`,
 			"c/b/build_script.sh": script, "c/b/prune.json": `{"key": "C"}`,

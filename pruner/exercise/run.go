@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
 )
 
@@ -326,7 +327,7 @@ func CollectReports(workDir string, globs []string) ([]verdict.Report, error) {
 		case st.Size() > verdict.MaxReportBytes:
 			r.Err = fmt.Errorf("%s is %d bytes, more than %d", p, st.Size(), verdict.MaxReportBytes)
 		default:
-			r.Data, r.Err = os.ReadFile(full)
+			r.Data, r.Err = safefile.ReadFile(full, verdict.MaxReportBytes)
 		}
 		out = append(out, r)
 	}

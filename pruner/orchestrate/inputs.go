@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/lazyre"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // Record schemas and suffixes (Phobos's orchestrate.py constants).
@@ -93,7 +94,7 @@ func sameDigest(recorded any, hex string) bool {
 
 // readRecord reads a JSON object; numbers stay json.Number.
 func readRecord(path string) (map[string]any, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +229,7 @@ func checkExercise(lang, stem, dir string, names map[string]bool, probs *problem
 		probs.add("%s.cfg has no %s.json beside it", stem, stem)
 		return nil
 	}
-	cfg, err := os.ReadFile(filepath.Join(dir, stem+".cfg"))
+	cfg, err := safefile.ReadFile(filepath.Join(dir, stem+".cfg"), policy.MaxFileBytes)
 	if err != nil {
 		probs.add("%s.cfg cannot be read: %v", stem, err)
 		return nil
@@ -319,7 +320,7 @@ func checkABI10(lang, stem, pathDir, abiDir string, names, abiNames map[string]b
 		probs.add("%s.abi10.json records a KVM run that did not verify the policy%s", stem, why)
 		return
 	}
-	cfg, err := os.ReadFile(filepath.Join(pathDir, stem+".cfg"))
+	cfg, err := safefile.ReadFile(filepath.Join(pathDir, stem+".cfg"), policy.MaxFileBytes)
 	if err != nil {
 		probs.add("%s.cfg cannot be read: %v", stem, err)
 		return
@@ -342,7 +343,7 @@ func checkABI10(lang, stem, pathDir, abiDir string, names, abiNames map[string]b
 		probs.add("%s.abi10.json names a sidecar, and %s.abi10.cfg is missing", stem, stem)
 		return
 	}
-	side, err := os.ReadFile(filepath.Join(abiDir, stem+abi10CFG))
+	side, err := safefile.ReadFile(filepath.Join(abiDir, stem+abi10CFG), policy.MaxFileBytes)
 	if err != nil {
 		probs.add("%s.abi10.cfg cannot be read: %v", stem, err)
 		return

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // DefaultRuntimeChdir is the working directory TailPhobos.cfg names when
@@ -131,6 +132,8 @@ func checkOptions(o *Options, probs *problems) {
 	}
 	if o.PathDir == "" || o.CoreDir == "" {
 		probs.add("a path directory and an output directory are required")
+	} else if p := holdsWorkDir(o.CoreDir); p != "" {
+		probs.add("%s", p)
 	}
 	if o.RuntimeChdir == "" {
 		o.RuntimeChdir = DefaultRuntimeChdir
@@ -138,6 +141,37 @@ func checkOptions(o *Options, probs *problems) {
 	if c := o.RuntimeChdir; !strings.HasPrefix(c, "/") || path.Clean(c) != c || strings.ContainsAny(c, " \t\n\r\v\f#") {
 		probs.add("runtime directory %q is not an absolute, normal path without white space", c)
 	}
+}
+
+// holdsWorkDir refuses an output directory that is or holds the current
+// directory ("." and ".." among them): the tree is swapped with a sibling
+// and the old one removed, which would pull the directory the merge runs in
+// away from under it (and "." has no sibling to swap with).
+func holdsWorkDir(core string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return fmt.Sprintf("cannot tell whether output directory %s holds the current directory: %v", core, err)
+	}
+	abs, err := filepath.Abs(core)
+	if err != nil {
+		return fmt.Sprintf("output directory %s: %v", core, err)
+	}
+	cands := []string{abs}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		cands = append(cands, real)
+	}
+	wds := []string{wd}
+	if real, err := filepath.EvalSymlinks(wd); err == nil {
+		wds = append(wds, real)
+	}
+	for _, c := range cands {
+		for _, w := range wds {
+			if w == c || c == "/" || strings.HasPrefix(w, c+"/") {
+				return fmt.Sprintf("output directory %s is or holds the current directory %s: the merge replaces the whole tree, so run it from outside (and name the tree itself, not \".\" or \"..\")", core, wd)
+			}
+		}
+	}
+	return ""
 }
 
 // Run checks every input, merges, renders and replaces the output tree
@@ -227,7 +261,7 @@ func compareKVMDirs(dirs []string, probs *problems) {
 			if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), abi10CFG) {
 				continue
 			}
-			data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			data, err := safefile.ReadFile(filepath.Join(dir, e.Name()), policy.MaxFileBytes)
 			if err != nil {
 				probs.add("cannot read %s: %v", filepath.Join(dir, e.Name()), err)
 				continue

@@ -3,11 +3,11 @@ package orchestrate
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -83,14 +83,14 @@ func writeTree(root string, files []output, langs []string, hook func(stage) err
 			err = fmt.Errorf("remove the previous tree at %s: %w", tmp, rerr)
 		}
 	}()
-	mode := fs.FileMode(0o755)
 	if exists {
-		mode = fi.Mode().Perm()
 		if err := carryOver(root, tmp, langs); err != nil {
 			return err
 		}
-	}
-	if err := os.Chmod(tmp, mode); err != nil {
+		if err := keepDir(tmp, fi); err != nil {
+			return err
+		}
+	} else if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
 	for _, d := range []string{"exercises", "debug"} {
@@ -146,9 +146,18 @@ func lockTree(parent, name string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-// carryOver copies the entries of the old tree that the merge does not own.
+// carryOver puts the entries of the old tree that the merge does not own
+// into tmp. A file or a symbolic link is hard-linked: it stays the same file,
+// so its contents, owner, mode (set-ID bits too), times and its other hard
+// links are kept, and nothing is read or copied. A directory is made anew
+// with the old one's owner, mode and times (set once it is filled).
 func carryOver(root, tmp string, langs []string) error {
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	type dir struct {
+		path string
+		info fs.FileInfo
+	}
+	var dirs []dir
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -158,47 +167,54 @@ func carryOver(root, tmp string, langs []string) error {
 		}
 		slash := filepath.ToSlash(rel)
 		dst := filepath.Join(tmp, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
 		switch {
 		case d.IsDir():
-			return os.Mkdir(dst, info.Mode().Perm())
-		case owned(slash, langs):
-			return nil
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
+			info, err := d.Info()
 			if err != nil {
 				return err
 			}
-			return os.Symlink(target, dst)
-		case d.Type().IsRegular():
-			return copyFile(p, dst, info.Mode().Perm())
+			dirs = append(dirs, dir{dst, info})
+			return os.Mkdir(dst, 0o700)
+		case owned(slash, langs):
+			return nil
+		case d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0:
+			// os.Link does not follow a symbolic link: the link itself is linked.
+			if err := os.Link(p, dst); err != nil {
+				return fmt.Errorf("keep %s in the new tree: %w (it is hard-linked, so it stays the same file; a file of another owner needs root, and a mount point inside the tree cannot be kept)", slash, err)
+			}
+			return nil
 		}
 		return fmt.Errorf("%s holds %s, which is neither a file, a directory nor a link; remove it", root, slash)
 	})
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if err := keepDir(d.path, d.info); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func copyFile(src, dst string, mode fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
+func sameOwner(fi fs.FileInfo, want *syscall.Stat_t) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Uid == want.Uid && st.Gid == want.Gid
+}
+
+// keepDir gives the directory dst the owner, mode and times of old. The
+// owner goes first: a chown may clear set-ID bits.
+func keepDir(dst string, old fs.FileInfo) error {
+	want, ok := old.Sys().(*syscall.Stat_t)
+	if have, err := os.Lstat(dst); ok && err == nil && !sameOwner(have, want) {
+		if err := os.Lchown(dst, int(want.Uid), int(want.Gid)); err != nil {
+			return fmt.Errorf("keep the owner %d:%d of directory %s: %w (a directory of another owner needs root)", want.Uid, want.Gid, old.Name(), err)
+		}
+	}
+	if err := os.Chmod(dst, old.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
 		return err
 	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return os.Chtimes(dst, old.ModTime(), old.ModTime())
 }
 
 func writeSynced(path string, data []byte, mode fs.FileMode) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
@@ -128,7 +129,7 @@ func (r *Result) Write(dir string) ([]string, error) {
 		return nil, err
 	}
 	cfg := filepath.Join(dir, stem+record.ConfigSuffix)
-	if err := record.WriteFileAtomic(cfg, r.Cfg, 0o644); err != nil {
+	if err := safefile.WriteFile(cfg, r.Cfg, 0o644); err != nil {
 		return nil, err
 	}
 	js, err := record.WriteExercise(dir, r.Record)

@@ -16,7 +16,8 @@
 // non-ASCII character and DEL escaped as \uXXXX, floats in Python's repr,
 // e.g. 3.0), so a record lockstep writes and one Phobos writes for the same
 // content are the same bytes. [Marshal] is that encoder. A file is written
-// to .<name>.tmp beside its target, synced, and renamed over it.
+// through lockstep's one atomic writer (internal/safefile): a temporary file
+// beside its target, synced, and renamed over it.
 //
 // # Hashes
 //

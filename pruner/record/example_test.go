@@ -27,7 +27,7 @@ func ExampleWriteExercise() {
 	}
 	p.Header = record.CfgHeader("generic", "shell-reference", record.StageAll, prov)
 	cfg := p.Render()
-	if err := record.WriteFileAtomic(filepath.Join(out, "generic_shell-reference.cfg"), cfg, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, "generic_shell-reference.cfg"), cfg, 0o644); err != nil {
 		log.Fatal(err)
 	}
 	path, err := record.WriteExercise(out, &record.Exercise{

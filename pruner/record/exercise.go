@@ -3,7 +3,6 @@ package record
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/lazyre"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // Exercise is the exercise record <key>_<exercise>.json (schema 2): what a
@@ -271,7 +271,7 @@ func checkName(path, key, exercise, suffix string) error {
 // ReadExercise reads path, validates it, and checks that its name is
 // <key>_<exercise>.json.
 func ReadExercise(path string) (*Exercise, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}
@@ -284,7 +284,7 @@ func ReadExercise(path string) (*Exercise, error) {
 
 // ReadAborted reads path, validates it, and checks its name.
 func ReadAborted(path string) (*Aborted, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}
@@ -319,7 +319,7 @@ func write(dir, name string, v any) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(dir, name)
-	if err := WriteFileAtomic(path, data, 0o644); err != nil {
+	if err := safefile.WriteFile(path, data, 0o644); err != nil {
 		return "", err
 	}
 	return path, nil

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -190,43 +188,6 @@ func pyFloat(f float64) string {
 		sign, exp = "-", -exp
 	}
 	return fmt.Sprintf("%se%s%02d", mant, sign, exp)
-}
-
-// WriteFileAtomic writes data to path through .<name>.tmp beside it: the
-// temporary file is synced and renamed over path, so a reader sees the old
-// file or the new one, never a part.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir, name := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	if err := os.Remove(tmp); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 // decodeStrict decodes one JSON value of data into v, refusing unknown

@@ -3,11 +3,11 @@ package record
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // ABI10 is the Landlock ABI a KVM record must have observed.
@@ -195,7 +195,7 @@ func ParseKVM(name string, data []byte) (*KVM, error) {
 // ReadKVM reads path, validates it, and checks that its name is
 // <key>_<exercise>.abi10.json.
 func ReadKVM(path string) (*KVM, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}

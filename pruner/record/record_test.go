@@ -403,31 +403,6 @@ func TestPyFloat(t *testing.T) {
 	}
 }
 
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "a.json")
-	// A stale temporary file from a crashed writer does not block.
-	if err := os.WriteFile(filepath.Join(dir, ".a.json.tmp"), []byte("stale"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, content := range []string{"one\n", "two\n"} {
-		if err := WriteFileAtomic(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(p)
-		if err != nil || string(got) != content {
-			t.Errorf("after WriteFileAtomic(%q): %q, %v", content, got, err)
-		}
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Errorf("dir holds %d entries after two writes, want 1", len(entries))
-	}
-	if err := WriteFileAtomic(filepath.Join(dir, "missing", "a.json"), nil, 0o644); err == nil {
-		t.Errorf("WriteFileAtomic into a missing folder = nil error")
-	}
-}
-
 func TestCfgHeader(t *testing.T) {
 	h := CfgHeader("c", "make-reference", StageFilesystem, testProvenance)
 	want := []string{
