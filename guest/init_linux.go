@@ -352,7 +352,11 @@ func (p *pid1) finish(status int) {
 				payload = b
 			}
 		}
-		sum, err := proto.WriteFrame(p.resFile, payload)
+		var frame io.Writer = p.resFile
+		if p.cmdline[proto.CmdlineHook] == proto.HookCorruptResults {
+			frame = &flipWriter{w: frame, at: proto.FrameHeaderSize}
+		}
+		sum, err := proto.WriteFrame(frame, payload)
 		if err != nil {
 			fmt.Fprintf(p.console, "lockstep-guest: %v\n", err)
 		}
@@ -374,6 +378,24 @@ func (p *pid1) finish(status int) {
 		unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART)
 		time.Sleep(time.Second)
 	}
+}
+
+// flipWriter flips the byte at offset at of what passes through it
+// (proto.HookCorruptResults).
+type flipWriter struct {
+	w   io.Writer
+	at  int64
+	off int64
+}
+
+func (f *flipWriter) Write(b []byte) (int, error) {
+	if i := f.at - f.off; i >= 0 && i < int64(len(b)) {
+		b = bytes.Clone(b)
+		b[i] ^= 0xff
+	}
+	n, err := f.w.Write(b)
+	f.off += int64(n)
+	return n, err
 }
 
 // loadModules loads kernel modules from the initramfs in order; one that is

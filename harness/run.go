@@ -150,6 +150,9 @@ type Result struct {
 	ResultsFiles       int           `json:"results_files"`
 	// ForensicsFile is set when a deadline passed.
 	ForensicsFile string `json:"forensics_file,omitempty"`
+	// OOMKills are the console's lines of the guest kernel's OOM killer
+	// killing a process: why a command ended with 137 it did not ask for.
+	OOMKills []string `json:"oom_kills,omitempty"`
 	// QEMUCommand is the pasteable QEMU command line.
 	QEMUCommand string `json:"qemu_command"`
 	// ConsoleTail is the console's last lines, '\r' stripped.
@@ -625,6 +628,9 @@ func (g *guestRun) boot(ctx context.Context, argv []string, consolePath, qmpPath
 	defer timer.Stop()
 	phaseStart := started
 	interrupted := false
+	// stopped is set once lockstep itself ends QEMU (a deadline, an
+	// interrupt); an exit before that is QEMU's own, or an outside kill's.
+	stopped := false
 wait:
 	for {
 		select {
@@ -649,10 +655,11 @@ wait:
 		case <-timer.C:
 			deadlineReason = fmt.Sprintf("the %s phase passed its %v deadline (accel %s)", phase, limit, res.Accel)
 			g.log.Warn("guest deadline passed; saving forensics", "phase", phase, "deadline", limit)
+			stopped = true
 			g.endHung(qmpPath, consolePath, argv, deadlineReason)
 			break wait
 		case <-ctx.Done():
-			interrupted = true
+			interrupted, stopped = true, true
 			g.quit(qmpPath, time.Second)
 			break wait
 		}
@@ -683,6 +690,10 @@ wait:
 
 	console, _ := os.ReadFile(consolePath)
 	res.ConsoleTail = consoleLines(console, consoleTailLines)
+	res.OOMKills = oomKills(console)
+	for _, l := range res.OOMKills {
+		g.log.Warn("the guest ran out of memory and its kernel killed a process", "mem_mb", o.MemMB, "console", l)
+	}
 	if stuck {
 		res.Reason = "channel readers did not finish after QEMU exited"
 		return fmt.Errorf("%w: %s", ErrIndeterminate, res.Reason)
@@ -711,6 +722,11 @@ wait:
 		}
 	}
 	if len(problems) > 0 {
+		// A QEMU killed from outside (the host's OOM killer, a person)
+		// leaves no message of its own: say how it ended.
+		if waitErr != nil && !stopped {
+			problems = append(problems, "QEMU ended before lockstep stopped it: "+waitErr.Error())
+		}
 		if waitErr != nil && !strings.Contains(out.String(), "terminating on signal") {
 			if msg := strings.TrimSpace(out.String()); msg != "" {
 				problems = append(problems, "QEMU said: "+lastLine([]byte(msg)))
@@ -723,6 +739,32 @@ wait:
 	}
 	res.Status = v.status
 	return nil
+}
+
+// oomKillMarks are in the line the kernel's OOM killer prints (at
+// KERN_ERR, so even a quiet console shows it) for each process it kills:
+// "Out of memory: Killed process …", or "Memory cgroup out of memory:
+// Killed process …" when a cgroup's limit was reached.
+var oomKillMarks = []string{"Out of memory: Killed process ", "out of memory: Killed process "}
+
+// maxOOMKills bounds the OOM-killer lines kept from one console.
+const maxOOMKills = 10
+
+// oomKills returns the console's first OOM-killer lines, '\r' stripped.
+func oomKills(console []byte) []string {
+	var out []string
+	for _, l := range strings.Split(strings.ReplaceAll(string(console), "\r", ""), "\n") {
+		if len(out) == maxOOMKills {
+			break
+		}
+		for _, m := range oomKillMarks {
+			if strings.Contains(l, m) {
+				out = append(out, strings.TrimSpace(l))
+				break
+			}
+		}
+	}
+	return out
 }
 
 // outcome is everything the channels delivered once QEMU is gone.
@@ -774,6 +816,11 @@ func judge(o outcome) verdict {
 		problems = append(problems, o.events.Error())
 	} else if o.done == nil {
 		problems = append(problems, "no done event")
+	}
+	// Without a done event a frame that was cut short is still worth
+	// naming; one that never started (EOF before its header) is not.
+	if o.done == nil && o.results != nil && !errors.Is(o.results, io.EOF) {
+		problems = append(problems, o.results.Error())
 	}
 	if o.done != nil {
 		if ok && o.done.Status != status {
@@ -867,5 +914,24 @@ func writeRunJSON(dir string, res *Result) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "run.json"), append(b, '\n'), 0o644)
+	// Through a temporary and a rename: a full disk leaves no run.json
+	// rather than a truncated one.
+	f, err := os.CreateTemp(dir, ".run.json.*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, "run.json"))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }

@@ -63,6 +63,10 @@ const (
 	HookPanic = "panic"
 	// HookSetupFail makes PID 1 report a setup failure (status 70).
 	HookSetupFail = "setup-fail"
+	// HookCorruptResults makes PID 1 flip one byte of the results frame's
+	// payload after its checksum was taken, as a channel that corrupts
+	// data would.
+	HookCorruptResults = "corrupt-results"
 )
 
 // Statuses with a fixed meaning.
