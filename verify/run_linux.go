@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
@@ -172,6 +173,10 @@ func cellOf(results string, res *Result, i int, run *harness.Result, err error) 
 			c.Why = fmt.Sprintf("the guest did not report: %v", err)
 		default:
 			c.Why = fmt.Sprintf("the guest exited %d without a cell: %v", run.Status, rerr)
+		}
+		if run != nil && len(run.OOMKills) > 0 {
+			// The cause, when the guest's OOM killer took the job.
+			c.Why += "; the guest's OOM killer ran: " + strings.Join(run.OOMKills, "; ")
 		}
 		if run != nil && len(run.ConsoleTail) > 0 {
 			c.Console = run.ConsoleTail[max(0, len(run.ConsoleTail)-10):]

@@ -46,6 +46,17 @@ func TestCellOfNoReport(t *testing.T) {
 	}
 }
 
+// TestCellOfOOMKill: a guest whose OOM killer took the job names it in the
+// cell's reason, not only a bare 137.
+func TestCellOfOOMKill(t *testing.T) {
+	res := &Result{Kernels: []KernelInfo{{Name: "7.2.13", ABI: 10}}, Exercises: []string{"a"}}
+	run := &harness.Result{Status: 137, OOMKills: []string{"Out of memory: Killed process 34 (lockstep)"}}
+	c := cellOf(t.TempDir(), res, 0, run, nil)
+	if c.Verdict != Indeterminate || !strings.Contains(c.Why, "exited 137") || !strings.Contains(c.Why, "OOM killer ran: Out of memory: Killed process 34") {
+		t.Errorf("cellOf = %q (%s), want indeterminate naming the OOM kill", c.Why, c.Verdict)
+	}
+}
+
 // TestCellOfReadsCell: a reported cell is taken as the guest wrote it; a
 // pass from a guest whose run then failed is not kept as a pass.
 func TestCellOfReadsCell(t *testing.T) {
