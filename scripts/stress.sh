@@ -93,9 +93,8 @@ done
 
 failed=0
 echo "stress: results over $rounds round(s)"
-for key in $(printf '%s\n' "${!pass[@]}" | tr ' ' '\t' | sort); do
-	key=${key//$'\t'/ }
+while IFS= read -r key; do
 	echo "${key#* }: ${pass[$key]} passed, ${fail[$key]} failed   (${key%% *})"
 	failed=$((failed + ${fail[$key]}))
-done
+done < <(printf '%s\n' "${!pass[@]}" | sort)
 ((failed == 0))
