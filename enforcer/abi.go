@@ -125,7 +125,7 @@ var Gaps = []Gap{
 	{Name: "ioctl-dev", Class: "fs", Bits: FSIoctlDev, What: "every ioctl(2) on a device file it may open"},
 	{Name: "abstract-unix", Class: "scope", Bits: ScopeAbstractUnixSocket, What: "connecting to abstract UNIX sockets of processes outside the sandbox"},
 	{Name: "signal", Class: "scope", Bits: ScopeSignal, What: "signals to processes outside the sandbox"},
-	{Name: "unix-connect", Class: "fs", Bits: FSResolveUnix, What: "connecting to a pathname UNIX socket anywhere, in ungranted directories too"},
+	{Name: "unix-connect", Class: "fs", Bits: FSResolveUnix, What: "connect(2) or sendmsg(2) to a pathname UNIX socket anywhere, in ungranted directories too"},
 	{Name: "udp", Class: "net", Bits: NetBindUDP | NetConnectSendUDP, What: "UDP bind, connect and send on any port"},
 }
 

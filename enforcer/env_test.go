@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -138,4 +139,28 @@ func FuzzParseEnvFile(f *testing.F) {
 			t.Fatalf("round trip of %q: %+v, %v; want %+v", data, again, err, rules)
 		}
 	})
+}
+
+// TestRunDocSaysSafeEnvAndGaps: docs/run.md lists the safe set and every
+// gap with the ABI that closes it, as the code has them.
+func TestRunDocSaysSafeEnvAndGaps(t *testing.T) {
+	data, err := os.ReadFile("../docs/run.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	if line := "\n" + strings.Join(SafeEnv, " ") + " LC_*\n"; !strings.Contains(doc, line) {
+		t.Errorf("docs/run.md lacks the safe set line %q", strings.TrimSpace(line))
+	}
+	for _, g := range Gaps {
+		i := strings.Index(doc, "| `"+g.Name+"` |")
+		if i < 0 {
+			t.Errorf("docs/run.md has no table row for gap %s", g.Name)
+			continue
+		}
+		row, _, _ := strings.Cut(doc[i:], "\n")
+		if !strings.Contains(row, fmt.Sprintf("| ABI %d", g.Since())) {
+			t.Errorf("docs/run.md row %q does not say ABI %d", row, g.Since())
+		}
+	}
 }
