@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -98,6 +99,82 @@ const (
 	ABIResolveUnix = 9
 	ABIUDP         = 10
 )
+
+// Gap is one kind of operation that a Landlock ABI without Bits does not
+// restrict at all: on such a kernel the command may do it whatever the
+// policy says (Landlock denies by default only what it handles). The first
+// ABI that closes a gap is read from ABITable (Since), never written down
+// twice.
+type Gap struct {
+	// Name is the token of the status line's unrestricted= field.
+	Name string
+	// What says what goes unrestricted, for messages and docs.
+	What string
+	// Class is the ABIRow set Bits belong to: "fs", "net" or "scope".
+	Class string
+	// Bits are the rights (or scopes) that close the gap, all of them.
+	Bits uint64
+}
+
+// Gaps lists every gap an older ABI leaves, in the order the ABIs closed
+// them. A right whose absence only refuses more (REFER below ABI 2: every
+// cross-directory rename is refused) is not a gap.
+var Gaps = []Gap{
+	{Name: "truncate", Class: "fs", Bits: FSTruncate, What: "truncate(2) of any file, granted [write] or not"},
+	{Name: "tcp", Class: "net", Bits: NetBindTCP | NetConnectTCP, What: "TCP bind and connect on any port"},
+	{Name: "ioctl-dev", Class: "fs", Bits: FSIoctlDev, What: "every ioctl(2) on a device file it may open"},
+	{Name: "abstract-unix", Class: "scope", Bits: ScopeAbstractUnixSocket, What: "connecting to abstract UNIX sockets of processes outside the sandbox"},
+	{Name: "signal", Class: "scope", Bits: ScopeSignal, What: "signals to processes outside the sandbox"},
+	{Name: "unix-connect", Class: "fs", Bits: FSResolveUnix, What: "connect(2) or sendmsg(2) to a pathname UNIX socket anywhere, in ungranted directories too"},
+	{Name: "udp", Class: "net", Bits: NetBindUDP | NetConnectSendUDP, What: "UDP bind, connect and send on any port"},
+}
+
+// closedBy reports whether row handles every bit of g.
+func (g Gap) closedBy(row ABIRow) bool {
+	var set uint64
+	switch g.Class {
+	case "fs":
+		set = row.FS
+	case "net":
+		set = row.Net
+	case "scope":
+		set = row.Scope
+	}
+	return set&g.Bits == g.Bits
+}
+
+// Since is the first ABI version that closes g (0 when no row of ABITable
+// does, which TestGapsClosed forbids).
+func (g Gap) Since() int {
+	for _, row := range ABITable {
+		if g.closedBy(row) {
+			return row.Version
+		}
+	}
+	return 0
+}
+
+// Unrestricted lists the gaps a kernel reporting ABI abi leaves open, in
+// the order of Gaps. A kernel newer than ABITable closes them all.
+func Unrestricted(abi int) []Gap {
+	row, _ := Row(abi)
+	var open []Gap
+	for _, g := range Gaps {
+		if !g.closedBy(row) {
+			open = append(open, g)
+		}
+	}
+	return open
+}
+
+// GapNames joins the names of gaps with commas ("" for none).
+func GapNames(gaps []Gap) string {
+	names := make([]string, len(gaps))
+	for i, g := range gaps {
+		names[i] = g.Name
+	}
+	return strings.Join(names, ",")
+}
 
 // Row returns the table row that governs a kernel reporting ABI abi: the row
 // itself, or the newest row for a kernel newer than the table. newer reports

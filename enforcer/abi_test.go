@@ -152,3 +152,35 @@ func TestHostABI(t *testing.T) {
 	}
 	t.Logf("host Landlock ABI %d", abi)
 }
+
+// TestGaps: every gap is closed by some ABI, at the version the kernel
+// documentation gives it, and Unrestricted names what each ABI leaves open.
+func TestGaps(t *testing.T) {
+	want := map[string]int{"truncate": ABITruncate, "tcp": ABINetwork, "ioctl-dev": ABIIoctlDev,
+		"abstract-unix": ABIScope, "signal": ABIScope, "unix-connect": ABIResolveUnix, "udp": ABIUDP}
+	for _, g := range Gaps {
+		if got := g.Since(); got == 0 || got != want[g.Name] {
+			t.Errorf("gap %s closed by ABI %d, want %d", g.Name, got, want[g.Name])
+		}
+		delete(want, g.Name)
+	}
+	if len(want) > 0 {
+		t.Errorf("gaps missing from Gaps: %v", want)
+	}
+	for _, tc := range []struct {
+		abi  int
+		want string
+	}{
+		{1, "truncate,tcp,ioctl-dev,abstract-unix,signal,unix-connect,udp"},
+		{4, "ioctl-dev,abstract-unix,signal,unix-connect,udp"},
+		{6, "unix-connect,udp"},
+		{7, "unix-connect,udp"},
+		{9, "udp"},
+		{10, ""},
+		{len(ABITable) + 2, ""},
+	} {
+		if got := GapNames(Unrestricted(tc.abi)); got != tc.want {
+			t.Errorf("Unrestricted(%d) = %q, want %q", tc.abi, got, tc.want)
+		}
+	}
+}

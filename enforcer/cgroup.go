@@ -38,18 +38,20 @@ type caps struct {
 	nproc   int64
 	memMB   int64
 	created []string
+	rp      *reaper // told of each cgroup before it is made
 }
 
 // setupCaps creates a cgroup capping processes at nproc and memory at memMB
 // (0: no cap) for one command. It prefers cgroup v2 at CgroupRoot when that is
 // a writable cgroup2 mount with the controllers available, else the v1 pids
 // and memory hierarchies below CgroupRoot; when neither works it returns caps
-// whose desc says why, and the rlimits alone apply.
-func setupCaps(nproc, memMB int64) *caps {
+// whose desc says why, and the rlimits alone apply. Each cgroup is announced
+// to rp before it is made (nil: none is).
+func setupCaps(nproc, memMB int64, rp *reaper) *caps {
 	if nproc == 0 && memMB == 0 {
 		return nil
 	}
-	c := &caps{nproc: nproc, memMB: memMB}
+	c := &caps{nproc: nproc, memMB: memMB, rp: rp}
 	var st unix.Statfs_t
 	if err := unix.Statfs(CgroupRoot, &st); err != nil {
 		c.desc = "none:" + noSpace(err.Error())
@@ -132,6 +134,9 @@ func (c *caps) setupV2(name string) error {
 
 func (c *caps) setupV2In(parent, name string) error {
 	dir := filepath.Join(parent, name)
+	if err := c.rp.announce(dir); err != nil {
+		return err
+	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("cgroup2 not writable: %w", err)
 	}
@@ -191,6 +196,9 @@ func (c *caps) setupV1(name string) error {
 			return fmt.Errorf("no v1 %s hierarchy: %w", h.ctl, err)
 		}
 		dir := filepath.Join(CgroupRoot, h.ctl, own, name)
+		if err := c.rp.announce(dir); err != nil {
+			return err
+		}
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return fmt.Errorf("no writable v1 %s hierarchy: %w", h.ctl, err)
 		}
@@ -345,7 +353,7 @@ func (c *caps) remove() error {
 // policy with nproc and mem_mb: "v2", "v1", or "none:<why>". It creates and
 // removes a probe cgroup to find out.
 func CgroupCaps() string {
-	c := setupCaps(1, 1)
+	c := setupCaps(1, 1, nil)
 	defer c.remove()
 	return c.desc
 }
@@ -354,9 +362,9 @@ func CgroupCaps() string {
 // processes (no controller, no cap), so that whatever the command starts,
 // even a process that leaves its process group with setsid, is killed when
 // it ends. It looks at CgroupRoot and, on a hybrid layout, CgroupRoot/unified.
-// It returns nil when neither is a cgroup2 mount this process may write
-// (then only the process group is killed).
-func setupContainment() *caps {
+// It returns nil when neither is a cgroup2 mount this process may write, or
+// the reaper rp cannot be told (then only the process group is killed).
+func setupContainment(rp *reaper) *caps {
 	own, err := ownCgroup("")
 	if err != nil {
 		return nil
@@ -367,7 +375,7 @@ func setupContainment() *caps {
 			continue
 		}
 		dir := filepath.Join(root, own, fmt.Sprintf("lockstep-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
-		if os.Mkdir(dir, 0o755) != nil {
+		if rp.announce(dir) != nil || os.Mkdir(dir, 0o755) != nil {
 			return nil
 		}
 		liveCgroups.Store(dir, true)

@@ -18,13 +18,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// init makes every binary that links this package a valid re-executed child:
-// with RoleEnv=ChildRole it becomes the child before main (or a test
-// binary's TestMain) runs, so a program or test calling Run can never start
-// itself again by mistake.
+// init makes every binary that links this package a valid re-executed child
+// and cgroup reaper: with RoleEnv=ChildRole (ReaperRole) it becomes the
+// child (the reaper) before main (or a test binary's TestMain) runs, so a
+// program or test calling Run can never start itself again by mistake.
 func init() {
-	if os.Getenv(RoleEnv) == ChildRole {
+	switch os.Getenv(RoleEnv) {
+	case ChildRole:
 		os.Exit(ChildMain())
+	case ReaperRole:
+		os.Exit(ReaperMain())
 	}
 }
 
@@ -32,7 +35,8 @@ func init() {
 // it when the environment has RoleEnv=ChildRole; cmd/lockstep also lists it
 // as a hidden role. It reads its instructions from fd 3, joins the
 // cgroups it was not cloned into, writes the caps (pids.max), changes
-// directory, builds the Landlock ruleset, restricts itself, writes the
+// directory, builds the Landlock ruleset, restricts itself, installs the
+// seccomp filter refusing terminal injection (BlockedIoctls), writes the
 // status line, sets the rlimits and executes the command. Any
 // failure before the exec is written to fd 4 (closed on exec) and returned
 // as the exit status: 125 refused, 126 cannot execute, 127 not found. A
@@ -69,6 +73,11 @@ func ChildMain() int {
 	if len(spec.Command) == 0 || spec.Ruleset == nil {
 		return fail(StatusRefused, "instructions lack a command or a ruleset")
 	}
+	if spec.Setsid {
+		if _, err := unix.Setsid(); err != nil {
+			return fail(StatusRefused, "setsid: %v", err)
+		}
+	}
 	pid := []byte(strconv.Itoa(os.Getpid()))
 	for _, d := range spec.Cgroups {
 		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), pid, 0); err != nil {
@@ -90,6 +99,9 @@ func ChildMain() int {
 		return fail(status, "%v", err)
 	}
 	if err := restrictSelf(spec.Ruleset); err != nil {
+		return fail(StatusRefused, "%v", err)
+	}
+	if err := blockTerminalInjection(); err != nil {
 		return fail(StatusRefused, "%v", err)
 	}
 	if spec.Status != "" {

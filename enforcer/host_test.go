@@ -699,7 +699,7 @@ func TestCgroupV2OnHybrid(t *testing.T) {
 	saved := CgroupRoot
 	CgroupRoot = unified
 	defer func() { CgroupRoot = saved }()
-	c := setupCaps(16, 0)
+	c := setupCaps(16, 0, nil)
 	if c.ok() {
 		c.remove()
 		t.Skipf("%s has the pids controller; the refusal path is not reachable here", unified)
@@ -723,7 +723,7 @@ func TestCgroupV2OnHybrid(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(own, "cgroup.procs"), self, 0); err != nil {
 		t.Fatalf("move this process into %s: %v", own, err)
 	}
-	c2 := setupCaps(16, 0)
+	c2 := setupCaps(16, 0, nil)
 	if err := os.WriteFile(filepath.Join(unified, "cgroup.procs"), self, 0); err != nil {
 		t.Fatalf("move this process back: %v", err)
 	}
@@ -801,7 +801,7 @@ func TestNetworkUDP(t *testing.T) {
 // containment cgroup; without one only the process group is killed.
 func TestSetsidEscapeIsKilled(t *testing.T) {
 	needHostLandlock(t)
-	if c := setupContainment(); c == nil {
+	if c := setupContainment(nil); c == nil {
 		t.Skip("no writable cgroup2 mount for a containment cgroup on this machine")
 	} else {
 		c.remove()
@@ -829,7 +829,7 @@ func TestSetsidEscapeIsKilled(t *testing.T) {
 // started without it.
 func TestContainmentFallback(t *testing.T) {
 	needHostLandlock(t)
-	if c := setupContainment(); c == nil {
+	if c := setupContainment(nil); c == nil {
 		t.Skip("no writable cgroup2 mount for a containment cgroup on this machine")
 	} else {
 		c.remove()

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -42,7 +43,10 @@ type Options struct {
 	// need not be granted by the policy (changing directory is not an
 	// operation Landlock restricts).
 	Dir string
-	// Env is the command's environment; nil means os.Environ().
+	// Env is the command's environment, as given; nil means the caller's
+	// variables that SafeEnvName lets pass (CommandEnv(os.Environ(),
+	// nil)): no token, key, agent socket or LD_PRELOAD of the caller
+	// reaches the command unless put here on purpose.
 	Env []string
 	// Stdin, Stdout, Stderr are the command's streams; nil means
 	// /dev/null for Stdin and the caller's os.Stdout/os.Stderr.
@@ -64,6 +68,10 @@ type Options struct {
 	KillGrace time.Duration
 	// Quiet leaves out the status line.
 	Quiet bool
+	// RequireABI, when above the running kernel's Landlock ABI, refuses
+	// the run (exit 125): a caller that needs what an older ABI leaves
+	// unrestricted (Gaps) says so here. 0 requires nothing.
+	RequireABI int
 }
 
 // childSpec is what the parent hands the child over fd 3.
@@ -79,6 +87,9 @@ type childSpec struct {
 	// cgroup the child was born in: see caps.pidsMax).
 	Caps   map[string]string `json:"caps,omitempty"`
 	Status string            `json:"status,omitempty"`
+	// Setsid: the child starts a session of its own before it execs
+	// (see startReexec).
+	Setsid bool `json:"setsid,omitempty"`
 }
 
 type rlimitV struct {
@@ -121,6 +132,10 @@ func Prepare(opts Options) (*Prepared, error) {
 	if abi < 1 {
 		return nil, errorf(ErrNoLandlock, "landlock is not available (ABI %d); refusing to run unprotected. Nothing ran.", abi)
 	}
+	if abi < opts.RequireABI {
+		return nil, errorf(ErrRefused, "this kernel's Landlock ABI is %d, lower than the %d required%s. Nothing ran.",
+			abi, opts.RequireABI, gapList(abi, opts.RequireABI))
+	}
 	row, _ := Row(abi)
 	rs, err := Compile(opts.Policy, row, opts.LogSubprocesses, osStat)
 	if err != nil {
@@ -143,8 +158,9 @@ func Prepare(opts Options) (*Prepared, error) {
 //
 // followed, when they apply, by log=new-exec, missing=<n> (paths the policy
 // names that do not exist here), cgroup=<v2|v1|none:reason> (when nproc or
-// mem_mb asks for a cap), and newer-abi-unhandled (a kernel newer than
-// ABITable).
+// mem_mb asks for a cap), unrestricted=<gap,…> (what this ABI cannot
+// restrict whatever the policy says: Unrestricted) and newer-abi-unhandled
+// (a kernel newer than ABITable).
 func (p *Prepared) StatusLine(cgroup string) string {
 	rs := p.Ruleset
 	var b strings.Builder
@@ -158,10 +174,28 @@ func (p *Prepared) StatusLine(cgroup string) string {
 	if cgroup != "" {
 		b.WriteString(" cgroup=" + cgroup)
 	}
+	if gaps := Unrestricted(rs.ABI); len(gaps) > 0 {
+		b.WriteString(" unrestricted=" + GapNames(gaps))
+	}
 	if _, newer := Row(rs.ABI); newer {
 		b.WriteString(" newer-abi-unhandled")
 	}
 	return b.String()
+}
+
+// gapList says which gaps ABI have leaves open that ABI want closes, each
+// with what goes unrestricted ("" when none).
+func gapList(have, want int) string {
+	var parts []string
+	for _, g := range Unrestricted(have) {
+		if g.Since() <= want {
+			parts = append(parts, fmt.Sprintf("%s (%s; ABI %d)", g.Name, g.What, g.Since()))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; here stay unrestricted: " + strings.Join(parts, ", ")
 }
 
 func orNone(s string) string {
@@ -245,19 +279,23 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	if err != nil {
 		return Status(err), err
 	}
-	cg := setupCaps(prep.nproc, prep.memMB)
+	// The reaper removes the cgroups should this process die without
+	// doing it (SIGKILL); deferred first, it is told last that all is done.
+	rp := &reaper{self: selfPath(opts)}
+	defer rp.close()
+	cg := setupCaps(prep.nproc, prep.memMB, rp)
 	cgDesc := ""
 	if cg != nil {
 		cgDesc = cg.desc
 	}
 	if !cg.ok() && !noContainment {
 		cg.remove()
-		cg = setupContainment()
+		cg = setupContainment(rp)
 	}
 	defer cg.remove()
 	env := opts.Env
 	if env == nil {
-		env = os.Environ()
+		env = CommandEnv(os.Environ(), nil)
 	}
 	spec := childSpec{
 		Ruleset: prep.Ruleset,
@@ -273,6 +311,17 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		spec.Status = prep.StatusLine(cgDesc)
 	}
 	return startChild(ctx, opts, prep, cg, &spec)
+}
+
+// selfPath is the executable re-executed as the enforcer child and the
+// cgroup reaper: Options.Self, else this one ("" when it cannot be found;
+// starting it then fails and says so).
+func selfPath(opts Options) string {
+	if opts.Self != "" {
+		return opts.Self
+	}
+	self, _ := os.Executable()
+	return self
 }
 
 func withoutRole(env []string) []string {
@@ -301,37 +350,88 @@ var noContainment = false
 // restricted exec:
 //
 //   - direct (no rlimits, no cgroup): a goroutine locks its OS thread,
-//     restricts that thread alone (Landlock and no_new_privs are per thread)
-//     and forks the command from it; the thread is never unlocked, so the Go
-//     runtime ends it with the goroutine. One Go start-up fewer.
+//     restricts that thread alone (Landlock, no_new_privs and the seccomp
+//     filter are per thread) and forks the command from it; the thread is
+//     never unlocked, so the Go runtime ends it with the goroutine. One Go
+//     start-up fewer.
 //   - re-executed: rlimits and cgroup membership are per process and must be
 //     in place before the command's first instruction, so a re-executed
 //     child sets them, restricts itself and execs (ChildMain).
+//
+// Either way the forking thread lives until the command has ended: the
+// command's parent-death signal (SIGKILL, so that it dies with lockstep)
+// fires when that thread ends, not when the process does.
 func startChild(ctx context.Context, opts Options, prep *Prepared, cg *caps, spec *childSpec) (int, error) {
 	var cmd *exec.Cmd
+	var release func()
 	var status int
 	var err error
 	// A cap (nproc, mem_mb) always comes with its rlimit, so the direct
 	// path only ever has the containment cgroup, which caps nothing.
 	if len(spec.Rlimits) == 0 && (len(spec.Cgroups) == 0 || cg.bornIn()) && !forceReexec {
-		cmd, status, err = startDirect(opts, spec)
+		cmd, release, status, err = startDirect(opts, spec)
 	} else {
-		cmd, status, err = startReexec(opts, spec, cg)
+		cmd, release, status, err = startReexec(opts, spec, cg)
 	}
 	if err != nil {
 		return status, err
 	}
+	defer release()
 	return wait(ctx, opts, prep, cg, cmd)
 }
 
+// onLockedThread runs start on a goroutine locked to its OS thread and keeps
+// that thread until release is called (see startChild); the thread ends
+// then, with whatever start did to it.
+func onLockedThread(start func() error) (release func(), err error) {
+	errc := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		err := start()
+		errc <- err
+		if err == nil {
+			<-done
+		}
+	}()
+	if err := <-errc; err != nil {
+		return func() {}, err
+	}
+	return sync.OnceFunc(func() { close(done) }), nil
+}
+
+// commandStreams sets the command's streams and how it meets the caller's
+// terminal. Whatever the streams, the command gets a seccomp filter that
+// refuses TIOCSTI and TIOCLINUX (BlockedIoctls), and dies with lockstep
+// (Pdeathsig). Then:
+//
+//   - stdin is lockstep's controlling terminal: the command stays in the
+//     caller's session, in a process group of its own, made the foreground
+//     group when lockstep is (so it may read the terminal, and Ctrl-C
+//     reaches it). Taking it out of the session would lift job control: the
+//     kernel stops a background reader (SIGTTIN) only on its controlling
+//     terminal, so a command in a session of its own could read, behind
+//     the caller's shell, what is typed to other programs.
+//   - lockstep has a controlling terminal, but stdin is not it: a session
+//     of its own (setsid), with no controlling terminal, so /dev/tty opens
+//     nothing and no terminal signal of the caller's reaches it.
+//   - lockstep has no controlling terminal (a CI job, the pruner): a
+//     process group of its own, as there is no terminal to keep from the
+//     command. A new session costs there: it is a new scheduler autogroup,
+//     in which a [limits] run took 9 ms more on a loaded machine.
 func commandStreams(opts Options, cmd *exec.Cmd) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.Stdin, opts.Stdout, opts.Stderr
-	if f, ok := cmd.Stdin.(*os.File); ok && isForegroundTTY(f) {
-		// The command gets its own process group; hand it the terminal
-		// so it may read from it (else SIGTTIN stops it).
-		cmd.SysProcAttr.Foreground = true
-		cmd.SysProcAttr.Ctty = 0
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	f, _ := cmd.Stdin.(*os.File)
+	switch pg, ctty := controllingPgrp(f); {
+	case ctty && pg == unix.Getpgrp():
+		attr.Setpgid, attr.Foreground, attr.Ctty = true, true, 0
+	case ctty || !hasControllingTerminal():
+		attr.Setpgid = true
+	default:
+		attr.Setsid = true
 	}
+	cmd.SysProcAttr = attr
 	if cmd.Stdout == nil {
 		cmd.Stdout = os.Stdout
 	}
@@ -340,7 +440,7 @@ func commandStreams(opts Options, cmd *exec.Cmd) {
 	}
 }
 
-func startDirect(opts Options, spec *childSpec) (*exec.Cmd, int, error) {
+func startDirect(opts Options, spec *childSpec) (*exec.Cmd, func(), int, error) {
 	name := spec.Command[0]
 	if spec.Dir != "" && strings.Contains(name, "/") && !filepath.IsAbs(name) {
 		name = filepath.Join(spec.Dir, name)
@@ -351,15 +451,14 @@ func startDirect(opts Options, spec *childSpec) (*exec.Cmd, int, error) {
 		if status == StatusCannotExec {
 			kind = ErrCannotExec
 		}
-		return nil, status, errorf(kind, "%v", err)
+		return nil, nil, status, errorf(kind, "%v", err)
 	}
 	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        spec.Command,
-		Env:         spec.Env,
-		Dir:         spec.Dir,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-		WaitDelay:   time.Second,
+		Path:      path,
+		Args:      spec.Command,
+		Env:       spec.Env,
+		Dir:       spec.Dir,
+		WaitDelay: time.Second,
 	}
 	commandStreams(opts, cmd)
 	if len(spec.Cgroups) == 1 {
@@ -367,7 +466,7 @@ func startDirect(opts Options, spec *childSpec) (*exec.Cmd, int, error) {
 		// of the command runs outside it.
 		fd, err := unix.Open(spec.Cgroups[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return nil, StatusRefused, errorf(ErrRefused, "open cgroup %s: %v. Nothing ran.", spec.Cgroups[0], err)
+			return nil, nil, StatusRefused, errorf(ErrRefused, "open cgroup %s: %v. Nothing ran.", spec.Cgroups[0], err)
 		}
 		defer unix.Close(fd)
 		cmd.SysProcAttr.UseCgroupFD = true
@@ -380,17 +479,17 @@ func startDirect(opts Options, spec *childSpec) (*exec.Cmd, int, error) {
 		// os/exec would open /dev/null on the restricted thread.
 		devNull, err := os.Open(os.DevNull)
 		if err != nil {
-			return nil, StatusRefused, errorf(ErrRefused, "open %s: %v", os.DevNull, err)
+			return nil, nil, StatusRefused, errorf(ErrRefused, "open %s: %v", os.DevNull, err)
 		}
 		defer devNull.Close()
 		cmd.Stdin = devNull
 	}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies restricted
+	release, err := onLockedThread(func() error {
 		if err := restrictSelf(spec.Ruleset); err != nil {
-			started <- errorf(ErrRefused, "%v. Nothing ran.", err)
-			return
+			return errorf(ErrRefused, "%v. Nothing ran.", err)
+		}
+		if err := blockTerminalInjection(); err != nil {
+			return errorf(ErrRefused, "%v. Nothing ran.", err)
 		}
 		if spec.Status != "" {
 			fmt.Fprintln(cmd.Stderr, spec.Status)
@@ -411,20 +510,19 @@ func startDirect(opts Options, spec *childSpec) (*exec.Cmd, int, error) {
 				cmd = retry
 			}
 		}
-		started <- err
-	}()
-	err = <-started
+		return err
+	})
 	switch {
 	case err == nil:
-		return cmd, 0, nil
+		return cmd, release, 0, nil
 	case errors.Is(err, ErrRefused):
-		return nil, StatusRefused, err
+		return nil, nil, StatusRefused, err
 	case errors.Is(err, syscall.ENOENT):
-		return nil, StatusNotFound, errorf(ErrNotFound, "%v", err)
+		return nil, nil, StatusNotFound, errorf(ErrNotFound, "%v", err)
 	case errors.Is(err, syscall.EACCES):
-		return nil, StatusCannotExec, errorf(ErrCannotExec, "%v (is it granted in [execute] and [read], and its interpreter and libraries too?)", err)
+		return nil, nil, StatusCannotExec, errorf(ErrCannotExec, "%v (is it granted in [execute] and [read], and its interpreter and libraries too?)", err)
 	}
-	return nil, StatusCannotExec, errorf(ErrCannotExec, "%v", err)
+	return nil, nil, StatusCannotExec, errorf(ErrCannotExec, "%v", err)
 }
 
 // startReexec starts this executable as the enforcer child (ChildMain) and
@@ -434,62 +532,71 @@ func startDirect(opts Options, spec *childSpec) (*exec.Cmd, int, error) {
 // cgroup threadgroup lock (9.5 to 18 ms per run measured here, most of what
 // a run of a policy with [limits] cost over the direct path); a clone into
 // the cgroup does not.
-func startReexec(opts Options, spec *childSpec, cg *caps) (*exec.Cmd, int, error) {
-	self := opts.Self
+func startReexec(opts Options, spec *childSpec, cg *caps) (*exec.Cmd, func(), int, error) {
+	self := selfPath(opts)
 	if self == "" {
-		var err error
-		if self, err = os.Executable(); err != nil {
-			return nil, StatusRefused, errorf(ErrRefused, "find own executable to re-execute: %v", err)
-		}
+		return nil, nil, StatusRefused, errorf(ErrRefused, "find own executable to re-execute. Nothing ran.")
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
-		return nil, StatusRefused, errorf(ErrRefused, "pipe: %v", err)
+		return nil, nil, StatusRefused, errorf(ErrRefused, "pipe: %v", err)
 	}
 	defer specR.Close()
 	defer specW.Close()
 	repR, repW, err := os.Pipe()
 	if err != nil {
-		return nil, StatusRefused, errorf(ErrRefused, "pipe: %v", err)
+		return nil, nil, StatusRefused, errorf(ErrRefused, "pipe: %v", err)
 	}
 	defer repR.Close()
 	defer repW.Close()
 
 	cmd := &exec.Cmd{
-		Path:        self,
-		Args:        []string{self},
-		Env:         append(withoutRole(os.Environ()), RoleEnv+"="+ChildRole),
-		ExtraFiles:  []*os.File{specR, repW},
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-		WaitDelay:   time.Second,
+		Path:       self,
+		Args:       []string{self},
+		Env:        append(withoutRole(os.Environ()), RoleEnv+"="+ChildRole),
+		ExtraFiles: []*os.File{specR, repW},
+		WaitDelay:  time.Second,
 	}
 	commandStreams(opts, cmd)
 	sent := *spec
+	if cmd.SysProcAttr.Setsid {
+		// The child calls setsid itself, once its Go runtime is up: a Go
+		// process started in a new session (a new scheduler autogroup)
+		// took twice as long to start on a loaded machine (4.6 against
+		// 9.9 ms for `lockstep help`).
+		// Until then it stays in lockstep's process group, which it
+		// cannot leave for a session while leading a group of its own.
+		cmd.SysProcAttr.Setsid = false
+		sent.Setsid = true
+	}
 	if file, value := cg.pidsMax(); file != "" {
 		sent.Caps = map[string]string{file: value}
 	}
 	if cg.bornIn() {
 		fd, err := unix.Open(cg.dirs[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return nil, StatusRefused, errorf(ErrRefused, "open cgroup %s: %v. Nothing ran.", cg.dirs[0], err)
+			return nil, nil, StatusRefused, errorf(ErrRefused, "open cgroup %s: %v. Nothing ran.", cg.dirs[0], err)
 		}
 		defer unix.Close(fd)
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
 		sent.Cgroups = nil
 	}
-	err = cmd.Start()
-	if err != nil && cmd.SysProcAttr.UseCgroupFD {
-		// clone3 into the cgroup refused (a kernel before 5.7, an unusual
-		// cgroup set-up): the child joins it instead.
-		attr := *cmd.SysProcAttr
-		attr.UseCgroupFD, attr.CgroupFD = false, 0
-		cmd = &exec.Cmd{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, ExtraFiles: cmd.ExtraFiles,
-			Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr, SysProcAttr: &attr, WaitDelay: cmd.WaitDelay}
-		sent.Cgroups = spec.Cgroups
-		err = cmd.Start()
-	}
+	release, err := onLockedThread(func() error {
+		err := cmd.Start()
+		if err != nil && cmd.SysProcAttr.UseCgroupFD {
+			// clone3 into the cgroup refused (a kernel before 5.7, an
+			// unusual cgroup set-up): the child joins it instead.
+			attr := *cmd.SysProcAttr
+			attr.UseCgroupFD, attr.CgroupFD = false, 0
+			cmd = &exec.Cmd{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, ExtraFiles: cmd.ExtraFiles,
+				Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr, SysProcAttr: &attr, WaitDelay: cmd.WaitDelay}
+			sent.Cgroups = spec.Cgroups
+			err = cmd.Start()
+		}
+		return err
+	})
 	if err != nil {
-		return nil, StatusRefused, errorf(ErrRefused, "start the enforcer child %s: %v", self, err)
+		return nil, nil, StatusRefused, errorf(ErrRefused, "start the enforcer child %s: %v", self, err)
 	}
 	specR.Close()
 	repW.Close()
@@ -502,19 +609,20 @@ func startReexec(opts Options, spec *childSpec, cg *caps) (*exec.Cmd, int, error
 	if len(rep) > 0 || encErr != nil {
 		_ = cmd.Wait()
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		release()
 		var r childReport
 		if err := json.Unmarshal(rep, &r); err != nil || r.Status == 0 {
-			return nil, StatusRefused, errorf(ErrRefused, "the enforcer child failed before exec: %q (spec: %v)", strings.TrimSpace(string(rep)), encErr)
+			return nil, nil, StatusRefused, errorf(ErrRefused, "the enforcer child failed before exec: %q (spec: %v)", strings.TrimSpace(string(rep)), encErr)
 		}
 		switch r.Status {
 		case StatusNotFound:
-			return nil, r.Status, errorf(ErrNotFound, "%s", r.Msg)
+			return nil, nil, r.Status, errorf(ErrNotFound, "%s", r.Msg)
 		case StatusCannotExec:
-			return nil, r.Status, errorf(ErrCannotExec, "%s", r.Msg)
+			return nil, nil, r.Status, errorf(ErrCannotExec, "%s", r.Msg)
 		}
-		return nil, StatusRefused, errorf(ErrRefused, "%s. Nothing ran.", r.Msg)
+		return nil, nil, StatusRefused, errorf(ErrRefused, "%s. Nothing ran.", r.Msg)
 	}
-	return cmd, 0, nil
+	return cmd, release, 0, nil
 }
 
 // wait waits for the started command, enforcing the timeout and the cgroup
@@ -524,6 +632,8 @@ func wait(ctx context.Context, opts Options, prep *Prepared, cg *caps, cmd *exec
 	pgid := cmd.Process.Pid
 	killGroup := func(sig syscall.Signal) {
 		_ = syscall.Kill(-pgid, sig)
+		// The re-executed child leads no group until its setsid.
+		_ = syscall.Kill(pgid, sig)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -584,7 +694,7 @@ loop:
 		case <-ctxDone:
 			ctxDone = nil
 			if why == nil {
-				why = errorf(ErrInterrupted, "interrupted (%v); process group killed", ctx.Err())
+				why = errorf(ErrInterrupted, "interrupted (%v); process group killed", context.Cause(ctx))
 			}
 			killGroup(syscall.SIGKILL)
 			_ = cg.killAll(time.Second)
@@ -625,11 +735,26 @@ func exitStatus(ps *os.ProcessState, waitErr error) (int, error) {
 	return StatusRefused, errorf(ErrRefused, "unexpected wait status %v", ws)
 }
 
-// isForegroundTTY reports whether f is a terminal whose foreground process
-// group is ours: only then can the command be made the foreground job.
-func isForegroundTTY(f *os.File) bool {
+// hasControllingTerminal reports whether this process has a controlling
+// terminal: /dev/tty opens only then (ENXIO otherwise).
+func hasControllingTerminal() bool {
+	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
+}
+
+// controllingPgrp reports whether f is this process's controlling terminal
+// (TIOCGPGRP answers only on that one) and, if so, its foreground process
+// group.
+func controllingPgrp(f *os.File) (pgrp int, ctty bool) {
+	if f == nil {
+		return 0, false
+	}
 	pg, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
-	return err == nil && pg == unix.Getpgrp()
+	return pg, err == nil
 }
 
 // restoreForeground gives the terminal back to our process group after a

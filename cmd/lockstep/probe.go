@@ -65,6 +65,11 @@ $ lockstep probe --boot`,
 func probeFacts(ctx context.Context) *machine.Facts {
 	f := machine.Probe(ctx)
 	f.Cgroup.EnforcerCaps = enforcer.CgroupCaps()
+	if f.Landlock.Error == "" {
+		for _, g := range enforcer.Unrestricted(f.Landlock.ABI) {
+			f.Landlock.Unrestricted = append(f.Landlock.Unrestricted, g.Name)
+		}
+	}
 	return f
 }
 
@@ -99,6 +104,19 @@ func probeAccel(ctx context.Context, io *stdio, f *machine.Facts, boot bool, ker
 	return nil
 }
 
+// gapsText says what ABI abi cannot restrict at all, each gap with what
+// goes unrestricted and the ABI that closes it ("" for none).
+func gapsText(abi int) string {
+	var parts []string
+	for _, g := range enforcer.Unrestricted(abi) {
+		parts = append(parts, fmt.Sprintf("%s (%s; ABI %d+)", g.Name, g.What, g.Since()))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; this ABI cannot restrict: " + strings.Join(parts, ", ")
+}
+
 func orUnknown(s, err string) string {
 	if err != "" {
 		return "unknown (" + err + ")"
@@ -119,7 +137,7 @@ func printFacts(w io.Writer, f *machine.Facts) {
 	if f.Landlock.Error != "" {
 		row("landlock", "unavailable: "+f.Landlock.Error)
 	} else {
-		row("landlock", fmt.Sprintf("ABI %d, errata %#x %v", f.Landlock.ABI, f.Landlock.Errata, f.Landlock.ErrataBits))
+		row("landlock", fmt.Sprintf("ABI %d, errata %#x %v%s", f.Landlock.ABI, f.Landlock.Errata, f.Landlock.ErrataBits, gapsText(f.Landlock.ABI)))
 	}
 	if f.LSM.Readable {
 		row("lsm", strings.Join(f.LSM.List, ",")+" (landlock listed: "+yesNo(f.LSM.Landlock)+")")

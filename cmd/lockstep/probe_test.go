@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/internal/machine"
 )
 
@@ -29,9 +31,18 @@ func TestProbeVerb(t *testing.T) {
 	if f.SchemaVersion != machine.SchemaVersion || f.Cgroup.EnforcerCaps == "" {
 		t.Errorf("schema_version %d, enforcer_caps %q; want %d and a value", f.SchemaVersion, f.Cgroup.EnforcerCaps, machine.SchemaVersion)
 	}
+	gaps := enforcer.GapNames(enforcer.Unrestricted(f.Landlock.ABI))
+	if got := strings.Join(f.Landlock.Unrestricted, ","); got != gaps {
+		t.Errorf("landlock.unrestricted = %q, want %q (ABI %d)", got, gaps, f.Landlock.ABI)
+	}
 	out.Reset()
 	if code := run(t.Context(), []string{"probe"}, &stdio{out: &out, err: &errb}); code != exitOK {
 		t.Fatalf("probe = %d", code)
+	}
+	for _, g := range enforcer.Unrestricted(f.Landlock.ABI) {
+		if !strings.Contains(out.String(), fmt.Sprintf("%s (%s; ABI %d+)", g.Name, g.What, g.Since())) {
+			t.Errorf("probe table does not say ABI %d leaves %s unrestricted:\n%s", f.Landlock.ABI, g.Name, out.String())
+		}
 	}
 	for _, k := range []string{"kernel", "landlock", "lsm", "audit", "kvm", "qemu", "strace", "cgroup", "ptrace"} {
 		if !strings.Contains(out.String(), "\n"+k+" ") && !strings.HasPrefix(out.String(), k+" ") {

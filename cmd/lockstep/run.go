@@ -5,17 +5,23 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy/wide"
+	"golang.org/x/sys/unix"
 )
 
 func init() {
 	hiddenRoles[enforcer.ChildRole] = enforcer.ChildMain
 	register(&verb{
 		Name:  "run",
-		Usage: "run --config <file>… [--base-dir <dir>] [--expect-hash sha256:<hex>] [--log-subprocesses] [-q] -- <cmd>…",
+		Usage: "run --config <file>… [--base-dir <dir>] [--expect-hash sha256:<hex>] [--require-abi <n>] [--env NAME[=VALUE]]… [--env-file <file>]… [--log-subprocesses] [-q] -- <cmd>…",
 		Short: "run one command under a policy with this kernel's Landlock",
 		Long: `Combines every Base*.cfg of --base-dir (sorted) and each --config in order,
 checks that this kernel's Landlock ABI can enforce every rule, and runs the
@@ -23,19 +29,29 @@ command in a restricted child: every right the ABI knows is handled, so what
 the policy does not grant is refused (EACCES). [limits] become rlimits, a
 cgroup cap (nproc, mem_mb) and a timeout that kills the process group.
 
-One status line goes to stderr before the command starts:
-  lockstep: OK abi=7 handled=fs,net,scope rules=12 net=tcp-ports hash=sha256:…
+One status line goes to stderr before the command starts; unrestricted=
+names what this kernel's Landlock ABI cannot restrict at all:
+  lockstep: OK abi=7 handled=fs,net,scope rules=12 net=tcp-ports hash=sha256:… unrestricted=unix-connect,udp
+
+The command's environment is scrubbed; of the caller's variables only
+  ` + strings.Join(enforcer.SafeEnv, " ") + ` LC_*
+pass. --env NAME passes one more, --env NAME=VALUE sets one, --env-file
+reads such lines (these flags are not part of the policy hash). The command
+cannot push input into a terminal (TIOCSTI and TIOCLINUX are refused), and
+dies with lockstep.
 
 Exit status: the command's own (128+n when killed by signal n); 124 the
 timeout passed; 125 refused before anything ran (bad policy, a rule this
-kernel cannot enforce — the rule and the ABI it needs are named — or an
---expect-hash mismatch); 126 cannot execute; 127 not found; 130 interrupted;
-137 a cap was passed. With -v (lockstep -v run …) every rule of the ruleset
-is printed first. See docs/run.md.`,
+kernel cannot enforce — the rule and the ABI it needs are named — an
+--expect-hash mismatch, or an ABI below --require-abi); 126 cannot execute;
+127 not found; 128+n lockstep got signal n (SIGHUP, SIGINT, SIGQUIT,
+SIGTERM) and killed the command; 137 a cap was passed. With -v (lockstep -v
+run …) every rule of the ruleset and the environment's names are printed
+first. See docs/run.md.`,
 		Example: `# run cat under a policy: what it grants works, anything else is EACCES
 $ lockstep run --config policy.cfg -- cat /etc/hostname
-# only if the policy is exactly the one reviewed
-$ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1f… -- python3 -m pytest`,
+# only if the policy is exactly the one reviewed, on a kernel that restricts UNIX sockets, with one token
+$ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1f… --require-abi 9 --env PYPI_TOKEN -- python3 -m pytest`,
 		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
 			var configs multiFlag
 			fs.Var(&configs, "config", "policy `file` (repeatable; applied after the bases, in order)")
@@ -43,6 +59,10 @@ $ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1
 			expect := strictString(fs, "expect-hash", "", "refuse unless the combined policy hashes to this `sha256:<hex>` (lockstep policy hash)", wantHash)
 			logSub := fs.Bool("log-subprocesses", false, "audit-log Landlock denials after exec too (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON, ABI 7+)")
 			quiet := fs.Bool("q", false, "leave out the status line")
+			requireABI := fs.Int("require-abi", 0, "refuse (125) on a kernel whose Landlock ABI is below `n`")
+			var envs, envFiles multiFlag
+			fs.Var(&envs, "env", "pass the caller's `NAME`, or set NAME=VALUE, in the command's environment (repeatable)")
+			fs.Var(&envFiles, "env-file", "read NAME and NAME=VALUE lines as --env takes them from `file` (repeatable; --env wins)")
 			return func(ctx context.Context, io *stdio, args []string) int {
 				v := verbs["run"]
 				if len(args) == 0 {
@@ -51,6 +71,18 @@ $ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1
 				if len(configs) == 0 && *baseDir == "" {
 					return usageExit(io, v, usagef("no policy: give --config <file> or --base-dir <dir>"))
 				}
+				if *requireABI < 0 {
+					return usageExit(io, v, usagef("--require-abi %d: want an ABI version, 1 or more", *requireABI))
+				}
+				rules, err := envRules(envs)
+				if err != nil {
+					return usageExit(io, v, err)
+				}
+				fileRules, err := envFileRules(envFiles)
+				if err != nil {
+					return fail(io, "run", exitRefused, fmt.Errorf("%w. Nothing ran", err))
+				}
+				env := enforcer.CommandEnv(os.Environ(), append(fileRules, rules...))
 				p, err := policy.Load(*baseDir, configs)
 				if err != nil {
 					var el policy.ErrorList
@@ -68,6 +100,8 @@ $ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1
 					Command:         args,
 					LogSubprocesses: *logSub,
 					ExpectHash:      *expect,
+					RequireABI:      *requireABI,
+					Env:             env,
 					Stdin:           io.in,
 					Stdout:          io.out,
 					Stderr:          io.err,
@@ -80,8 +114,16 @@ $ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1
 							fmt.Fprintf(io.err, "lockstep run: %s\n", l)
 						}
 					}
+					fmt.Fprintf(io.err, "lockstep run: environment: %s; left out: %s\n",
+						strings.Join(envNames(env), ","), strings.Join(enforcer.DroppedEnv(os.Environ(), env), ","))
 				}
+				ctx, stop := catchSignals(ctx)
+				defer stop()
 				status, err := enforcer.Run(ctx, opts)
+				var sig caughtSignal
+				if errors.Is(err, enforcer.ErrInterrupted) && errors.As(context.Cause(ctx), &sig) {
+					return fail(io, "run", 128+int(sig.Signal), err)
+				}
 				if err != nil {
 					var ue *enforcer.UnenforceableError
 					if errors.As(err, &ue) {
@@ -97,4 +139,83 @@ $ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1
 			}
 		},
 	})
+}
+
+// envRules parses the --env flags.
+func envRules(flags []string) ([]enforcer.EnvRule, error) {
+	var rules []enforcer.EnvRule
+	for _, f := range flags {
+		r, err := enforcer.ParseEnvRule(f)
+		if err != nil {
+			return nil, fmt.Errorf("--env %w", err)
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+// envFileRules reads the --env-file files, in order. The command's
+// environment is the caller's safe variables, then these rules, then the
+// --env flags (a later rule for a name wins).
+func envFileRules(files []string) ([]enforcer.EnvRule, error) {
+	var rules []enforcer.EnvRule
+	for _, f := range files {
+		rs, err := enforcer.ReadEnvFile(f)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, rs...)
+	}
+	return rules, nil
+}
+
+func envNames(env []string) []string {
+	names := make([]string, len(env))
+	for i, kv := range env {
+		names[i], _, _ = strings.Cut(kv, "=")
+	}
+	return names
+}
+
+// caughtSignal is the cause of a run's context cancelled by a signal.
+type caughtSignal struct{ syscall.Signal }
+
+func (c caughtSignal) Error() string { return unix.SignalName(c.Signal) + " received" }
+
+// runSignals are the signals on which lockstep run kills the command and
+// its cgroup, removes the cgroup and exits 128+n. Without this SIGHUP
+// ended lockstep at once and SIGQUIT dumped its goroutines, both leaving
+// the command running and its cgroup behind.
+var runSignals = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM}
+
+// catchSignals returns a context cancelled, with a caughtSignal cause, on
+// the first of runSignals, or with the parent's cause when the parent ends
+// otherwise. main's context also ends on SIGINT and SIGTERM, maybe before
+// the same signal is seen here, so the run's context is cut from the
+// parent's cancellation, and the parent's end waits briefly for a signal
+// in flight.
+func catchSignals(parent context.Context) (context.Context, func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, runSignals...)
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(caughtSignal{s.(syscall.Signal)})
+		case <-parent.Done():
+			select {
+			case s := <-sigs:
+				cancel(caughtSignal{s.(syscall.Signal)})
+			case <-time.After(100 * time.Millisecond):
+				cancel(context.Cause(parent))
+			}
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		signal.Stop(sigs)
+		cancel(nil)
+	}
 }

@@ -53,6 +53,10 @@ type Landlock struct {
 	ErrataBits []int `json:"errata_bits"`
 	// Error says why the ABI could not be read ("" when it could).
 	Error string `json:"error"`
+	// Unrestricted names what this ABI cannot restrict at all (the
+	// enforcer's gaps: unix-connect, udp, …); filled by the caller
+	// (cmd/lockstep), empty here.
+	Unrestricted []string `json:"unrestricted"`
 }
 
 // LSM is /sys/kernel/security/lsm.
@@ -188,7 +192,7 @@ func probeKernel() Kernel {
 
 func probeLandlock() Landlock {
 	var l Landlock
-	l.ErrataBits = []int{}
+	l.ErrataBits, l.Unrestricted = []int{}, []string{}
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil {
 		l.Error = fmt.Sprintf("landlock_create_ruleset(VERSION): %v (Landlock not built, or not in the lsm= boot list)", err)
