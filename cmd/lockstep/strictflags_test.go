@@ -2,30 +2,12 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 )
-
-// runBin runs the built lockstep with args and env added to this process's
-// environment, and returns its status, stdout and stderr.
-func runBin(t *testing.T, bin string, env []string, args ...string) (int, string, string) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), out.String(), errb.String()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return 0, out.String(), errb.String()
-}
 
 // TestStrictFlags holds the flags that guard something to an explicit,
 // single value, through the real binary: an empty --expect-hash switched
