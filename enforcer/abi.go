@@ -205,7 +205,7 @@ var hostABI = sync.OnceValues(func() (int, error) {
 // once per process. The error wraps ErrNoLandlock when the kernel has none.
 func HostABI() (int, error) { return hostABI() }
 
-// ABI is HostABI under the name interfaces.md also allows.
+// ABI is another name for HostABI.
 func ABI() (int, error) { return hostABI() }
 
 // HostErrata returns the bitmask of Landlock errata the running kernel has

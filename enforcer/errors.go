@@ -7,7 +7,7 @@ import (
 )
 
 // Sentinel errors. Run returns an error that Is one of them, with the exit
-// status DESIGN.md §4 gives it; Status maps any error to that status.
+// status docs/exit-codes.md gives it; Status maps any error to that status.
 var (
 	// ErrRefused: nothing ran, because the policy, the command line or
 	// the kernel refused (exit 125). Every error below with status 125 Is it.
@@ -32,7 +32,7 @@ var (
 	ErrCapPassed = errors.New("resource cap passed")
 )
 
-// Exit statuses of the enforcer (DESIGN.md §4).
+// Exit statuses of the enforcer (docs/exit-codes.md).
 const (
 	StatusTimeout    = 124
 	StatusRefused    = 125

@@ -9,7 +9,7 @@ import (
 )
 
 // SectionRights maps each filesystem section to the Landlock rights it
-// grants, before masking by the running ABI (reference part A.3): a right the
+// grants, before masking by the running ABI (as Phobos's letters do): a right the
 // ABI does not know is neither handled nor granted.
 //
 // MAKE_CHAR and MAKE_BLOCK belong to no section: they are always handled and

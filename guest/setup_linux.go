@@ -20,7 +20,7 @@ const (
 	extraDir = "/extra"
 )
 
-// 9p mount options: cache=loose,msize=512000 measured fine here (DESIGN.md §6).
+// 9p mount options: cache=loose,msize=512000 measured fine here (docs/harness.md).
 func ninepOpts(msize int) string {
 	if msize <= 0 {
 		msize = 512000

@@ -19,8 +19,8 @@
 // ACPI), q35 with virtio-pci as the fallback; always -no-reboot, -nodefaults,
 // no NIC, the serial console to a file, QMP, 9p exports and two
 // virtio-serial ports on unix sockets inside a private temp dir per guest.
-// The kernel command line is DESIGN.md §6's plus reboot=t, so the guest's
-// final reboot is a triple fault that makes QEMU exit.
+// The kernel command line (docs/harness.md) carries reboot=t, so the
+// guest's final reboot is a triple fault that makes QEMU exit.
 //
 // # Channels and the three outcomes
 //

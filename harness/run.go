@@ -256,7 +256,7 @@ func qemuBinary(b string) string {
 	return defaultQEMU()
 }
 
-// kernelCmdline is DESIGN.md §6's command line.
+// kernelCmdline is the guest's kernel command line (docs/harness.md).
 func kernelCmdline(id string, verbose bool, hook string, extra ...string) string {
 	// no_timer_check: under TCG on a loaded host the IO-APIC timer check
 	// misses its ticks and panics ("IO-APIC + timer doesn't work!").

@@ -13,7 +13,7 @@ import (
 )
 
 // blockerSections maps a filesystem or network blocker to the policy section
-// that grants it (reference/phobos-kvm-run.md §6.4). Blockers no section can
+// that grants it (as Phobos's audit.py maps them). Blockers no section can
 // grant (make_char, make_block, resolve_unix, scopes) are absent.
 var blockerSections = map[string]policy.Section{
 	"fs.execute":           policy.Execute,

@@ -154,7 +154,7 @@ func checkObserveGuest(t *testing.T, exercises string) {
 		t.Error(err)
 	}
 	if want := record.Sidecar(k.Key, k.Exercise, k.Provenance, k.Rows); !bytes.Equal(sidecar, want) {
-		t.Errorf("sidecar:\n%s\nwant (§6.9 shape):\n%s", sidecar, want)
+		t.Errorf("sidecar:\n%s\nwant (Phobos's sidecar shape):\n%s", sidecar, want)
 	}
 	run := readRunJSON(t, ps)
 	if !strings.HasPrefix(run.KernelRelease, "7.2.13") || run.BzImageSHA256 == "" || run.Audit == nil || run.Audit.Received == 0 || run.Audit.Lost != run.Audit.LostBefore {

@@ -219,8 +219,8 @@ func (o *observer) progress(format string, args ...any) {
 	}
 }
 
-// verify runs the checks of one exercise (reference/phobos-kvm-run.md §6.8,
-// plus the containment checks) and returns its record, sidecar (nil without
+// verify runs the checks of one exercise (Phobos's verify_exercise, in its
+// order, plus the containment checks) and returns its record, sidecar (nil without
 // rows or when a check failed) and the observed run's strace log.
 func (o *observer) verify(ctx context.Context, f exercise.Found) (k *record.KVM, sidecar, trace []byte, es ExerciseSummary) {
 	k = &record.KVM{SchemaVersion: record.KVMSchema, Key: o.opts.Key, Exercise: f.Name, Provenance: o.prov,

@@ -20,7 +20,7 @@ type Difference struct {
 	Other []string
 }
 
-// Rows applies the row rule (reference/phobos-kvm-run.md §6.7): a bind rule
+// Rows applies Phobos's row rule (docs/observe.md): a bind rule
 // strace derived becomes a row only if it is "allow <port> udp", the policy
 // does not hold it already, and a net.bind_udp record of the run names the
 // port (a record without a port counts as port 0). Every other bind rule goes

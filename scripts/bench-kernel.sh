@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench-kernel.sh: build the pinned kernel source twice on this machine, with
 # lockstep's configuration (tinyconfig + kernel/fragment.config) and with
-# Phobos's (x86_64_defconfig + kvm_guest.config + its option list, see
-# ../shared/reference/phobos-kvm-run.md §3), and print both wall and CPU
+# Phobos's (x86_64_defconfig + kvm_guest.config + its option list, as its
+# build-kvm-kernel.sh has them), and print both wall and CPU
 # times, their ratios and both bzImage sizes. `make bench-kernel` runs it; it is not part of
 # CI (Phobos's configuration alone took 24m55s on 2 cores here).
 #

@@ -1,6 +1,6 @@
 package main
 
-// Exit statuses, as DESIGN.md §4 and docs/exit-codes.md list them. A verb that
+// Exit statuses, as docs/exit-codes.md lists them. A verb that
 // meets several failures keeps the most severe.
 const (
 	exitOK            = 0

@@ -69,15 +69,10 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 	out := fs.String("out", "", "with --in-guest: `dir`ectory for the results (default /run/lockstep/results in a guest)")
 	wantABI := fs.Int("want-abi", 0, "with --in-guest: the pin's Landlock `abi` (default: the default pin's)")
 	wantRelease := fs.String("want-release", "", "with --in-guest: the `release` uname -r must say (empty: not checked)")
-	probe := fs.String("probe", "", "internal: be a probe child trying `op` (verify starts these; see observer.ProbeMain)")
-	probeArg := fs.String("probe-arg", "", "internal: the probe's `arg`ument")
 	html := fs.String("html", "", "also write a self-contained HTML report of the run to `file`")
 	backlog := fs.Uint("backlog-limit", 0, "with --in-guest: the audit backlog `limit` to set (default 8192; tests lower it)")
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["observe"]
-		if *probe != "" {
-			return observer.ProbeMain(*probe, *probeArg)
-		}
 		if len(args) > 0 {
 			return usageExit(io, v, usagef("unexpected arguments %q", args))
 		}

@@ -55,7 +55,7 @@ func refuseRead(target string) int {
 
 // requireAudit skips only when the machine cannot do audit at all (not root,
 // no NETLINK_AUDIT); Landlock below ABI 7 is a failure of this machine's
-// promise (DESIGN.md: ABI 7 here) and fails.
+// promise (ABI 7 on every machine lockstep is tested on) and fails.
 func requireAudit(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {

@@ -12,7 +12,7 @@ import (
 )
 
 // phobosFixture holds the exact synthetic kmsg lines of Phobos's records.txt
-// (reference/phobos-kvm-run.md §6.5), with the elided stamps filled in.
+// (its audit fixture), with the elided stamps filled in.
 var phobosFixture = []string{
 	`5,401,8100000,-;audit: type=1423 audit(1759830000.101:41): domain=195ba459b blockers=fs.read_file path="/etc/hostname" dev="vda" ino=1311`,
 	`5,402,8100100,-;audit: type=1423 audit(1759830000.102:42): domain=195ba459b blockers=fs.write_file path="/srv/data/out.txt" dev="vda" ino=2210`,

@@ -1,5 +1,5 @@
 // Package contain proves the forbidden direction of a pruned policy
-// (Phobos's containment.py, reference B.14): under the final policy a probe
+// (Phobos's containment.py): under the final policy a probe
 // must be refused reading each canary file, writing into a path the policy
 // grants only [read], connecting to a loopback port no rule names, binding a
 // port no rule names, and going past each limit it can reach.

@@ -1,7 +1,7 @@
 // Package generalise decides where a grant lands: which path of a policy a
-// refused access on one object becomes (Phobos's generalise.py, reference
-// B.11), and how a set of grants is tidied before it is tried (execute
-// narrowing, compaction, the hierarchy rule). Every function is pure: what
+// refused access on one object becomes (Phobos's generalise.py), and how a
+// set of grants is tidied before it is tried (execute narrowing, compaction,
+// the hierarchy rule). Every function is pure: what
 // existed before a run and which directories may be climbed come in through
 // Env, so the rules are tested as tables without a file system.
 //

@@ -1,8 +1,7 @@
 // Package orchestrate merges the pruner's per-exercise policies and the KVM
 // observer's ABI-10 sidecars into the policy tree that ships: one base per
 // language, one exercise file per exercise, the ABI-10 rows apart from every
-// base, and files for review (Phobos's orchestrate.py, reference
-// phobos-kvm-run.md §7).
+// base, and files for review (Phobos's orchestrate.py).
 //
 // # Checks first
 //
@@ -10,7 +9,7 @@
 // collected: aborted exercises, retired .paths files, a record without its
 // .cfg and the reverse, record schema, stage, key and exercise names, the
 // SHA-256 each record names against the raw bytes of the file beside it, and
-// for ABI-10 records and sidecars the rules of phobos-kvm-run.md §7.2. Any
+// for ABI-10 records and sidecars the rules of docs/orchestrate.md. Any
 // problem is a *Refusal, and nothing is written.
 //
 // # Writing

@@ -277,8 +277,8 @@ func checkExercise(lang, stem, dir string, names map[string]bool, probs *problem
 	return &exercise{lang: lang, name: name, stem: stem, cfg: cfg, cfgSHA: digest, pol: pol}
 }
 
-// checkABI10 checks one stem's ABI-10 record and sidecar (phobos-kvm-run.md
-// §7.2 step 5-6), in order, and stores the rows on ex. One problem per stem.
+// checkABI10 checks one stem's ABI-10 record and sidecar (docs/orchestrate.md,
+// in Phobos's order), and stores the rows on ex. One problem per stem.
 func checkABI10(lang, stem, pathDir, abiDir string, names, abiNames map[string]bool, ex *exercise, probs *problems) {
 	hasRec, hasCfg := abiNames[stem+abi10JSON], abiNames[stem+abi10CFG]
 	switch {

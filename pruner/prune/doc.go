@@ -1,7 +1,7 @@
 // Package prune is the per-exercise pipeline of lockstep's layer pruner (the
 // default prune): it ties packages exercise, strace, attribute, control,
 // generalise, search, limits and contain together and writes the policy and
-// its schema-2 record (Phobos's stages.prune_exercise, reference B.8).
+// its schema-2 record (Phobos's stages.prune_exercise).
 //
 // # Entry point
 //

@@ -30,7 +30,7 @@
 //
 // The exercise record's log is a list of objects, each with a "stage" naming
 // its kind ("baseline", "permissive", "filesystem", "denials", "grow",
-// "widenings", "containment", …; see the reference notes, B.16). [Entry]
+// "widenings", "containment", …, the kinds Phobos's records use). [Entry]
 // holds any of them; [RunEntry], [BaselineEntry], [MinimisationEntry] and
 // [ContainmentEntry] are the typed forms of the common kinds, converted with
 // [NewEntry] and [Entry.Decode].
