@@ -143,11 +143,12 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	lw := &lastLineWriter{w: logf}
 	obj := filepath.Join(work, "obj")
 	mk := command{
-		log:    b.log(),
-		dir:    src,
-		env:    []string{"KBUILD_BUILD_USER=lockstep", "KBUILD_BUILD_HOST=lockstep"},
-		stdout: lw,
-		stderr: lw,
+		log:     b.log(),
+		dir:     src,
+		env:     buildEnv(src, obj),
+		onlyEnv: true,
+		stdout:  lw,
+		stderr:  lw,
 	}
 	makeArgs := func(extra ...string) []string { return append([]string{"O=" + obj, "ARCH=x86_64"}, extra...) }
 
@@ -207,7 +208,7 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	rec := &Record{
 		Key: key, Pin: pin.Row, Version: pin.Version, ABI: pin.ABI, Source: pin.Describe(),
 		SourceSHA256: pin.SHA256, InnerSHA256: pin.InnerSHA256, FragmentSHA256: sha256Hex(frag),
-		Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make,
+		Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make, Binutils: t.Binutils,
 		BzImageSHA256: sha256Hex(img), BzImageSize: int64(len(img)), ConfigSHA256: sha256Hex(cfg),
 		KernelVersion: hv, Duration: time.Since(start).Round(time.Second).String(),
 		BuildDuration: buildDur.Round(time.Second).String(), BuildCPU: cpu.Round(time.Second).String(), Jobs: b.jobs(),
@@ -234,6 +235,41 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	os.Remove(dir + ".unfit.config")
 	b.log().Info("kernel: built", "pin", pin.Version, "build", rec.BuildDuration, "cpu", rec.BuildCPU, "total", rec.Duration, "bzImage", fmt.Sprintf("%d bytes", len(img)))
 	return nil
+}
+
+// BuildTimestamp is the build time every kernel claims (uname -v and the
+// mtimes of the built-in initramfs). A fixed date, not the clock, so two
+// builds of one key give the same bytes; `date -d` must parse it, or
+// usr/gen_initramfs.sh falls back to the clock.
+const BuildTimestamp = "Thu Jan  1 00:00:00 UTC 1970"
+
+// buildEnv is the whole environment make runs in. Nothing of the caller's
+// passes but PATH and TMPDIR: KCFLAGS, LOCALVERSION, ARCH, CROSS_COMPILE or
+// MAKEFLAGS there would change the bytes behind the same cache key. The
+// rest pins what kbuild would otherwise take from the machine: the
+// clock, user and host name (docs: Documentation/kbuild/reproducible-builds.rst),
+// the build number (.version), the locale and time zone of the scripts, and
+// the absolute source and object paths (kbuild maps only the source tree's
+// away in __FILE__; the file-prefix maps also cover debug information, off
+// today, should a fragment switch it on).
+func buildEnv(src, obj string) []string {
+	prefixMaps := "-ffile-prefix-map=" + src + "/= -ffile-prefix-map=" + obj + "/="
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"LC_ALL=C",
+		"TZ=UTC",
+		"KBUILD_BUILD_TIMESTAMP=" + BuildTimestamp,
+		"SOURCE_DATE_EPOCH=0",
+		"KBUILD_BUILD_USER=lockstep",
+		"KBUILD_BUILD_HOST=lockstep",
+		"KBUILD_BUILD_VERSION=1",
+		"KCFLAGS=" + prefixMaps,
+		"KAFLAGS=" + prefixMaps,
+	}
+	if d := os.Getenv("TMPDIR"); d != "" {
+		env = append(env, "TMPDIR="+d)
+	}
+	return env
 }
 
 func appendFile(path string, data []byte) error {

@@ -127,8 +127,9 @@ func (b *Builder) Lookup(version string) (Pin, error) {
 	return Lookup(version)
 }
 
-// Toolchain is the first line of `gcc --version` and `make --version`.
-type Toolchain struct{ Compiler, Make string }
+// Toolchain is the first line of `gcc --version`, `make --version` and
+// `ld --version`.
+type Toolchain struct{ Compiler, Make, Binutils string }
 
 var toolchain = sync.OnceValues(func() (Toolchain, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -138,17 +139,17 @@ var toolchain = sync.OnceValues(func() (Toolchain, error) {
 	for _, x := range []struct {
 		name string
 		dst  *string
-	}{{"gcc", &t.Compiler}, {"make", &t.Make}} {
+	}{{"gcc", &t.Compiler}, {"make", &t.Make}, {"ld", &t.Binutils}} {
 		out, err := c.output(ctx, x.name, "--version")
 		if err != nil {
-			return t, fmt.Errorf("%s --version: %w (kernel builds and cache keys need gcc and make)", x.name, err)
+			return t, fmt.Errorf("%s --version: %w (kernel builds and cache keys need gcc, make and binutils)", x.name, err)
 		}
 		*x.dst = firstLine(out)
 	}
 	return t, nil
 })
 
-// Key returns pin's cache key with this machine's compiler and make.
+// Key returns pin's cache key with this machine's compiler, make and binutils.
 func (b *Builder) Key(pin Pin) (string, error) {
 	t, err := toolchain()
 	if err != nil {
@@ -158,7 +159,7 @@ func (b *Builder) Key(pin Pin) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return Key(KeyInputs{PinRow: pin.Row, Fragment: frag, Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make}), nil
+	return Key(KeyInputs{PinRow: pin.Row, Fragment: frag, Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make, Binutils: t.Binutils}), nil
 }
 
 // ErrNotBuilt means the pin's kernel is not in the cache.
