@@ -29,6 +29,22 @@ func (e *BuildError) Error() string {
 
 func (e *BuildError) Unwrap() error { return e.Err }
 
+// UnreproducedError is a fresh build whose bzImage differs from the one the
+// recorded-bzImage table holds for its key. The build is not cached: every
+// later use would refuse it.
+type UnreproducedError struct {
+	Version string
+	Row     RecordedImage
+	Got     string // the fresh bzImage's SHA-256
+	Kept    string // the entry, left outside the cache for comparison
+}
+
+func (e *UnreproducedError) Error() string {
+	return fmt.Sprintf("kernel %s built here has bzImage sha256 %s, but %s records %s for this pin, fragment and toolchain: "+
+		"the build did not reproduce (a host tool the key does not cover, such as lz4, awk or perl, may differ, or the row is wrong); "+
+		"not cached, kept in %s", e.Version, e.Got, e.Row.Where(), e.Row.BzImageSHA256, e.Kept)
+}
+
 // sources returns the unpacked source tree for pin, fetching, checking and
 // unpacking it first when the cache lacks it. Nothing is unpacked before the
 // download's (and for a .deb the inner tarball's) SHA-256 matched the pin.
@@ -227,6 +243,14 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	}
 	if err := os.Chmod(work, 0o755); err != nil { // MkdirTemp made it 0700
 		return err
+	}
+	if row := lookupRecorded(b.recorded(), key); row != nil && row.BzImageSHA256 != rec.BzImageSHA256 {
+		kept := dir + ".unreproduced"
+		os.RemoveAll(kept)
+		if err := os.Rename(work, kept); err != nil {
+			kept = "nowhere (" + err.Error() + ")"
+		}
+		return &UnreproducedError{Version: pin.Version, Row: *row, Got: rec.BzImageSHA256, Kept: kept}
 	}
 	if err := os.Rename(work, dir); err != nil {
 		return fmt.Errorf("store kernel: %w", err)
