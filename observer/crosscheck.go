@@ -13,14 +13,16 @@ import (
 )
 
 // blockerSections maps a filesystem or network blocker to the policy section
-// that grants it (as Phobos's audit.py maps them). Blockers no section can
-// grant (make_char, make_block, resolve_unix, scopes) are absent.
+// that grants it (as Phobos's audit.py maps them, and resolve_unix to [read],
+// which grants it). Blockers no section can grant (make_char, make_block,
+// scopes) are absent.
 var blockerSections = map[string]policy.Section{
 	"fs.execute":           policy.Execute,
 	"fs.write_file":        policy.Write,
 	"fs.truncate":          policy.Write,
 	"fs.read_file":         policy.Read,
 	"fs.read_dir":          policy.Read,
+	"fs.resolve_unix":      policy.Read,
 	"fs.remove_dir":        policy.Delete,
 	"fs.remove_file":       policy.Delete,
 	"fs.make_reg":          policy.Create,
