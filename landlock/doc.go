@@ -7,10 +7,10 @@
 // …); what an older ABI leaves unrestricted ([Gaps]); and which rights each
 // system call can be refused for ([Syscalls]).
 //
-// Every other table of the module is derived from these: the enforcer's
-// handled masks and section rights, the audit parser's blockers, the
-// attribution's rights and sections, the observer's join, the self-test's
-// refusals. Adding a right (ABI 12's, say) is one row here plus the
+// The module's other tables of rights are derived from these: the
+// enforcer's handled masks, section rights and right names, the audit
+// parser's blockers, the attribution's rights and sections, the observer's
+// join, the self-test's refusals. Adding a right (ABI 12's, say) is one row here plus the
 // behaviour that uses it.
 //
 // It is a leaf: it imports nothing of the module, and nothing outside the

@@ -192,7 +192,7 @@ func Lookup(name string) (Fact, bool) {
 	return f, ok
 }
 
-// fact returns r's row; every Right constant has one (TestRightsTable).
+// fact returns r's row, the zero Fact for a name that is not a right.
 func (r Right) fact() Fact { return byRight[r] }
 
 // Class is the class of r (0 for a name that is not a right).
