@@ -5,98 +5,36 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/landlock"
 )
 
 // Class is the kind of right a blocker names.
-type Class uint8
+type Class = landlock.Class
 
-// Blocker classes: a filesystem right (handled_access_fs bit), a network
-// right (handled_access_net bit), a scope (scoped bit), or an implicit
-// restriction with no bit (ptrace, fs.change_topology).
+// Blocker classes, as landlock names them.
 const (
-	ClassFS Class = iota + 1
-	ClassNet
-	ClassScope
-	ClassImplicit
+	ClassFS       = landlock.ClassFS
+	ClassNet      = landlock.ClassNet
+	ClassScope    = landlock.ClassScope
+	ClassImplicit = landlock.ClassImplicit
 )
 
-func (c Class) String() string {
-	switch c {
-	case ClassFS:
-		return "fs"
-	case ClassNet:
-		return "net"
-	case ClassScope:
-		return "scope"
-	case ClassImplicit:
-		return "implicit"
-	}
-	return "class(" + strconv.Itoa(int(c)) + ")"
-}
-
-// Blocker is one right as Landlock's audit records name it.
-type Blocker struct {
-	// Name as in the record's blockers= list, e.g. "fs.read_file".
-	Name  string
-	Class Class
-	// Bit is the right's bit in its class's mask (1<<Bit); meaningless for
-	// ClassImplicit.
-	Bit uint
-	// ABI is the Landlock ABI version that introduced the right.
-	ABI int
-}
-
-// Blockers lists every blocker Linux 7.2 writes (security/landlock/audit.c
-// fs_access_strings, net_access_strings, get_blocker), in the kernel's order.
-var Blockers = []Blocker{
-	{"fs.execute", ClassFS, 0, 1},
-	{"fs.write_file", ClassFS, 1, 1},
-	{"fs.read_file", ClassFS, 2, 1},
-	{"fs.read_dir", ClassFS, 3, 1},
-	{"fs.remove_dir", ClassFS, 4, 1},
-	{"fs.remove_file", ClassFS, 5, 1},
-	{"fs.make_char", ClassFS, 6, 1},
-	{"fs.make_dir", ClassFS, 7, 1},
-	{"fs.make_reg", ClassFS, 8, 1},
-	{"fs.make_sock", ClassFS, 9, 1},
-	{"fs.make_fifo", ClassFS, 10, 1},
-	{"fs.make_block", ClassFS, 11, 1},
-	{"fs.make_sym", ClassFS, 12, 1},
-	{"fs.refer", ClassFS, 13, 2},
-	{"fs.truncate", ClassFS, 14, 3},
-	{"fs.ioctl_dev", ClassFS, 15, 5},
-	{"fs.resolve_unix", ClassFS, 16, 9},
-	{"net.bind_tcp", ClassNet, 0, 4},
-	{"net.connect_tcp", ClassNet, 1, 4},
-	{"net.bind_udp", ClassNet, 2, 10},
-	{"net.connect_send_udp", ClassNet, 3, 10},
-	{"scope.abstract_unix_socket", ClassScope, 0, 6},
-	{"scope.signal", ClassScope, 1, 6},
-	{"ptrace", ClassImplicit, 0, 1},
-	{"fs.change_topology", ClassImplicit, 0, 1},
-}
-
-var blockerByName = func() map[string]Blocker {
-	m := make(map[string]Blocker, len(Blockers))
-	for _, b := range Blockers {
-		m[b.Name] = b
-	}
-	return m
-}()
+// Blocker is one right as Landlock's audit records name it: its row of
+// landlock.Rights.
+type Blocker = landlock.Fact
 
 // LookupBlocker returns the blocker named name; false for a name Linux 7.2
 // does not write (a newer kernel's right, or "unknown" after a kernel WARN).
-func LookupBlocker(name string) (Blocker, bool) {
-	b, ok := blockerByName[name]
-	return b, ok
-}
+func LookupBlocker(name string) (Blocker, bool) { return landlock.Lookup(name) }
 
 // Access is a LANDLOCK_ACCESS (1423) record: a denial. Fields the record did
 // not carry are zero; the kernel omits zero ports and addresses too.
 type Access struct {
 	// Domain is the youngest denying domain's ID.
 	Domain uint64
-	// Blockers are the rights that domain lacks, in the kernel's bit order.
+	// Blockers are the rights that domain lacks, in the kernel's bit order
+	// (landlock.Right names them).
 	Blockers []string
 
 	// Path is the object (d_path, decoded): the file, or the parent directory

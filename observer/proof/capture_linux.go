@@ -21,9 +21,18 @@ import (
 	"unsafe"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"golang.org/x/sys/unix"
 )
+
+// specFS is a capture scenario Landlock denies with EACCES in a ruleset
+// handling the filesystem rights right.
+func specFS(right uint64, nr uintptr, act func(fixture) unix.Errno) spec {
+	sp := denied(nr, act)
+	sp.attr = ll.RulesetAttr{HandledAccessFS: right}
+	return sp
+}
 
 // Capture scenarios: refusals beyond the proof's that make the record forms
 // the parser must meet (hex and " (deleted)" paths, a rename's records,
@@ -104,8 +113,9 @@ var captureSpecs = map[string]spec{
 
 // captureABI is the ABI each capture scenario needs.
 var captureABI = map[string]int{
-	"capture.hex_path": 1, "capture.deleted": 3, "capture.rename_two": 2, "capture.rw_both": 1,
-	"capture.tcp_lport": 4, "capture.udp_lport": 10, "capture.udp_autobind": 10, "capture.abstract_unix": 6,
+	"capture.hex_path": landlock.ABIFirst, "capture.deleted": landlock.ABITruncate, "capture.rename_two": landlock.ABIRefer,
+	"capture.rw_both": landlock.ABIFirst, "capture.tcp_lport": landlock.ABINetwork, "capture.udp_lport": landlock.ABIUDP,
+	"capture.udp_autobind": landlock.ABIUDP, "capture.abstract_unix": landlock.ABIScope,
 }
 
 func init() {
@@ -265,8 +275,8 @@ func RunScenarios(ctx context.Context, opts CaptureOptions) error {
 
 func scenarioNames() ([]string, error) {
 	abi, err := ll.LandlockGetABIVersion()
-	if err != nil || abi < 7 {
-		return nil, fmt.Errorf("capture: Landlock ABI %d (%v): audit records need ABI 7", abi, err)
+	if err != nil || abi < landlock.ABIAuditRecords {
+		return nil, fmt.Errorf("capture: Landlock ABI %d (%v): audit records need ABI %d", abi, err, landlock.ABIAuditRecords)
 	}
 	var names []string
 	for _, r := range Refusals {
