@@ -70,5 +70,8 @@
 //
 //   - XDG_CACHE_HOME: base of the default cache directory.
 //   - LOCKSTEP_DEBIAN_MIRROR: a Debian archive URI to use instead of the ones
-//     in /etc/apt (for runners whose apt sources are not Debian's).
+//     in /etc/apt (for runners whose apt sources are not Debian's; without it
+//     such a runner fails at once with a *NoMirrorError saying what to set).
+//   - LOCKSTEP_APT_DIR: the apt configuration directory whose sources are
+//     searched for Debian archive URIs (default /etc/apt).
 package kernel

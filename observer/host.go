@@ -18,6 +18,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 )
 
@@ -119,9 +120,16 @@ func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	defer os.RemoveAll(results)
 	exAbs, _ := filepath.Abs(opts.Exercises)
 	psAbs, _ := filepath.Abs(opts.PathSets)
+	// The guest's root is hashed here, where it is a plain directory; in
+	// the guest it is a 9p share under an overlay, far slower to read.
+	digest, err := rootdigest.Of(rootdigest.RootOr(opts.Root))
+	if err != nil {
+		return nil, fmt.Errorf("observe: %w", err)
+	}
 	cmd := append([]string{proto.GuestBinary, "observe", "--in-guest", "--key", opts.Key,
 		"--exercises", guestExercises, "--path-sets", guestPathSets, "--out", proto.ResultsDir,
-		"--want-abi", strconv.Itoa(opts.WantABI), "--want-release", opts.WantRelease}, opts.GuestArgs...)
+		"--want-abi", strconv.Itoa(opts.WantABI), "--want-release", opts.WantRelease,
+		"--root-digest", digest}, opts.GuestArgs...)
 	run, err := harness.Run(ctx, harness.Options{
 		Kernel: opts.Kernel, Root: opts.Root, Accel: opts.Accel, CPUs: opts.CPUs, MemMB: opts.MemMB, Timeout: opts.Timeout,
 		Shares:  []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: psAbs, GuestPath: guestPathSets}},

@@ -58,6 +58,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	o.abi = rep.ABI
 	o.prov = record.NewProvenance(time.Now(), rep.ABI, record.StraceVersion(ctx))
+	o.prov.RootDigest = opts.RootDigest
 	if st, err := col.Status(); err == nil {
 		sum.Audit.LostBefore = st.Lost
 	}

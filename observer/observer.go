@@ -67,6 +67,9 @@ type Options struct {
 	// BacklogLimit is the kernel's audit backlog limit to set; 0 is the
 	// collector's default (8192). Tests lower it to provoke loss.
 	BacklogLimit uint32
+	// RootDigest is provenance.root_digest of the records: the digest of
+	// the guest's root file system, taken by the host (internal/rootdigest).
+	RootDigest string
 	// Progress receives one line per step of each exercise; nil discards.
 	Progress io.Writer
 	// Log receives debug messages; nil discards them.

@@ -71,6 +71,7 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 	wantRelease := fs.String("want-release", "", "with --in-guest: the `release` uname -r must say (empty: not checked)")
 	html := fs.String("html", "", "also write a self-contained HTML report of the run to `file`")
 	backlog := fs.Uint("backlog-limit", 0, "with --in-guest: the audit backlog `limit` to set (default 8192; tests lower it)")
+	rootDigest := fs.String("root-digest", "", "with --in-guest: provenance.root_digest of the records, the `digest` the host took of the guest's root (default: taken of / here)")
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["observe"]
 		if len(args) > 0 {
@@ -94,8 +95,12 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 				}
 				dir = proto.ResultsDir
 			}
+			digest, err := rootDigestFlag(*rootDigest)
+			if err != nil {
+				return rootDigestExit(io, v, err)
+			}
 			return observeHere(ctx, io, observer.Options{Key: *key, Exercises: *exercises, PathSets: *pathSets, Out: dir,
-				WantABI: *wantABI, WantRelease: *wantRelease, BacklogLimit: uint32(*backlog), Progress: io.err})
+				WantABI: *wantABI, WantRelease: *wantRelease, BacklogLimit: uint32(*backlog), Progress: io.err, RootDigest: digest})
 		}
 		switch *accel {
 		case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
