@@ -366,6 +366,75 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	o.setDefaults()
+	qv, err := QEMUVersion(o.QEMU)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w (install qemu-system-x86, or name the binary in LOCKSTEP_QEMU)", ErrNoQEMU, err)
+	}
+	accel, accelReason, err := resolveAccel(ctx, &o)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{
+		Status: proto.StatusIndeterminate, Accel: accel, AccelReason: accelReason, Machine: o.Machine,
+		CPUs: o.CPUs, MemMB: o.MemMB, QEMUVersion: qv, JobID: newID(), KernelSHA256: fileSHA256(o.Kernel),
+	}
+	res.Timings.Accel = time.Since(start)
+	defer func() { res.Timings.Total = time.Since(start) }()
+
+	dir, err := os.MkdirTemp("", "lockstep-guest-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	job, shares, disks := guestJob(&o, res.JobID)
+	initrd := filepath.Join(dir, "initramfs")
+	if err := buildInitramfs(ctx, &o, job, initrd, res); err != nil {
+		return nil, err
+	}
+	evSock, resSock := filepath.Join(dir, "events.sock"), filepath.Join(dir, "results.sock")
+	evL, resL, err := listenChannels(evSock, resSock)
+	if err != nil {
+		return nil, err
+	}
+	defer evL.Close()
+	defer resL.Close()
+	cfg := QEMUConfig{
+		Binary: o.QEMU, Name: "lockstep-" + res.JobID, Machine: o.Machine, Accel: accel,
+		MemMB: o.MemMB, CPUs: o.CPUs, Kernel: o.Kernel, Initramfs: initrd,
+		Append:     kernelCmdline(res.JobID, o.Verbose, o.TestHook, append(accelKernelArgs(accel), o.KernelArgs...)...),
+		ConsoleLog: filepath.Join(dir, "console.log"), QMPSocket: filepath.Join(dir, "qmp.sock"),
+		Shares: shares, Disks: disks,
+		Ports: []SerialPort{{Name: proto.EventsPort, Socket: evSock}, {Name: proto.ResultsPort, Socket: resSock}},
+		RNG:   true,
+	}
+	argv, err := qemuArgv(cfg, &o, res)
+	if err != nil {
+		return nil, err
+	}
+
+	g := &guestRun{o: &o, res: res, log: o.Log, argv: argv, consolePath: cfg.ConsoleLog, qmpPath: cfg.QMPSocket, evL: evL, resL: resL,
+		deadlines: o.deadlines(accel)}
+	err = g.boot(ctx)
+	res.Timings.Total = time.Since(start)
+	saveRunJSON(&o, res)
+	return res, err
+}
+
+// saveRunJSON writes run.json into o.ResultsDir, if there is one; a failure
+// is only warned about, as the run's outcome stands without it.
+func saveRunJSON(o *Options, res *Result) {
+	if o.ResultsDir == "" {
+		return
+	}
+	if err := writeRunJSON(o.ResultsDir, res); err != nil {
+		o.Log.Warn("cannot write run.json", "err", err)
+	}
+}
+
+// setDefaults fills in the zero fields that stand for a default.
+func (o *Options) setDefaults() {
 	if o.Accel == "" {
 		o.Accel = AccelAuto
 	}
@@ -387,49 +456,34 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
-	log := o.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-		o.Log = log
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
 	}
-	qv, err := QEMUVersion(o.QEMU)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w (install qemu-system-x86, or name the binary in LOCKSTEP_QEMU)", ErrNoQEMU, err)
-	}
-	accel, accelReason, err := resolveAccel(ctx, &o)
-	if err != nil {
-		return nil, err
-	}
+}
+
+// deadlines are o's phase deadlines, a zero one the default for accel.
+func (o Options) deadlines(accel string) deadlines {
 	factor := AccelFactor(accel)
-	bootTimeout, jobTimeout, shutdownTimeout := o.BootTimeout, o.Timeout, o.ShutdownTimeout
-	if bootTimeout == 0 {
-		bootTimeout = defaultBoot * factor
+	d := deadlines{boot: o.BootTimeout, job: o.Timeout, shutdown: o.ShutdownTimeout}
+	if d.boot == 0 {
+		d.boot = defaultBoot * factor
 	}
-	if jobTimeout == 0 {
-		jobTimeout = defaultJobTimeout * factor
+	if d.job == 0 {
+		d.job = defaultJobTimeout * factor
 	}
-	if shutdownTimeout == 0 {
-		shutdownTimeout = defaultShutdown * factor
+	if d.shutdown == 0 {
+		d.shutdown = defaultShutdown * factor
 	}
-	res := &Result{
-		Status: proto.StatusIndeterminate, Accel: accel, AccelReason: accelReason, Machine: o.Machine,
-		CPUs: o.CPUs, MemMB: o.MemMB, QEMUVersion: qv, JobID: newID(), KernelSHA256: fileSHA256(o.Kernel),
-	}
-	res.Timings.Accel = time.Since(start)
-	defer func() { res.Timings.Total = time.Since(start) }()
+	return d
+}
 
-	dir, err := os.MkdirTemp("", "lockstep-guest-")
-	if err != nil {
-		return nil, fmt.Errorf("temp dir: %w", err)
-	}
-	defer os.RemoveAll(dir)
-
-	job := &proto.Job{
-		Schema: proto.SchemaVersion, ID: res.JobID, Command: o.Command, Env: o.Env, Dir: o.Dir,
+// guestJob is the job PID 1 runs, and the 9P shares and disks QEMU gives
+// the guest for its root and o.Shares.
+func guestJob(o *Options, id string) (job *proto.Job, shares []Share9P, disks []string) {
+	job = &proto.Job{
+		Schema: proto.SchemaVersion, ID: id, Command: o.Command, Env: o.Env, Dir: o.Dir,
 		Root: &proto.Root{Tag: proto.RootTag}, Verbose: o.Verbose,
 	}
-	var shares []Share9P
-	var disks []string
 	if o.RootImage != "" {
 		job.Root = &proto.Root{Device: "/dev/vda", FSType: "ext4"}
 		disks = append(disks, o.RootImage)
@@ -441,75 +495,77 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		job.Shares = append(job.Shares, proto.Share{Tag: tag, Path: s.GuestPath})
 		shares = append(shares, Share9P{Tag: tag, Path: s.Source})
 	}
-	strace := ""
-	// An image root is not looked into: strace rides along and is copied
-	// in only where the root lacks it.
-	if o.RootImage != "" || !hasStrace(o.Root) {
-		if p, err := exec.LookPath("strace"); err == nil {
-			strace = p
-		} else {
-			log.Warn("the guest root has no strace and neither has this host; the guest will run without it")
-		}
+	return job, shares, disks
+}
+
+// guestStrace is the host's strace to carry into the guest, "" when the
+// guest's root has its own or the host has none. An image root is not
+// looked into: strace rides along and is copied in only where the root
+// lacks it.
+func guestStrace(o *Options) string {
+	if o.RootImage == "" && hasStrace(o.Root) {
+		return ""
 	}
+	p, err := exec.LookPath("strace")
+	if err != nil {
+		o.Log.Warn("the guest root has no strace and neither has this host; the guest will run without it")
+		return ""
+	}
+	return p
+}
+
+// buildInitramfs writes the guest's initramfs for job to output, noting
+// its hash and the time it took in res.
+func buildInitramfs(ctx context.Context, o *Options, job *proto.Job, output string, res *Result) error {
+	strace := guestStrace(o)
 	t0 := time.Now()
-	initrd := filepath.Join(dir, "initramfs")
-	res.InitramfsSHA256, err = guest.Initramfs(ctx, guest.InitramfsOptions{
-		Init: o.Init, Job: job, Output: initrd, Strace: strace, Compression: initramfsCompression(), Modules: o.Modules,
-		CacheDir: filepath.Join(CacheDir(), "initramfs"), Log: log,
+	sum, err := guest.Initramfs(ctx, guest.InitramfsOptions{
+		Init: o.Init, Job: job, Output: output, Strace: strace, Compression: initramfsCompression(), Modules: o.Modules,
+		CacheDir: filepath.Join(CacheDir(), "initramfs"), Log: o.Log,
 	})
+	res.InitramfsSHA256 = sum
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, err
+			return err
 		}
 		// No guest can start without its initramfs (a dynamically linked
 		// init, a module that is not there): status 70, not 3.
-		return nil, fmt.Errorf("%w: %w", ErrGuestSetup, err)
+		return fmt.Errorf("%w: %w", ErrGuestSetup, err)
 	}
 	res.Timings.Initramfs = time.Since(t0)
+	return nil
+}
 
-	evSock, resSock := filepath.Join(dir, "events.sock"), filepath.Join(dir, "results.sock")
-	evL, err := net.Listen("unix", evSock)
+// listenChannels listens on the events and the results sockets.
+func listenChannels(evSock, resSock string) (evL, resL net.Listener, err error) {
+	evL, err = net.Listen("unix", evSock)
 	if err != nil {
-		return nil, fmt.Errorf("events socket: %w", err)
+		return nil, nil, fmt.Errorf("events socket: %w", err)
 	}
-	defer evL.Close()
-	resL, err := net.Listen("unix", resSock)
+	resL, err = net.Listen("unix", resSock)
 	if err != nil {
-		return nil, fmt.Errorf("results socket: %w", err)
+		evL.Close()
+		return nil, nil, fmt.Errorf("results socket: %w", err)
 	}
-	defer resL.Close()
-	cfg := QEMUConfig{
-		Binary: o.QEMU, Name: "lockstep-" + res.JobID, Machine: o.Machine, Accel: accel,
-		MemMB: o.MemMB, CPUs: o.CPUs, Kernel: o.Kernel, Initramfs: initrd,
-		Append:     kernelCmdline(res.JobID, o.Verbose, o.TestHook, append(accelKernelArgs(accel), o.KernelArgs...)...),
-		ConsoleLog: filepath.Join(dir, "console.log"), QMPSocket: filepath.Join(dir, "qmp.sock"),
-		Shares: shares, Disks: disks,
-		Ports: []SerialPort{{Name: proto.EventsPort, Socket: evSock}, {Name: proto.ResultsPort, Socket: resSock}},
-		RNG:   true,
-	}
+	return evL, resL, nil
+}
+
+// qemuArgv is QEMU's command line for cfg, logged and noted in res as a
+// command to paste.
+func qemuArgv(cfg QEMUConfig, o *Options, res *Result) ([]string, error) {
 	args, err := cfg.Args()
 	if err != nil {
 		return nil, err
 	}
 	argv := append([]string{qemuBinary(o.QEMU)}, args...)
 	res.QEMUCommand = QuoteArgs(argv)
-	log.Info("booting the guest", "accel", accel, "machine", o.Machine, "waiting_for", "hello")
+	o.Log.Info("booting the guest", "accel", cfg.Accel, "machine", o.Machine, "waiting_for", "hello")
 	if o.Verbose {
-		log.Info("qemu command line", "qemu", res.QEMUCommand)
+		o.Log.Info("qemu command line", "qemu", res.QEMUCommand)
 	} else {
-		log.Debug("qemu command line", "qemu", res.QEMUCommand)
+		o.Log.Debug("qemu command line", "qemu", res.QEMUCommand)
 	}
-
-	g := &guestRun{o: &o, res: res, log: log, argv: argv, consolePath: cfg.ConsoleLog, qmpPath: cfg.QMPSocket, evL: evL, resL: resL,
-		deadlines: deadlines{boot: bootTimeout, job: jobTimeout, shutdown: shutdownTimeout}}
-	err = g.boot(ctx)
-	res.Timings.Total = time.Since(start)
-	if o.ResultsDir != "" {
-		if werr := writeRunJSON(o.ResultsDir, res); werr != nil {
-			log.Warn("cannot write run.json", "err", werr)
-		}
-	}
-	return res, err
+	return argv, nil
 }
 
 // guestRun is one booted guest's state while Run waits for it.
