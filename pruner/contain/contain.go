@@ -134,139 +134,214 @@ func firstFile(p string) string {
 
 // Plan lists the checks for policy p (with its limits).
 func Plan(p *policy.Policy, o PlanOptions) ([]Check, []record.ContainmentCheck) {
-	var cs []Check
-	var un []record.ContainmentCheck
+	pl := &planner{p: p, o: o}
 	for _, c := range o.Canaries {
-		cs = append(cs, Check{Name: "canary " + c, Args: []string{"read", c}, WantErrno: "EACCES", Control: true})
+		pl.check(Check{Name: "canary " + c, Args: []string{"read", c}, WantErrno: "EACCES", Control: true})
 	}
-	// A write into a read-only path.
-	writeUnder := func(q string) bool {
-		for w, secs := range p.FS {
-			for s, on := range secs {
-				if on && policy.IsWriteClass(s) && (w == q || policy.Beneath(q, w)) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	pick := o.ReadOnlyFile
-	if pick == nil {
-		pick = firstFile
-	}
-	target := ""
-	for _, q := range p.Paths(policy.Read) {
-		if special(q) || writeUnder(q) {
-			continue
-		}
-		if f := pick(q); f != "" && !writeUnder(f) {
-			target = f
-			break
-		}
-	}
-	if target != "" {
-		cs = append(cs, Check{Name: "write into a read-only path", Args: []string{"write", target}, WantErrno: "EACCES", Control: true})
-	} else {
-		un = append(un, unchecked("write into a read-only path", "the policy grants [read] on no regular file outside /proc, /sys, /dev and every write-class grant"))
-	}
-	// Network.
-	connectCovered := func(port int) bool {
-		for _, r := range p.Connect {
-			if r.Transport != policy.TCP {
-				continue
-			}
-			if (r.Port == 0 || r.Port == port) && (r.Host == "127.0.0.1" || r.Host == "localhost" || r.Host == "*" || strings.HasPrefix(r.Host, "127.") || strings.Contains(r.Host, "/")) {
-				return true
-			}
-		}
-		return false
-	}
-	switch {
-	case o.ListenPort == 0:
-		un = append(un, unchecked("connect to an unnamed loopback port", "no loopback listener was given"))
-	case connectCovered(o.ListenPort):
-		un = append(un, unchecked("connect to an unnamed loopback port", fmt.Sprintf("a [connect] rule covers 127.0.0.1:%d", o.ListenPort)))
-	default:
-		cs = append(cs, Check{Name: "connect to an unnamed loopback port", Args: []string{"connect", "127.0.0.1:" + strconv.Itoa(o.ListenPort)}, WantErrno: "EACCES", Control: true})
-	}
-	bound := false
-	for _, r := range p.Bind {
-		if r.Transport == policy.TCP && r.Port == o.FreePort {
-			bound = true
-		}
-	}
-	switch {
-	case o.FreePort == 0:
-		un = append(un, unchecked("bind of an ungranted port", "no free port was given"))
-	case bound:
-		un = append(un, unchecked("bind of an ungranted port", fmt.Sprintf("[bind] allow %d", o.FreePort)))
-	default:
-		cs = append(cs, Check{Name: "bind of an ungranted port", Args: []string{"bind", "127.0.0.1:" + strconv.Itoa(o.FreePort)}, WantErrno: "EACCES", Control: true})
-	}
-	// Limits.
+	pl.readOnlyWrite()
+	pl.connect()
+	pl.bind()
+	pl.limitNoFile()
+	pl.limitNProc()
+	pl.limitMem()
+	pl.limitFsize()
 	maxS := o.MaxSeconds
 	if maxS <= 0 {
 		maxS = DefaultMaxSeconds
 	}
-	lim := func(k policy.LimitKey) (int64, bool) {
-		l, ok := p.Limits[k]
-		return l.Value, ok && !l.Off && l.Value > 0
+	pl.limitTimeout(maxS)
+	pl.limitCPU(maxS)
+	return pl.checks, pl.unchecked
+}
+
+// planner collects Plan's checks, and the checks it cannot make with why.
+type planner struct {
+	p         *policy.Policy
+	o         PlanOptions
+	checks    []Check
+	unchecked []record.ContainmentCheck
+}
+
+func (pl *planner) check(c Check) { pl.checks = append(pl.checks, c) }
+
+func (pl *planner) skip(name, why string) { pl.unchecked = append(pl.unchecked, unchecked(name, why)) }
+
+// writeUnder reports whether q is a write-class grant or beneath one.
+func (pl *planner) writeUnder(q string) bool {
+	for w, secs := range pl.p.FS {
+		for s, on := range secs {
+			if on && policy.IsWriteClass(s) && (w == q || policy.Beneath(q, w)) {
+				return true
+			}
+		}
 	}
-	if v, ok := lim(policy.NoFile); !ok {
-		un = append(un, unchecked("limit nofile", "not set"))
-	} else if v >= MaxNoFile {
-		un = append(un, unchecked("limit nofile", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxNoFile)))
-	} else {
-		cs = append(cs, Check{Name: "limit nofile", Args: []string{"nofile", strconv.FormatInt(v, 10)}, WantErrno: "EMFILE", Control: true})
+	return false
+}
+
+// readOnlyWrite checks a write into a read-only path: a regular file
+// beneath a [read] grant, outside /proc, /sys, /dev and every write-class
+// grant.
+func (pl *planner) readOnlyWrite() {
+	const name = "write into a read-only path"
+	pick := pl.o.ReadOnlyFile
+	if pick == nil {
+		pick = firstFile
 	}
-	if v, ok := lim(policy.NProc); !ok {
-		un = append(un, unchecked("limit nproc", "not set"))
-	} else if o.NProcUnenforced != "" {
-		un = append(un, unchecked("limit nproc", o.NProcUnenforced))
-	} else if v >= MaxNProc {
-		un = append(un, unchecked("limit nproc", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxNProc)))
-	} else {
+	for _, q := range pl.p.Paths(policy.Read) {
+		if special(q) || pl.writeUnder(q) {
+			continue
+		}
+		if f := pick(q); f != "" && !pl.writeUnder(f) {
+			pl.check(Check{Name: name, Args: []string{"write", f}, WantErrno: "EACCES", Control: true})
+			return
+		}
+	}
+	pl.skip(name, "the policy grants [read] on no regular file outside /proc, /sys, /dev and every write-class grant")
+}
+
+// connectCovered reports whether a TCP [connect] rule covers a loopback
+// port.
+func (pl *planner) connectCovered(port int) bool {
+	for _, r := range pl.p.Connect {
+		if r.Transport != policy.TCP {
+			continue
+		}
+		if (r.Port == 0 || r.Port == port) && (r.Host == "127.0.0.1" || r.Host == "localhost" || r.Host == "*" || strings.HasPrefix(r.Host, "127.") || strings.Contains(r.Host, "/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// connect checks a connection to the caller's loopback listener.
+func (pl *planner) connect() {
+	const name = "connect to an unnamed loopback port"
+	switch port := pl.o.ListenPort; {
+	case port == 0:
+		pl.skip(name, "no loopback listener was given")
+	case pl.connectCovered(port):
+		pl.skip(name, fmt.Sprintf("a [connect] rule covers 127.0.0.1:%d", port))
+	default:
+		pl.check(Check{Name: name, Args: []string{"connect", "127.0.0.1:" + strconv.Itoa(port)}, WantErrno: "EACCES", Control: true})
+	}
+}
+
+// bind checks a bind of a free port no [bind] rule names.
+func (pl *planner) bind() {
+	const name = "bind of an ungranted port"
+	port := pl.o.FreePort
+	bound := false
+	for _, r := range pl.p.Bind {
+		if r.Transport == policy.TCP && r.Port == port {
+			bound = true
+		}
+	}
+	switch {
+	case port == 0:
+		pl.skip(name, "no free port was given")
+	case bound:
+		pl.skip(name, fmt.Sprintf("[bind] allow %d", port))
+	default:
+		pl.check(Check{Name: name, Args: []string{"bind", "127.0.0.1:" + strconv.Itoa(port)}, WantErrno: "EACCES", Control: true})
+	}
+}
+
+// limit returns limit k's value and whether it is set, on and above 0.
+func (pl *planner) limit(k policy.LimitKey) (int64, bool) {
+	l, ok := pl.p.Limits[k]
+	return l.Value, ok && !l.Off && l.Value > 0
+}
+
+func (pl *planner) limitNoFile() {
+	const name = "limit nofile"
+	v, ok := pl.limit(policy.NoFile)
+	switch {
+	case !ok:
+		pl.skip(name, "not set")
+	case v >= MaxNoFile:
+		pl.skip(name, fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxNoFile))
+	default:
+		pl.check(Check{Name: name, Args: []string{"nofile", strconv.FormatInt(v, 10)}, WantErrno: "EMFILE", Control: true})
+	}
+}
+
+func (pl *planner) limitNProc() {
+	const name = "limit nproc"
+	v, ok := pl.limit(policy.NProc)
+	switch {
+	case !ok:
+		pl.skip(name, "not set")
+	case pl.o.NProcUnenforced != "":
+		pl.skip(name, pl.o.NProcUnenforced)
+	case v >= MaxNProc:
+		pl.skip(name, fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxNProc))
+	default:
 		// 137: the enforcer's cgroup cap was passed and it killed the
 		// probe, possibly before the probe could print its EAGAIN.
-		cs = append(cs, Check{Name: "limit nproc", Args: []string{"nproc", strconv.FormatInt(v, 10)}, WantErrno: "EAGAIN", WantStatus: []int{137}, Control: true})
+		pl.check(Check{Name: name, Args: []string{"nproc", strconv.FormatInt(v, 10)}, WantErrno: "EAGAIN", WantStatus: []int{137}, Control: true})
 	}
-	if v, ok := lim(policy.MemMB); !ok {
-		un = append(un, unchecked("limit mem_mb", "not set"))
-	} else if v >= MaxMemMB {
-		un = append(un, unchecked("limit mem_mb", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxMemMB)))
-	} else if memBelowProbe(p) {
-		un = append(un, unchecked("limit mem_mb", fmt.Sprintf("%d MiB is below the %d MiB the probe (a Go program) needs to start; the other checks ran without it", v, MinProbeMemMB)))
-	} else if o.MemoryMB > 0 && v+1 >= o.MemoryMB {
-		un = append(un, unchecked("limit mem_mb", fmt.Sprintf("%d MiB is beyond this machine's memory and swap (%d MiB): the control could not map it either", v, o.MemoryMB)))
-	} else {
-		cs = append(cs, Check{Name: "limit mem_mb", Args: []string{"mem", strconv.FormatInt(v, 10)}, WantErrno: "ENOMEM", Control: true})
+}
+
+func (pl *planner) limitMem() {
+	const name = "limit mem_mb"
+	v, ok := pl.limit(policy.MemMB)
+	switch {
+	case !ok:
+		pl.skip(name, "not set")
+	case v >= MaxMemMB:
+		pl.skip(name, fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxMemMB))
+	case memBelowProbe(pl.p):
+		pl.skip(name, fmt.Sprintf("%d MiB is below the %d MiB the probe (a Go program) needs to start; the other checks ran without it", v, MinProbeMemMB))
+	case pl.o.MemoryMB > 0 && v+1 >= pl.o.MemoryMB:
+		pl.skip(name, fmt.Sprintf("%d MiB is beyond this machine's memory and swap (%d MiB): the control could not map it either", v, pl.o.MemoryMB))
+	default:
+		pl.check(Check{Name: name, Args: []string{"mem", strconv.FormatInt(v, 10)}, WantErrno: "ENOMEM", Control: true})
 	}
-	if v, ok := lim(policy.FsizeMB); !ok {
-		un = append(un, unchecked("limit fsize_mb", "not set"))
-	} else if v >= MaxFsizeMB {
-		un = append(un, unchecked("limit fsize_mb", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxFsizeMB)))
-	} else if o.WritableDir == "" {
-		un = append(un, unchecked("limit fsize_mb", "no directory with [write] and [create]"))
-	} else {
-		cs = append(cs, Check{Name: "limit fsize_mb", Args: []string{"fsize", strconv.FormatInt(v, 10), o.WritableDir}, WantErrno: "EFBIG", Control: true})
+}
+
+func (pl *planner) limitFsize() {
+	const name = "limit fsize_mb"
+	v, ok := pl.limit(policy.FsizeMB)
+	switch {
+	case !ok:
+		pl.skip(name, "not set")
+	case v >= MaxFsizeMB:
+		pl.skip(name, fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxFsizeMB))
+	case pl.o.WritableDir == "":
+		pl.skip(name, "no directory with [write] and [create]")
+	default:
+		pl.check(Check{Name: name, Args: []string{"fsize", strconv.FormatInt(v, 10), pl.o.WritableDir}, WantErrno: "EFBIG", Control: true})
 	}
-	tms, tok := lim(policy.Timeout)
-	t := (tms + 999) / 1000
-	if !tok {
-		un = append(un, unchecked("limit timeout", "not set"))
-	} else if t > int64(maxS) {
-		un = append(un, unchecked("limit timeout", fmt.Sprintf("%d s is beyond the probe's cap %d s", t, maxS)))
-	} else {
-		cs = append(cs, Check{Name: "limit timeout", Args: []string{"sleep", strconv.FormatInt(t+5, 10)}, WantStatus: []int{124}})
+}
+
+// limitTimeout checks the timeout with a probe that sleeps 5 s past it
+// (whole seconds, rounded up); the enforcer's 124 is the refusal.
+func (pl *planner) limitTimeout(maxS int) {
+	const name = "limit timeout"
+	ms, ok := pl.limit(policy.Timeout)
+	t := (ms + 999) / 1000
+	switch {
+	case !ok:
+		pl.skip(name, "not set")
+	case t > int64(maxS):
+		pl.skip(name, fmt.Sprintf("%d s is beyond the probe's cap %d s", t, maxS))
+	default:
+		pl.check(Check{Name: name, Args: []string{"sleep", strconv.FormatInt(t+5, 10)}, WantStatus: []int{124}})
 	}
-	if v, ok := lim(policy.CPU); !ok {
-		un = append(un, unchecked("limit cpu", "not set"))
-	} else if v > int64(maxS) {
-		un = append(un, unchecked("limit cpu", fmt.Sprintf("%d s is beyond the probe's cap %d s", v, maxS)))
-	} else {
-		cs = append(cs, Check{Name: "limit cpu", Args: []string{"spin", strconv.FormatInt(v+5, 10)}, WantStatus: []int{137, 152}, WithoutTimeout: true})
+}
+
+// limitCPU checks the CPU limit with a probe that spins 5 s past it.
+func (pl *planner) limitCPU(maxS int) {
+	const name = "limit cpu"
+	v, ok := pl.limit(policy.CPU)
+	switch {
+	case !ok:
+		pl.skip(name, "not set")
+	case v > int64(maxS):
+		pl.skip(name, fmt.Sprintf("%d s is beyond the probe's cap %d s", v, maxS))
+	default:
+		pl.check(Check{Name: name, Args: []string{"spin", strconv.FormatInt(v+5, 10)}, WantStatus: []int{137, 152}, WithoutTimeout: true})
 	}
-	return cs, un
 }
 
 // Probe runs the probe with c.Args, under the policy when sandboxed (with
