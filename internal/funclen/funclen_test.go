@@ -19,7 +19,6 @@ var pending = map[string]int{
 	"images/build.go:Build":                     152,
 	"kernel/build.go:(*Builder).build":          130,
 	"observer/probe_linux.go:probeOnce":         119,
-	"pruner/exercise/config.go:ParseConfig":     102,
 	"pruner/generalise/network.go:NetworkRules": 101,
 }
 
