@@ -46,91 +46,29 @@ func Loopback(a netip.Addr) bool {
 // <port>. External destinations are never granted. A UDP rule naming a port
 // on a kernel below ABI 10 is reported, not granted.
 func NetworkRules(needs []NetNeed, served []Endpoint, abi int) NetResult {
-	var res NetResult
-	isServed := map[Endpoint]bool{}
-	for _, e := range served {
-		isServed[e] = true
+	nr := &netRules{
+		abi: abi, served: map[Endpoint]bool{}, wild: map[policy.Transport]map[int]bool{},
+		exact: map[string]policy.ConnectRule{}, binds: map[policy.BindRule]bool{}, ext: map[string]bool{},
 	}
-	wild := map[policy.Transport]map[int]bool{} // transport → family 4/6
-	exact := map[string]policy.ConnectRule{}
-	binds := map[policy.BindRule]bool{}
-	ext := map[string]bool{}
+	for _, e := range served {
+		nr.served[e] = true
+	}
 	for _, n := range needs {
 		tr := n.Transport
 		if tr != policy.TCP && tr != policy.UDP {
-			res.Reports = append(res.Reports, fmt.Sprintf("%s %s:%d: unknown transport %q", n.Section, n.Addr, n.Port, tr))
+			nr.report("%s %s:%d: unknown transport %q", n.Section, n.Addr, n.Port, tr)
 			continue
 		}
 		switch n.Section {
 		case policy.Connect:
-			if !n.Addr.IsValid() || n.Port <= 0 {
-				res.Reports = append(res.Reports, fmt.Sprintf("connect with no address or port (%s:%d %s)", n.Addr, n.Port, tr))
-				continue
-			}
-			if !Loopback(n.Addr) {
-				ext[fmt.Sprintf("%s:%d %s", n.Addr, n.Port, tr)] = true
-				continue
-			}
-			a := n.Addr.Unmap()
-			fam := 4
-			if a.Is6() {
-				fam = 6
-			}
-			if isServed[Endpoint{n.Port, tr}] {
-				if wild[tr] == nil {
-					wild[tr] = map[int]bool{}
-				}
-				wild[tr][fam] = true
-				continue
-			}
-			if tr == policy.UDP && abi < 10 {
-				res.Reports = append(res.Reports, fmt.Sprintf("connect %s:%d udp: a UDP port rule needs Landlock ABI 10, this kernel has %d", a, n.Port, abi))
-				continue
-			}
-			r := policy.ConnectRule{Host: a.String(), Port: n.Port, Transport: tr,
-				Comment: "no process of the run bound that port; granted exactly"}
-			exact[r.String()] = r
+			nr.connect(n)
 		case policy.Bind:
-			if n.Addr.IsValid() && !n.Addr.IsUnspecified() && !Loopback(n.Addr) {
-				res.Reports = append(res.Reports, fmt.Sprintf("bind %s:%d %s: not a loopback address", n.Addr, n.Port, tr))
-				continue
-			}
-			if tr == policy.UDP && n.Port != 0 && abi < 10 {
-				res.Reports = append(res.Reports, fmt.Sprintf("bind %d udp: a UDP port rule needs Landlock ABI 10, this kernel has %d", n.Port, abi))
-				continue
-			}
-			binds[policy.BindRule{Port: n.Port, Transport: tr}] = true
+			nr.bind(n)
 		}
 	}
-	for _, tr := range []policy.Transport{policy.TCP, policy.UDP} {
-		f := wild[tr]
-		switch {
-		case f[4] && f[6]:
-			res.Connect = append(res.Connect, policy.ConnectRule{Host: "localhost", Transport: tr})
-		case f[4]:
-			res.Connect = append(res.Connect, policy.ConnectRule{Host: "127.0.0.1", Transport: tr})
-		case f[6]:
-			res.Connect = append(res.Connect, policy.ConnectRule{Host: "::1", Transport: tr})
-		}
-	}
-	var keys []string
-	for k := range exact {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		r := exact[k]
-		a, _ := netip.ParseAddr(r.Host)
-		fam := 4
-		if a.Is6() {
-			fam = 6
-		}
-		if wild[r.Transport][fam] || (wild[r.Transport][4] && wild[r.Transport][6]) {
-			continue // covered by the wildcard
-		}
-		res.Connect = append(res.Connect, r)
-	}
-	for b := range binds {
+	res := &nr.res
+	res.Connect = append(nr.wildcards(), nr.exactRules()...)
+	for b := range nr.binds {
 		res.Bind = append(res.Bind, b)
 	}
 	sort.Slice(res.Bind, func(i, j int) bool {
@@ -139,10 +77,115 @@ func NetworkRules(needs []NetNeed, served []Endpoint, abi int) NetResult {
 		}
 		return res.Bind[i].Transport < res.Bind[j].Transport
 	})
-	for e := range ext {
+	for e := range nr.ext {
 		res.RefusedExternal = append(res.RefusedExternal, e)
 	}
 	sort.Strings(res.RefusedExternal)
 	sort.Strings(res.Reports)
-	return res
+	return *res
+}
+
+// netRules is NetworkRules' state while it reads the needs.
+type netRules struct {
+	abi    int
+	served map[Endpoint]bool
+	wild   map[policy.Transport]map[int]bool // transport → family 4/6
+	exact  map[string]policy.ConnectRule
+	binds  map[policy.BindRule]bool
+	ext    map[string]bool
+	res    NetResult
+}
+
+func (nr *netRules) report(format string, a ...any) {
+	nr.res.Reports = append(nr.res.Reports, fmt.Sprintf(format, a...))
+}
+
+// connect takes a refused connect: an external destination is noted, a
+// served loopback port asks for its family's wildcard, any other loopback
+// port for an exact rule.
+func (nr *netRules) connect(n NetNeed) {
+	tr := n.Transport
+	if !n.Addr.IsValid() || n.Port <= 0 {
+		nr.report("connect with no address or port (%s:%d %s)", n.Addr, n.Port, tr)
+		return
+	}
+	if !Loopback(n.Addr) {
+		nr.ext[fmt.Sprintf("%s:%d %s", n.Addr, n.Port, tr)] = true
+		return
+	}
+	a := n.Addr.Unmap()
+	if nr.served[Endpoint{n.Port, tr}] {
+		if nr.wild[tr] == nil {
+			nr.wild[tr] = map[int]bool{}
+		}
+		nr.wild[tr][family(a)] = true
+		return
+	}
+	if tr == policy.UDP && nr.abi < 10 {
+		nr.report("connect %s:%d udp: a UDP port rule needs Landlock ABI 10, this kernel has %d", a, n.Port, nr.abi)
+		return
+	}
+	r := policy.ConnectRule{Host: a.String(), Port: n.Port, Transport: tr,
+		Comment: "no process of the run bound that port; granted exactly"}
+	nr.exact[r.String()] = r
+}
+
+// bind takes a refused bind of a loopback or unspecified address.
+func (nr *netRules) bind(n NetNeed) {
+	tr := n.Transport
+	if n.Addr.IsValid() && !n.Addr.IsUnspecified() && !Loopback(n.Addr) {
+		nr.report("bind %s:%d %s: not a loopback address", n.Addr, n.Port, tr)
+		return
+	}
+	if tr == policy.UDP && n.Port != 0 && nr.abi < 10 {
+		nr.report("bind %d udp: a UDP port rule needs Landlock ABI 10, this kernel has %d", n.Port, nr.abi)
+		return
+	}
+	nr.binds[policy.BindRule{Port: n.Port, Transport: tr}] = true
+}
+
+// wildcards are the loopback wildcard rules, TCP first: localhost when
+// both families need one.
+func (nr *netRules) wildcards() []policy.ConnectRule {
+	var out []policy.ConnectRule
+	for _, tr := range []policy.Transport{policy.TCP, policy.UDP} {
+		f := nr.wild[tr]
+		switch {
+		case f[4] && f[6]:
+			out = append(out, policy.ConnectRule{Host: "localhost", Transport: tr})
+		case f[4]:
+			out = append(out, policy.ConnectRule{Host: "127.0.0.1", Transport: tr})
+		case f[6]:
+			out = append(out, policy.ConnectRule{Host: "::1", Transport: tr})
+		}
+	}
+	return out
+}
+
+// exactRules are the exact connect rules no wildcard covers, sorted.
+func (nr *netRules) exactRules() []policy.ConnectRule {
+	var keys []string
+	for k := range nr.exact {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []policy.ConnectRule
+	for _, k := range keys {
+		r := nr.exact[k]
+		a, _ := netip.ParseAddr(r.Host)
+		w := nr.wild[r.Transport]
+		if w[family(a)] || (w[4] && w[6]) {
+			continue // covered by the wildcard
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// family is 6 for an IPv6 address, 4 otherwise.
+func family(a netip.Addr) int {
+	if a.Is6() {
+		return 6
+	}
+	return 4
 }
