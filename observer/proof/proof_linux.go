@@ -62,26 +62,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.WantABI <= 0 {
 		return nil, errors.New("proof: the pin's Landlock ABI (WantABI) is required")
 	}
-	log := opts.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if opts.Wait == 0 {
-		opts.Wait = 10 * time.Second
-	}
-	if opts.PortBase == 0 {
-		opts.PortBase = 47000
-	}
-	exe := opts.Exe
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("proof: find this executable: %w", err)
-		}
-	}
-	exe, err := filepath.EvalSymlinks(exe)
+	opts.setDefaults()
+	exe, err := resolveExe(opts.Exe)
 	if err != nil {
-		return nil, fmt.Errorf("proof: resolve the executable: %w", err)
+		return nil, err
 	}
 	dir := opts.Dir
 	if dir == "" {
@@ -94,6 +78,54 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("proof: resolve the scratch directory: %w", err)
 	}
 
+	rep := kernelReport(opts)
+	coll, closeColl, auditCheck := startAudit(opts, rep.ABI)
+	defer closeColl()
+	rep.Checks = append(rep.Checks, auditCheck)
+	audited := auditCheck.Outcome == Held
+	rep.Checks = append(rep.Checks, refusalChecks(ctx, opts, coll, audited, rep.ABI, dir, exe)...)
+	if coll != nil && audited {
+		if st, err := coll.Status(); err == nil {
+			rep.Audit = &AuditCounters{Received: coll.Received(), Lost: st.Lost, BacklogLimit: st.BacklogLimit, RateLimit: st.RateLimit}
+		}
+	}
+	rep.Finish()
+	return rep, nil
+}
+
+// setDefaults fills in the zero fields that stand for a default.
+func (opts *Options) setDefaults() {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Wait == 0 {
+		opts.Wait = 10 * time.Second
+	}
+	if opts.PortBase == 0 {
+		opts.PortBase = 47000
+	}
+}
+
+// resolveExe is exe, or this executable when exe is "", symbolic links
+// resolved.
+func resolveExe(exe string) (string, error) {
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return "", fmt.Errorf("proof: find this executable: %w", err)
+		}
+	}
+	exe, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		return "", fmt.Errorf("proof: resolve the executable: %w", err)
+	}
+	return exe, nil
+}
+
+// kernelReport starts the report with the kernel's facts: its release
+// (checked when the pin names one), Landlock among the LSMs, its ABI and
+// errata.
+func kernelReport(opts Options) *Report {
 	rep := &Report{WantRelease: opts.WantRelease, WantABI: opts.WantABI}
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err == nil {
@@ -113,48 +145,55 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if e, err := ll.LandlockGetErrata(); err == nil {
 		rep.Errata = e
 	}
+	return rep
+}
 
-	coll := opts.Collector
-	auditCheck := Check{Name: "audit", Gate: true}
+// startAudit returns the audit collector, opts.Collector or one it starts
+// where the ABI writes audit records, the function that closes one it
+// started, and the audit check.
+func startAudit(opts Options, abi int) (*audit.Collector, func(), Check) {
+	coll, closeColl := opts.Collector, func() {}
+	var err error
 	if coll == nil && abi >= 7 {
-		coll, err = audit.Start(audit.Options{Raw: opts.Raw, Log: log})
+		coll, err = audit.Start(audit.Options{Raw: opts.Raw, Log: opts.Log})
 		if err == nil {
-			defer coll.Close()
+			started := coll
+			closeColl = func() { started.Close() }
 		}
 	}
+	c := Check{Name: "audit", Gate: true}
 	switch {
 	case abi < 7:
-		auditCheck.Outcome, auditCheck.Detail = Failed, fmt.Sprintf("Landlock ABI %d writes no audit records (ABI 7 and later do)", abi)
+		c.Outcome, c.Detail = Failed, fmt.Sprintf("Landlock ABI %d writes no audit records (ABI 7 and later do)", abi)
 	case err != nil:
-		auditCheck.Outcome, auditCheck.Detail = Failed, err.Error()
+		c.Outcome, c.Detail = Failed, err.Error()
 	default:
-		auditCheck = checkAudit(coll)
+		c = checkAudit(coll)
 	}
-	rep.Checks = append(rep.Checks, auditCheck)
+	return coll, closeColl, c
+}
 
+// refusalChecks tries each refusal the ABI offers, in a fixture under dir,
+// when audit records are collected.
+func refusalChecks(ctx context.Context, opts Options, coll *audit.Collector, audited bool, abi int, dir, exe string) []Check {
+	var checks []Check
 	fxErr := prepareFixture(dir)
 	for i, rf := range Refusals {
 		c := Check{Name: rf.Name, Blocker: rf.Blocker}
 		switch {
 		case rf.ABI() > abi:
 			c.Outcome, c.Detail = NotOffered, fmt.Sprintf("%s needs Landlock ABI %d, the kernel offers %d", rf.Blocker, rf.ABI(), abi)
-		case auditCheck.Outcome != Held:
+		case !audited:
 			c.Outcome, c.Detail = Indeterminate, "not tried: audit is not collected"
 		case fxErr != nil:
 			c.Outcome, c.Detail = Indeterminate, fxErr.Error()
 		default:
-			log.Debug("refusal", "case", rf.Name)
+			opts.Log.Debug("refusal", "case", rf.Name)
 			c = refuse(ctx, coll, rf, newFixture(dir, exe, opts.PortBase+i), opts.Wait)
 		}
-		rep.Checks = append(rep.Checks, c)
+		checks = append(checks, c)
 	}
-	if coll != nil && auditCheck.Outcome == Held {
-		if st, err := coll.Status(); err == nil {
-			rep.Audit = &AuditCounters{Received: coll.Received(), Lost: st.Lost, BacklogLimit: st.BacklogLimit, RateLimit: st.RateLimit}
-		}
-	}
-	rep.Finish()
-	return rep, nil
+	return checks
 }
 
 func checkLSM() Check {
