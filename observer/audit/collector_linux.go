@@ -89,18 +89,7 @@ type Collector struct {
 // records in a goroutine. It needs CAP_AUDIT_CONTROL in the initial user and
 // pid namespaces, and fails if a healthy daemon (auditd) holds the slot.
 func Start(opts Options) (_ *Collector, err error) {
-	backlog := opts.BacklogLimit
-	if backlog == 0 {
-		backlog = DefaultBacklogLimit
-	}
-	slotWait := opts.SlotWait
-	if slotWait == 0 {
-		slotWait = DefaultSlotWait
-	}
-	log := opts.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	opts.setDefaults()
 	reader, err := libaudit.NewAuditClient(nil)
 	if err != nil {
 		return nil, fmt.Errorf("audit collector: open netlink socket: %w", err)
@@ -123,11 +112,51 @@ func Start(opts Options) (_ *Collector, err error) {
 	}
 	// Take the slot first, then change the settings: another collector that
 	// is closing restores its settings before it lets the slot go.
-	deadline := time.Now().Add(slotWait)
+	if err := takeSlot(reader, st.PID, opts); err != nil {
+		return nil, err
+	}
+	if prev, err = reader.GetStatus(); err != nil {
+		prev = nil
+		return nil, fmt.Errorf("audit collector: get status: %w", err)
+	}
+	if err := configure(reader, prev, opts); err != nil {
+		return nil, err
+	}
+	ctl, err := libaudit.NewAuditClient(nil)
+	if err != nil {
+		return nil, fmt.Errorf("audit collector: open control socket: %w", err)
+	}
+	c := &Collector{
+		reader: reader, ctl: ctl, raw: opts.Raw, log: opts.Log,
+		runs: map[*Run]bool{}, barriers: map[string]bool{},
+		stop: make(chan struct{}), done: make(chan struct{}), prev: prev,
+	}
+	go c.loop()
+	opts.Log.Debug("audit collector registered", "pid", os.Getpid(), "backlog_limit", opts.BacklogLimit, "was_enabled", prev.Enabled)
+	return c, nil
+}
+
+// setDefaults fills in the zero fields that stand for a default.
+func (opts *Options) setDefaults() {
+	if opts.BacklogLimit == 0 {
+		opts.BacklogLimit = DefaultBacklogLimit
+	}
+	if opts.SlotWait == 0 {
+		opts.SlotWait = DefaultSlotWait
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// takeSlot registers reader's process as the audit daemon, waiting up to
+// opts.SlotWait while holder (another daemon) has the slot.
+func takeSlot(reader *libaudit.AuditClient, holder uint32, opts Options) error {
+	deadline := time.Now().Add(opts.SlotWait)
 	for attempt := 0; ; attempt++ {
-		err = reader.SetPID(libaudit.WaitForReply)
+		err := reader.SetPID(libaudit.WaitForReply)
 		if err == nil {
-			break
+			return nil
 		}
 		switch {
 		case errors.Is(err, syscall.ENOBUFS) && attempt < 3:
@@ -140,47 +169,37 @@ func Start(opts Options) (_ *Collector, err error) {
 			continue
 		case errors.Is(err, syscall.EEXIST) && time.Now().Before(deadline):
 			if attempt == 0 {
-				log.Info("waiting for the audit daemon slot", "holder", st.PID, "up_to", slotWait)
+				opts.Log.Info("waiting for the audit daemon slot", "holder", holder, "up_to", opts.SlotWait)
 			}
 			time.Sleep(100 * time.Millisecond)
 			continue
 		case errors.Is(err, syscall.EEXIST):
-			return nil, fmt.Errorf("audit collector: register as audit daemon: another daemon (pid %d) held the slot for %v (stop auditd): %w", st.PID, slotWait, err)
+			return fmt.Errorf("audit collector: register as audit daemon: another daemon (pid %d) held the slot for %v (stop auditd): %w", holder, opts.SlotWait, err)
 		}
-		return nil, fmt.Errorf("audit collector: register as audit daemon: %w", err)
+		return fmt.Errorf("audit collector: register as audit daemon: %w", err)
 	}
-	if prev, err = reader.GetStatus(); err != nil {
-		prev = nil
-		return nil, fmt.Errorf("audit collector: get status: %w", err)
-	}
+}
+
+// configure enables audit if prev had it off and sets the backlog limit, a
+// rate limit of 0 and, with opts.DropWhenFull, a backlog wait time of 0.
+func configure(reader *libaudit.AuditClient, prev *libaudit.AuditStatus, opts Options) error {
 	if prev.Enabled == 0 {
 		if err := reader.SetEnabled(true, libaudit.WaitForReply); err != nil {
-			return nil, fmt.Errorf("audit collector: enable audit: %w", err)
+			return fmt.Errorf("audit collector: enable audit: %w", err)
 		}
 	}
-	if err := reader.SetBacklogLimit(backlog, libaudit.WaitForReply); err != nil {
-		return nil, fmt.Errorf("audit collector: set backlog limit %d: %w", backlog, err)
+	if err := reader.SetBacklogLimit(opts.BacklogLimit, libaudit.WaitForReply); err != nil {
+		return fmt.Errorf("audit collector: set backlog limit %d: %w", opts.BacklogLimit, err)
 	}
 	if err := reader.SetRateLimit(0, libaudit.WaitForReply); err != nil {
-		return nil, fmt.Errorf("audit collector: set rate limit 0: %w", err)
+		return fmt.Errorf("audit collector: set rate limit 0: %w", err)
 	}
 	if opts.DropWhenFull {
 		if err := reader.SetBacklogWaitTime(0, libaudit.WaitForReply); err != nil {
-			return nil, fmt.Errorf("audit collector: set backlog wait time 0: %w", err)
+			return fmt.Errorf("audit collector: set backlog wait time 0: %w", err)
 		}
 	}
-	ctl, err := libaudit.NewAuditClient(nil)
-	if err != nil {
-		return nil, fmt.Errorf("audit collector: open control socket: %w", err)
-	}
-	c := &Collector{
-		reader: reader, ctl: ctl, raw: opts.Raw, log: log,
-		runs: map[*Run]bool{}, barriers: map[string]bool{},
-		stop: make(chan struct{}), done: make(chan struct{}), prev: prev,
-	}
-	go c.loop()
-	log.Debug("audit collector registered", "pid", os.Getpid(), "backlog_limit", backlog, "was_enabled", prev.Enabled)
-	return c, nil
+	return nil
 }
 
 // restore puts back the enabled flag, backlog limit and rate limit of prev.
