@@ -705,23 +705,7 @@ func (p *Parser) complete(c *Call, body string) string {
 
 // apply sets a released call's domain fields and applies its effect.
 func (p *Parser) apply(c *Call) {
-	th := p.threads[c.PID]
-	if th == nil {
-		th = &thread{tgid: c.PID}
-		switch {
-		case c.PID == p.root:
-		case p.lost != nil:
-			th.depth = p.lost.depth
-			if p.lost.tgid != 0 {
-				th.tgid = p.lost.tgid
-			}
-			p.lost = nil
-			p.stats.Inferred++
-		default:
-			p.stats.Unplaced++
-		}
-		p.threads[c.PID] = th
-	}
+	th := p.threadOf(c.PID)
 	c.TGID, c.Depth, c.InDomain = th.tgid, th.depth, th.depth > 0
 	switch c.Kind {
 	case Exit, Killed:
@@ -742,47 +726,83 @@ func (p *Parser) apply(c *Call) {
 	}
 	switch {
 	case c.Name == "landlock_restrict_self":
-		if c.Ret != "0" || len(c.Args) < 2 {
-			return
-		}
-		if fd, ok := c.Args[0].FD(); ok && fd.Num == -1 {
-			return // logging configuration only, no new domain
-		}
-		if c.Args[1].HasFlag("LANDLOCK_RESTRICT_SELF_TSYNC") || c.Args[1].FlagBits()&restrictSelfTSync != 0 {
-			for _, o := range p.threads {
-				if o.tgid == th.tgid && o != th {
-					o.depth++
-				}
-			}
-		}
-		th.depth++
+		p.restrictSelf(c, th)
 	case isCloneFamily(c.Name):
-		sameGroup := false
-		for _, a := range c.Args {
-			if strings.Contains(string(a), "CLONE_THREAD") {
-				sameGroup = true
-			}
-		}
-		child, ok := c.Result()
-		if c.Ret == "?" {
-			p.lost = &thread{depth: th.depth}
-			if sameGroup {
-				p.lost.tgid = th.tgid
-			}
-			return
-		}
-		if !ok || child <= 0 || child > 1<<31-1 {
-			return
-		}
-		nt := &thread{depth: th.depth, tgid: int(child)}
-		if sameGroup {
-			nt.tgid = th.tgid
-		}
-		if _, seen := p.threads[int(child)]; seen || int(child) == p.root {
-			p.stats.Reused++
-		}
-		p.threads[int(child)] = nt
+		p.cloned(c, th)
 	}
+}
+
+// threadOf returns pid's thread, first seen now: the root, the child of a
+// clone whose result strace lost, or one that cannot be placed.
+func (p *Parser) threadOf(pid int) *thread {
+	if th := p.threads[pid]; th != nil {
+		return th
+	}
+	th := &thread{tgid: pid}
+	switch {
+	case pid == p.root:
+	case p.lost != nil:
+		th.depth = p.lost.depth
+		if p.lost.tgid != 0 {
+			th.tgid = p.lost.tgid
+		}
+		p.lost = nil
+		p.stats.Inferred++
+	default:
+		p.stats.Unplaced++
+	}
+	p.threads[pid] = th
+	return th
+}
+
+// restrictSelf applies a successful landlock_restrict_self: a new domain
+// for th, and for its whole thread group with TSYNC.
+func (p *Parser) restrictSelf(c *Call, th *thread) {
+	if c.Ret != "0" || len(c.Args) < 2 {
+		return
+	}
+	if fd, ok := c.Args[0].FD(); ok && fd.Num == -1 {
+		return // logging configuration only, no new domain
+	}
+	if c.Args[1].HasFlag("LANDLOCK_RESTRICT_SELF_TSYNC") || c.Args[1].FlagBits()&restrictSelfTSync != 0 {
+		for _, o := range p.threads {
+			if o.tgid == th.tgid && o != th {
+				o.depth++
+			}
+		}
+	}
+	th.depth++
+}
+
+// cloned applies a clone-family call of th: its child inherits th's depth
+// (and thread group with CLONE_THREAD); a lost result leaves the child to
+// be placed when it first appears.
+func (p *Parser) cloned(c *Call, th *thread) {
+	sameGroup := false
+	for _, a := range c.Args {
+		if strings.Contains(string(a), "CLONE_THREAD") {
+			sameGroup = true
+		}
+	}
+	child, ok := c.Result()
+	if c.Ret == "?" {
+		p.lost = &thread{depth: th.depth}
+		if sameGroup {
+			p.lost.tgid = th.tgid
+		}
+		return
+	}
+	if !ok || child <= 0 || child > 1<<31-1 {
+		return
+	}
+	nt := &thread{depth: th.depth, tgid: int(child)}
+	if sameGroup {
+		nt.tgid = th.tgid
+	}
+	if _, seen := p.threads[int(child)]; seen || int(child) == p.root {
+		p.stats.Reused++
+	}
+	p.threads[int(child)] = nt
 }
 
 // restrictSelfTSync is LANDLOCK_RESTRICT_SELF_TSYNC, which strace 6.1
