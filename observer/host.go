@@ -100,33 +100,16 @@ type RunJSON struct {
 // exercise of the key has its .abi10.json.
 func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	start := time.Now()
-	for _, d := range []string{opts.Exercises, opts.PathSets} {
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("observe: %s is not a directory", d)
-		}
-	}
-	found, err := exercise.ForKey(opts.Exercises, opts.Key)
+	found, err := observeInputs(opts)
 	if err != nil {
-		return nil, fmt.Errorf("observe: %w", err)
-	}
-	if len(found) == 0 {
-		return nil, fmt.Errorf("observe: no exercise for key %q under %s", opts.Key, opts.Exercises)
+		return nil, err
 	}
 	results, err := os.MkdirTemp("", "lockstep-observe-results.")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(results)
-	exAbs, _ := filepath.Abs(opts.Exercises)
-	psAbs, _ := filepath.Abs(opts.PathSets)
-	cmd := append([]string{proto.GuestBinary, "observe", "--in-guest", "--key", opts.Key,
-		"--exercises", guestExercises, "--path-sets", guestPathSets, "--out", proto.ResultsDir,
-		"--want-abi", strconv.Itoa(opts.WantABI), "--want-release", opts.WantRelease}, opts.GuestArgs...)
-	run, err := harness.Run(ctx, harness.Options{
-		Kernel: opts.Kernel, Root: opts.Root, Accel: opts.Accel, CPUs: opts.CPUs, MemMB: opts.MemMB, Timeout: opts.Timeout,
-		Shares:  []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: psAbs, GuestPath: guestPathSets}},
-		Command: cmd, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log,
-	})
+	run, err := runObserver(ctx, opts, results)
 	res := &HostResult{Run: run}
 	if run == nil {
 		return nil, fmt.Errorf("observe: %w", err)
@@ -143,6 +126,51 @@ func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
 		}
 		return res, writeRunJSON(opts, res, start)
 	}
+	if err := res.judge(opts, results, found); err != nil {
+		return nil, err
+	}
+	return res, writeRunJSON(opts, res, start)
+}
+
+// observeInputs checks the exercises and path sets are directories and
+// returns the key's exercises.
+func observeInputs(opts HostOptions) ([]exercise.Found, error) {
+	for _, d := range []string{opts.Exercises, opts.PathSets} {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("observe: %s is not a directory", d)
+		}
+	}
+	found, err := exercise.ForKey(opts.Exercises, opts.Key)
+	if err != nil {
+		return nil, fmt.Errorf("observe: %w", err)
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("observe: no exercise for key %q under %s", opts.Key, opts.Exercises)
+	}
+	return found, nil
+}
+
+// runObserver boots the guest with the observer as its job, its results
+// into results.
+func runObserver(ctx context.Context, opts HostOptions, results string) (*harness.Result, error) {
+	exAbs, _ := filepath.Abs(opts.Exercises)
+	psAbs, _ := filepath.Abs(opts.PathSets)
+	cmd := append([]string{proto.GuestBinary, "observe", "--in-guest", "--key", opts.Key,
+		"--exercises", guestExercises, "--path-sets", guestPathSets, "--out", proto.ResultsDir,
+		"--want-abi", strconv.Itoa(opts.WantABI), "--want-release", opts.WantRelease}, opts.GuestArgs...)
+	return harness.Run(ctx, harness.Options{
+		Kernel: opts.Kernel, Root: opts.Root, Accel: opts.Accel, CPUs: opts.CPUs, MemMB: opts.MemMB, Timeout: opts.Timeout,
+		Shares:  []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: psAbs, GuestPath: guestPathSets}},
+		Command: cmd, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log,
+	})
+}
+
+// judge decides a guest run that reported: its status stands only with a
+// matching summary, and a status of 0 only with every exercise's
+// .abi10.json; the results are unpacked into the path sets. The error is
+// for results that could not be unpacked.
+func (res *HostResult) judge(opts HostOptions, results string, found []exercise.Found) error {
+	run := res.Run
 	res.Status = run.Status
 	if res.Status != StatusVerified && res.Status != StatusFailed {
 		res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest observer exited %d", run.Status)
@@ -157,14 +185,15 @@ func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
 		if res.Summary != nil && res.Summary.Reason != "" {
 			res.Reason = res.Summary.Reason
 		}
-		return res, writeRunJSON(opts, res, start)
+		return nil
 	}
 	if res.Summary == nil || res.Summary.Status != run.Status {
 		res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest exited %d without a matching %s", run.Status, SummaryFile)
-		return res, writeRunJSON(opts, res, start)
+		return nil
 	}
+	var err error
 	if res.Files, err = unpack(results, opts.PathSets, opts.Key); err != nil {
-		return nil, err
+		return err
 	}
 	if res.Status == StatusVerified {
 		for _, f := range found {
@@ -174,7 +203,7 @@ func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
 			}
 		}
 	}
-	return res, writeRunJSON(opts, res, start)
+	return nil
 }
 
 // clearStale removes the key's .abi10 files (record, sidecar, trace) from dir.
