@@ -264,14 +264,7 @@ func (a *Attributor) track(c *strace.Call) {
 	}
 	switch c.Name {
 	case "landlock_restrict_self":
-		if c.Ret != "0" || a.frozen || a.baseTGID != 0 && a.baseTGID != c.TGID {
-			return
-		}
-		if fd, ok := argFD(c, 0); ok && fd.Num == -1 {
-			return
-		}
-		a.baseTGID = c.TGID
-		a.base = max(a.base, c.Depth+1)
+		a.trackRestrict(c)
 	case "execve", "execveat":
 		if a.baseTGID != 0 && c.TGID == a.baseTGID {
 			a.frozen = true
@@ -291,27 +284,46 @@ func (a *Attributor) track(c *strace.Call) {
 			}
 		}
 	case "socket":
-		if len(c.Args) < 2 {
-			return
-		}
-		s := sockInfo{family: string(c.Args[0])}
-		switch {
-		case c.Args[1].HasFlag("SOCK_STREAM"):
-			s.transport = policy.TCP
-		case c.Args[1].HasFlag("SOCK_DGRAM"):
-			s.transport = policy.UDP
-		}
-		if fd, ok := c.RetFD(); ok {
-			if fd.Inode != 0 {
-				a.sockets[fd.Inode] = s
-			}
-			a.fdSock[[2]int{c.TGID, fd.Num}] = s
-		}
+		a.trackSocket(c)
 	case "bind":
 		if s, key, ok := a.socket(c); ok {
 			s.bound = true
 			a.store(key, c, s)
 		}
+	}
+}
+
+// trackRestrict takes a landlock_restrict_self of the enforcer's thread
+// group before it executes the command: the domain the command starts in.
+func (a *Attributor) trackRestrict(c *strace.Call) {
+	if c.Ret != "0" || a.frozen || a.baseTGID != 0 && a.baseTGID != c.TGID {
+		return
+	}
+	if fd, ok := argFD(c, 0); ok && fd.Num == -1 {
+		return
+	}
+	a.baseTGID = c.TGID
+	a.base = max(a.base, c.Depth+1)
+}
+
+// trackSocket remembers a new socket's family and transport, by inode and
+// by descriptor.
+func (a *Attributor) trackSocket(c *strace.Call) {
+	if len(c.Args) < 2 {
+		return
+	}
+	s := sockInfo{family: string(c.Args[0])}
+	switch {
+	case c.Args[1].HasFlag("SOCK_STREAM"):
+		s.transport = policy.TCP
+	case c.Args[1].HasFlag("SOCK_DGRAM"):
+		s.transport = policy.UDP
+	}
+	if fd, ok := c.RetFD(); ok {
+		if fd.Inode != 0 {
+			a.sockets[fd.Inode] = s
+		}
+		a.fdSock[[2]int{c.TGID, fd.Num}] = s
 	}
 }
 
@@ -772,29 +784,9 @@ func (a *Attributor) network(c *strace.Call) *Refusal {
 		return other("%s without a destination address is not a Landlock refusal", c.Name)
 	}
 	sock, _, known := a.socket(c)
-	bind := c.Name == "bind"
 	switch sa.Family {
 	case "AF_UNIX":
-		if sa.Abstract || sa.Path == "" {
-			return other("an abstract or unnamed UNIX socket is scoped (EPERM), never granted")
-		}
-		p := sa.Path
-		if !strings.HasPrefix(p, "/") {
-			d := a.cwd[c.PID]
-			if d == "" {
-				return other("cannot resolve the relative UNIX socket path")
-			}
-			p = d + "/" + p
-		}
-		p = path.Clean(p)
-		if bind {
-			r := fsRefusal("create", Need{Path: path.Dir(p), Sections: []policy.Section{policy.CreateIPC}, Rights: []Right{MakeSock}})
-			r.Detail = "AF_UNIX"
-			return r
-		}
-		r := fsRefusal("connect", Need{Path: p, Sections: []policy.Section{policy.Read}, Rights: []Right{ResolveUnix}})
-		r.Detail = "AF_UNIX"
-		return r
+		return a.unixSocket(c, sa)
 	case "AF_INET", "AF_INET6":
 	default:
 		return fixed(c.Name, "%s to family %s is refused by a fixed rule", c.Name, sa.Family)
@@ -811,30 +803,61 @@ func (a *Attributor) network(c *strace.Call) *Refusal {
 	}
 	r := &Refusal{Layer: Network, Op: c.Name, Detail: sa.Family,
 		Reason: "Landlock governs this port; grantable once the control replay succeeds"}
-	if bind {
-		right := BindTCP
-		if tr == policy.UDP {
-			right = BindUDP
-		}
-		r.Net = []NetNeed{{Section: policy.Bind, Addr: sa.Addr, Port: sa.Port, Transport: tr, Right: right}}
-	} else {
-		right := ConnectTCP
-		if tr == policy.UDP {
-			right = ConnectSendUDP
-		}
-		r.Net = []NetNeed{{Section: policy.Connect, Addr: sa.Addr, Port: sa.Port, Transport: tr, Right: right}}
-		if tr == policy.UDP && !sock.bound {
-			// ABI 10 checks the autobind of an unbound UDP socket as a
-			// bind to port 0 before the destination.
-			r.Net = append(r.Net, NetNeed{Section: policy.Bind, Port: 0, Transport: policy.UDP, Right: BindUDP})
-		}
-	}
+	r.Net = portNeeds(c.Name == "bind", sa, tr, sock.bound)
 	r.Addr, r.Port, r.Transport = r.Net[0].Addr, r.Net[0].Port, r.Net[0].Transport
 	for _, n := range r.Net {
 		r.Rights = uniqRights(append(r.Rights, n.Right))
 		r.Sections = sortSections(append(r.Sections, n.Section)...)
 	}
 	return r
+}
+
+// unixSocket attributes a bind or connect to a named UNIX socket: a
+// filesystem refusal on the socket (or, for bind, its directory).
+func (a *Attributor) unixSocket(c *strace.Call, sa strace.SockAddr) *Refusal {
+	if sa.Abstract || sa.Path == "" {
+		return other("an abstract or unnamed UNIX socket is scoped (EPERM), never granted")
+	}
+	p := sa.Path
+	if !strings.HasPrefix(p, "/") {
+		d := a.cwd[c.PID]
+		if d == "" {
+			return other("cannot resolve the relative UNIX socket path")
+		}
+		p = d + "/" + p
+	}
+	p = path.Clean(p)
+	if c.Name == "bind" {
+		r := fsRefusal("create", Need{Path: path.Dir(p), Sections: []policy.Section{policy.CreateIPC}, Rights: []Right{MakeSock}})
+		r.Detail = "AF_UNIX"
+		return r
+	}
+	r := fsRefusal("connect", Need{Path: p, Sections: []policy.Section{policy.Read}, Rights: []Right{ResolveUnix}})
+	r.Detail = "AF_UNIX"
+	return r
+}
+
+// portNeeds are what a refused bind, or connect or send, to sa over tr
+// needs; bound says the socket was bound before.
+func portNeeds(bind bool, sa strace.SockAddr, tr policy.Transport, bound bool) []NetNeed {
+	if bind {
+		right := BindTCP
+		if tr == policy.UDP {
+			right = BindUDP
+		}
+		return []NetNeed{{Section: policy.Bind, Addr: sa.Addr, Port: sa.Port, Transport: tr, Right: right}}
+	}
+	right := ConnectTCP
+	if tr == policy.UDP {
+		right = ConnectSendUDP
+	}
+	needs := []NetNeed{{Section: policy.Connect, Addr: sa.Addr, Port: sa.Port, Transport: tr, Right: right}}
+	if tr == policy.UDP && !bound {
+		// ABI 10 checks the autobind of an unbound UDP socket as a
+		// bind to port 0 before the destination.
+		needs = append(needs, NetNeed{Section: policy.Bind, Port: 0, Transport: policy.UDP, Right: BindUDP})
+	}
+	return needs
 }
 
 // Add appends needs to a filesystem refusal and recomputes Paths, Sections
