@@ -202,26 +202,8 @@ func Place(o Observation, env Env) (Grant, *Report) {
 		return report("the name cannot be written in a policy line")
 	}
 	if IsReadClass(o.Section) {
-		switch {
-		case !exists:
-			a, ok := env.climb(p)
-			if !ok {
-				return report("did not exist before the run, and no directory that did lies inside a scanned root at depth 2 or deeper")
-			}
-			g.Path, g.Widened = a, true
-		case dir:
-			if Depth(p) < MinimumDepth {
-				return report("a top-level directory is never granted whole")
-			}
-			if env.InFineRoot(p) {
-				g.Comment = fmt.Sprintf("listed: [%s] on the directory %s makes every entry beneath it readable; Landlock has no list-only right", o.Section, p)
-			}
-		case env.InFineRoot(p):
-			// file by file
-		default:
-			if parent := path.Dir(p); Depth(parent) >= MinimumDepth {
-				g.Path, g.Widened = parent, true
-			}
+		if why := placeRead(&g, env, exists, dir); why != "" {
+			return report(why)
 		}
 		return g, nil
 	}
@@ -237,6 +219,36 @@ func Place(o Observation, env Env) (Grant, *Report) {
 		return report("a write-class right on " + g.Path + " would reach the working directory's parents")
 	}
 	return g, nil
+}
+
+// placeRead places a read-class grant g of a carriable path that existed
+// (a directory when dir) or not: a missing one on its nearest existing
+// ancestor inside a scanned root, a file on its directory unless inside a
+// fine-grained root. It returns why the grant cannot be placed, or "".
+func placeRead(g *Grant, env Env, exists, dir bool) string {
+	p := g.Path
+	switch {
+	case !exists:
+		a, ok := env.climb(p)
+		if !ok {
+			return "did not exist before the run, and no directory that did lies inside a scanned root at depth 2 or deeper"
+		}
+		g.Path, g.Widened = a, true
+	case dir:
+		if Depth(p) < MinimumDepth {
+			return "a top-level directory is never granted whole"
+		}
+		if env.InFineRoot(p) {
+			g.Comment = fmt.Sprintf("listed: [%s] on the directory %s makes every entry beneath it readable; Landlock has no list-only right", g.Section, p)
+		}
+	case env.InFineRoot(p):
+		// file by file
+	default:
+		if parent := path.Dir(p); Depth(parent) >= MinimumDepth {
+			g.Path, g.Widened = parent, true
+		}
+	}
+	return ""
 }
 
 // perRun patterns: the whole path, first match wins. Each names, per
