@@ -100,39 +100,59 @@ func Grow(ctx context.Context, opts GrowOptions) (*GrowResult, error) {
 			return res, nil
 		}
 		res.Failed = append(res.Failed, p.Clone())
-		var fresh []Item
-		for _, it := range Items(o.Grants) {
-			if !it.coveredBy(p) {
-				fresh = append(fresh, it)
-			}
-		}
+		fresh := freshItems(o.Grants, p)
 		if len(fresh) == 0 {
-			if n := len(Items(o.Grants)); n > 0 {
-				return res, abortf("a refusal survived its own grant (round %d: %d grants already held)", res.Rounds, n)
-			}
-			res.Reruns++
-			o2, err := opts.Run(ctx, cand, false)
-			if err != nil {
-				return res, fmt.Errorf("grow round %d rerun: %w", res.Rounds, err)
-			}
-			if o2.Matched {
-				res.Policy = p
-				return res, nil
-			}
-			return res, abortf("the run failed without an attributable denial (grow round %d)", res.Rounds)
+			return rerun(ctx, opts, res, o, cand, p)
 		}
 		res.Added = append(res.Added, fresh)
-		p = Build(append(Items(p), fresh...), p)
-		for q, c := range o.Grants.Comments {
-			if p.FS[q] != nil && p.Comments[q] == "" {
-				if p.Comments == nil {
-					p.Comments = map[string]string{}
-				}
-				p.Comments[q] = c
-			}
-		}
+		p = grow(p, fresh, o.Grants)
 	}
 	return res, abortf("did not converge within the grow budget of %d rounds", rounds)
+}
+
+// freshItems are the items of grants that p does not cover yet.
+func freshItems(grants, p *policy.Policy) []Item {
+	var fresh []Item
+	for _, it := range Items(grants) {
+		if !it.coveredBy(p) {
+			fresh = append(fresh, it)
+		}
+	}
+	return fresh
+}
+
+// rerun ends a round whose refusals proved nothing new: an abort when they
+// proved grants p already holds, else one unobserved rerun of cand, which
+// either matches (p is the policy) or aborts for want of a denial.
+func rerun(ctx context.Context, opts GrowOptions, res *GrowResult, o Outcome, cand, p *policy.Policy) (*GrowResult, error) {
+	if n := len(Items(o.Grants)); n > 0 {
+		return res, abortf("a refusal survived its own grant (round %d: %d grants already held)", res.Rounds, n)
+	}
+	res.Reruns++
+	o2, err := opts.Run(ctx, cand, false)
+	if err != nil {
+		return res, fmt.Errorf("grow round %d rerun: %w", res.Rounds, err)
+	}
+	if o2.Matched {
+		res.Policy = p
+		return res, nil
+	}
+	return res, abortf("the run failed without an attributable denial (grow round %d)", res.Rounds)
+}
+
+// grow is p with fresh added; a path of it without a comment takes the
+// one grants gives it.
+func grow(p *policy.Policy, fresh []Item, grants *policy.Policy) *policy.Policy {
+	p = Build(append(Items(p), fresh...), p)
+	for q, c := range grants.Comments {
+		if p.FS[q] != nil && p.Comments[q] == "" {
+			if p.Comments == nil {
+				p.Comments = map[string]string{}
+			}
+			p.Comments[q] = c
+		}
+	}
+	return p
 }
 
 // Item is one grant Minimise can drop: a (path, section) pair, or one
