@@ -34,66 +34,82 @@ Images live in $XDG_CACHE_HOME/lockstep/images/<name>-<key> (default ~/.cache).`
 		Example: `# Build the generic guest root and boot a command in it
 $ lockstep image build generic
 $ lockstep boot --root "$(lockstep image path generic)" -- bash -c 'dpkg -l | wc -l'`,
-		Flags: func(fs *flag.FlagSet) func(context.Context, *stdio, []string) int {
-			rebuild := fs.Bool("rebuild", false, "build even when a checked image is cached")
-			lock := fs.Bool("lock", false, "allow unlisted dependencies and print the closure as a new packages.txt")
-			asJSON := fs.Bool("json", false, "print one JSON document on stdout")
-			return func(ctx context.Context, io *stdio, args []string) int {
-				v := verbs["image"]
-				if len(args) == 0 {
-					return usageExit(io, v, usagef("missing subcommand: build, list or path"))
-				}
-				// Flags may also follow the subcommand: image build --rebuild generic.
-				sub := args[0]
-				sfs := flag.NewFlagSet("image "+sub, flag.ContinueOnError)
-				sfs.SetOutput(io.err)
-				sfs.Usage = func() {}
-				sfs.BoolVar(rebuild, "rebuild", *rebuild, "")
-				sfs.BoolVar(lock, "lock", *lock, "")
-				sfs.BoolVar(asJSON, "json", *asJSON, "")
-				sfs.BoolVar(&io.verbose, "v", io.verbose, "")
-				if err := sfs.Parse(args[1:]); err != nil {
-					return usageExit(io, v, err)
-				}
-				rest := sfs.Args()
-				opts := images.Options{Rebuild: *rebuild, Lock: *lock, Log: imageLogger(io)}
-				switch sub {
-				case "list":
-					if len(rest) != 0 {
-						return usageExit(io, v, usagef("list takes no arguments, got %q", rest))
-					}
-					return imageList(io, opts, *asJSON)
-				case "build", "path":
-					if len(rest) != 1 {
-						return usageExit(io, v, usagef("%s takes one image name (one of: %v)", sub, images.Names()))
-					}
-					r, err := images.LoadRecipe(rest[0])
-					if err != nil {
-						if errors.Is(err, images.ErrNoRecipe) {
-							return usageExit(io, v, err)
-						}
-						return fail(io, "image", exitFail, err)
-					}
-					var img *images.Image
-					if sub == "build" {
-						img, err = images.Build(ctx, r, opts)
-					} else {
-						img, err = images.Lookup(r, opts)
-					}
-					if err != nil {
-						var be *images.BuildError
-						if errors.As(err, &be) && be.Tail != "" {
-							fmt.Fprintf(io.err, "%s\n", be.Tail)
-						}
-						return fail(io, "image", exitFail, err)
-					}
-					return imagePrint(io, sub, img, *lock, *asJSON, r.Suite)
-				default:
-					return usageExit(io, v, usagef("unknown subcommand %q: want build, list or path", sub))
-				}
-			}
-		},
+		Flags: imageFlags,
 	})
+}
+
+// imageArgs are image's flags.
+type imageArgs struct {
+	rebuild, lock, asJSON *bool
+}
+
+// imageFlags declares image's flags on fs and returns the verb.
+func imageFlags(fs *flag.FlagSet) func(context.Context, *stdio, []string) int {
+	a := &imageArgs{}
+	a.rebuild = fs.Bool("rebuild", false, "build even when a checked image is cached")
+	a.lock = fs.Bool("lock", false, "allow unlisted dependencies and print the closure as a new packages.txt")
+	a.asJSON = fs.Bool("json", false, "print one JSON document on stdout")
+	return a.run
+}
+
+// run parses the flags that follow the subcommand and runs it.
+func (a *imageArgs) run(ctx context.Context, io *stdio, args []string) int {
+	v := verbs["image"]
+	if len(args) == 0 {
+		return usageExit(io, v, usagef("missing subcommand: build, list or path"))
+	}
+	// Flags may also follow the subcommand: image build --rebuild generic.
+	sub := args[0]
+	sfs := flag.NewFlagSet("image "+sub, flag.ContinueOnError)
+	sfs.SetOutput(io.err)
+	sfs.Usage = func() {}
+	sfs.BoolVar(a.rebuild, "rebuild", *a.rebuild, "")
+	sfs.BoolVar(a.lock, "lock", *a.lock, "")
+	sfs.BoolVar(a.asJSON, "json", *a.asJSON, "")
+	sfs.BoolVar(&io.verbose, "v", io.verbose, "")
+	if err := sfs.Parse(args[1:]); err != nil {
+		return usageExit(io, v, err)
+	}
+	rest := sfs.Args()
+	opts := images.Options{Rebuild: *a.rebuild, Lock: *a.lock, Log: imageLogger(io)}
+	switch sub {
+	case "list":
+		if len(rest) != 0 {
+			return usageExit(io, v, usagef("list takes no arguments, got %q", rest))
+		}
+		return imageList(io, opts, *a.asJSON)
+	case "build", "path":
+		if len(rest) != 1 {
+			return usageExit(io, v, usagef("%s takes one image name (one of: %v)", sub, images.Names()))
+		}
+		return a.buildOrPath(ctx, io, sub, rest[0], opts)
+	}
+	return usageExit(io, v, usagef("unknown subcommand %q: want build, list or path", sub))
+}
+
+// buildOrPath builds the named image, or finds it built, and prints it.
+func (a *imageArgs) buildOrPath(ctx context.Context, io *stdio, sub, name string, opts images.Options) int {
+	r, err := images.LoadRecipe(name)
+	if err != nil {
+		if errors.Is(err, images.ErrNoRecipe) {
+			return usageExit(io, verbs["image"], err)
+		}
+		return fail(io, "image", exitFail, err)
+	}
+	var img *images.Image
+	if sub == "build" {
+		img, err = images.Build(ctx, r, opts)
+	} else {
+		img, err = images.Lookup(r, opts)
+	}
+	if err != nil {
+		var be *images.BuildError
+		if errors.As(err, &be) && be.Tail != "" {
+			fmt.Fprintf(io.err, "%s\n", be.Tail)
+		}
+		return fail(io, "image", exitFail, err)
+	}
+	return imagePrint(io, sub, img, *a.lock, *a.asJSON, r.Suite)
 }
 
 // imageLogger shows stage progress when stderr is a terminal or with -v,
