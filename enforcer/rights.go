@@ -209,40 +209,15 @@ func Compile(p *policy.Policy, row ABIRow, logSubprocesses bool, stat StatFunc) 
 	}
 
 	for _, path := range sortedPaths(p) {
-		var access uint64
-		noFollow := false
-		var secs []string
-		for _, s := range policy.FilesystemSections {
-			if p.FS[path][s] {
-				access |= SectionRights[s]
-				noFollow = noFollow || changeable[s]
-				secs = append(secs, "["+string(s)+"]")
-			}
-		}
-		access &= row.FS
-		if access == 0 {
-			continue // e.g. only [ioctl] below ABI 5: nothing to grant
-		}
-		kind, err := stat(path, !noFollow)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s %s: %v", strings.Join(secs, ""), path, err))
-			continue
-		}
-		switch kind {
-		case KindMissing:
+		rule, missing, problem := pathRule(p.FS[path], path, row.FS, stat)
+		switch {
+		case problem != "":
+			problems = append(problems, problem)
+		case missing:
 			rs.Missing = append(rs.Missing, path)
-			continue
-		case KindSymlink:
-			problems = append(problems, fmt.Sprintf("%s %s is a symbolic link; a section that changes files must name the target itself", strings.Join(secs, ""), path))
-			continue
-		case KindFile:
-			if access&fileRights == 0 {
-				problems = append(problems, fmt.Sprintf("%s %s is not a directory, and these sections grant only directory rights", strings.Join(secs, ""), path))
-				continue
-			}
-			access &= fileRights
+		case rule != nil:
+			rs.Paths = append(rs.Paths, *rule)
 		}
-		rs.Paths = append(rs.Paths, PathRule{Path: path, Access: access, NoFollow: noFollow})
 	}
 
 	rs.Ports, rs.HandledNet, rs.Net = netRules(p, row)
@@ -252,19 +227,75 @@ func Compile(p *policy.Policy, row ABIRow, logSubprocesses bool, stat StatFunc) 
 	return rs, nil
 }
 
+// pathRule compiles one path's sections into the rights handled: the rule,
+// or that the path is missing, or the problem that refuses it; none of the
+// three when the handled rights leave nothing to grant.
+func pathRule(secs map[policy.Section]bool, path string, handled uint64, stat StatFunc) (rule *PathRule, missing bool, problem string) {
+	var access uint64
+	noFollow := false
+	var names []string
+	for _, s := range policy.FilesystemSections {
+		if secs[s] {
+			access |= SectionRights[s]
+			noFollow = noFollow || changeable[s]
+			names = append(names, "["+string(s)+"]")
+		}
+	}
+	access &= handled
+	if access == 0 {
+		return nil, false, "" // e.g. only [ioctl] below ABI 5: nothing to grant
+	}
+	kind, err := stat(path, !noFollow)
+	if err != nil {
+		return nil, false, fmt.Sprintf("%s %s: %v", strings.Join(names, ""), path, err)
+	}
+	switch kind {
+	case KindMissing:
+		return nil, true, ""
+	case KindSymlink:
+		return nil, false, fmt.Sprintf("%s %s is a symbolic link; a section that changes files must name the target itself", strings.Join(names, ""), path)
+	case KindFile:
+		if access&fileRights == 0 {
+			return nil, false, fmt.Sprintf("%s %s is not a directory, and these sections grant only directory rights", strings.Join(names, ""), path)
+		}
+		access &= fileRights
+	}
+	return &PathRule{Path: path, Access: access, NoFollow: noFollow}, false, ""
+}
+
 // netRules returns the port rules, the handled network rights and the
 // description of how the network rules are held.
 func netRules(p *policy.Policy, row ABIRow) ([]PortRule, uint64, string) {
 	if row.Net == 0 {
 		return nil, 0, "unrestricted"
 	}
-	handled := row.Net
+	grant, shape := portGrants(p)
+	handled, desc := shape.held(row.Net)
+	var ports []PortRule
+	for port, access := range grant {
+		access &= handled
+		if access != 0 {
+			ports = append(ports, PortRule{Port: port, Access: access})
+		}
+	}
+	sort.Slice(ports, func(i, j int) bool { return ports[i].Port < ports[j].Port })
+	return ports, handled, desc
+}
+
+// netShape is what of a policy's network rows decides how they are held.
+type netShape struct {
+	hostQualified  bool // a [connect] row names a host
+	tcpAny, udpAny bool // a [connect] row of that transport has no port
+}
+
+// portGrants returns the rights each port is granted, and the rows' shape.
+func portGrants(p *policy.Policy) (map[uint16]uint64, netShape) {
 	grant := map[uint16]uint64{}
-	hostQualified, tcpAny, udpAny := false, false, false
+	var shape netShape
 	udpConnect := false
 	for _, c := range p.Connect {
 		if c.Host != "*" {
-			hostQualified = true
+			shape.hostQualified = true
 		}
 		udp := c.Transport == policy.UDP
 		if udp {
@@ -272,9 +303,9 @@ func netRules(p *policy.Policy, row ABIRow) ([]PortRule, uint64, string) {
 		}
 		switch {
 		case c.Port == 0 && udp:
-			udpAny = true
+			shape.udpAny = true
 		case c.Port == 0:
-			tcpAny = true
+			shape.tcpAny = true
 		case udp:
 			grant[uint16(c.Port)] |= NetConnectSendUDP
 		default:
@@ -293,33 +324,33 @@ func netRules(p *policy.Policy, row ABIRow) ([]PortRule, uint64, string) {
 		// port on connect or first send; BIND_UDP gates that.
 		grant[0] |= NetBindUDP
 	}
+	return grant, shape
+}
+
+// held returns the network rights handled of rowNet, a connect right left
+// unhandled where a row without a port needs any port, and the description
+// of how the rules are held.
+func (s netShape) held(rowNet uint64) (uint64, string) {
+	handled := rowNet
 	var desc []string
-	if tcpAny {
+	if s.tcpAny {
 		handled &^= NetConnectTCP
 		desc = append(desc, "tcp-bind-ports", "tcp-connect-any")
 	} else {
 		desc = append(desc, "tcp-ports")
 	}
-	if row.Net&NetConnectSendUDP != 0 {
-		if udpAny {
+	if rowNet&NetConnectSendUDP != 0 {
+		if s.udpAny {
 			handled &^= NetConnectSendUDP
 			desc = append(desc, "udp-bind-ports", "udp-connect-any")
 		} else {
 			desc = append(desc, "udp-ports")
 		}
 	}
-	if hostQualified {
+	if s.hostQualified {
 		desc = append(desc, "hosts-by-port")
 	}
-	var ports []PortRule
-	for port, access := range grant {
-		access &= handled
-		if access != 0 {
-			ports = append(ports, PortRule{Port: port, Access: access})
-		}
-	}
-	sort.Slice(ports, func(i, j int) bool { return ports[i].Port < ports[j].Port })
-	return ports, handled, strings.Join(desc, ",")
+	return handled, strings.Join(desc, ",")
 }
 
 var fsNames = []string{"EXECUTE", "WRITE_FILE", "READ_FILE", "READ_DIR", "REMOVE_DIR", "REMOVE_FILE", "MAKE_CHAR", "MAKE_DIR",
