@@ -6,15 +6,18 @@ import (
 )
 
 // The limits of issue 21: no function over maxLines, and few over warnLines.
+// maxOverWarn is how many functions over warnLines there were when it was
+// last lowered: the count may fall, never rise. Lower it when it falls.
 const (
-	maxLines  = 100
-	warnLines = 60
+	maxLines    = 100
+	warnLines   = 60
+	maxOverWarn = 20
 )
 
-// pending holds the functions over maxLines not split yet,
-// each with its length when it was listed: it may shrink, never grow. Remove a
-// row once its function is split; the test fails on a row that no longer
-// needs to be here, so the list only gets shorter.
+// pending holds the functions over maxLines not split yet, each with its
+// length when it was listed: it may shrink, never grow. Remove a row once its
+// function is split; the test fails on a row that no longer needs to be
+// here, so the list only gets shorter.
 var pending = map[string]int{
 	"images/build.go:Build":             152,
 	"kernel/build.go:(*Builder).build":  130,
@@ -22,8 +25,9 @@ var pending = map[string]int{
 }
 
 // TestFunctionLength fails on any non-test, non-generated function of the
-// module over maxLines lines that pending does not list. With -v it lists
-// every function over warnLines, longest first.
+// module over maxLines lines that pending does not list, and on more than
+// maxOverWarn over warnLines. With -v it lists every function over
+// warnLines, longest first.
 func TestFunctionLength(t *testing.T) {
 	funcs, err := Measure("../..")
 	if err != nil {
@@ -52,6 +56,9 @@ func TestFunctionLength(t *testing.T) {
 		if !seen[key] {
 			t.Errorf("pending lists %s, which is no longer over %d lines (or is gone): remove the row", key, maxLines)
 		}
+	}
+	if over > maxOverWarn {
+		t.Errorf("%d functions are over %d lines, %d were when maxOverWarn was set: split the new ones (go test -v lists them)", over, warnLines, maxOverWarn)
 	}
 	t.Logf("%d functions over %d lines, %d over %d", over, warnLines, len(seen), maxLines)
 }
