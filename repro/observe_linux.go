@@ -88,21 +88,10 @@ func ObserveRun(ctx context.Context, opts HereOptions, run RunFunc) (*Observatio
 	if opts.Policy == nil {
 		return nil, errors.New("repro: a policy is required")
 	}
-	if opts.Kernel == "" {
-		opts.Kernel = HostKernel
-	}
-	if opts.Wait == 0 {
-		opts.Wait = DefaultWait
-	}
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.DiscardHandler)
-	}
-	exe := opts.Exe
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("repro: %w", err)
-		}
+	opts.setDefaults()
+	exe, err := opts.exe()
+	if err != nil {
+		return nil, fmt.Errorf("repro: %w", err)
 	}
 	if _, err := exec.LookPath("strace"); err != nil {
 		return nil, fmt.Errorf("repro: strace is needed to observe the command: %w", err)
@@ -121,77 +110,130 @@ func ObserveRun(ctx context.Context, opts HereOptions, run RunFunc) (*Observatio
 	if err := os.WriteFile(cfg, opts.Policy.Render(), 0o644); err != nil {
 		return nil, fmt.Errorf("repro: %w", err)
 	}
-	var col *audit.Collector
+	var arun *audit.Run
+	if col := startAudit(opts, abi, o); col != nil {
+		defer col.Close()
+		if arun, err = col.Begin(ctx); err != nil {
+			return nil, fmt.Errorf("repro: audit: %w", err)
+		}
+	}
+	t0 := time.Now()
+	status, output, err := run(ctx, enforcerArgv(exe, abi, cfg, trace))
+	o.Seconds = time.Since(t0).Seconds()
+	o.Stderr = tail(output, 20)
+	if err != nil {
+		abandon(ctx, arun)
+		o.Indeterminate = fmt.Sprintf("strace did not run the enforcer: %v", err)
+		return o, nil
+	}
+	o.setStatus(status, opts.Policy)
+	refusals, lines, err := refusalsOf(trace)
+	if err != nil {
+		abandon(ctx, arun)
+		o.Indeterminate = err.Error()
+		return o, nil
+	}
+	denials, err := o.endAudit(ctx, arun, lines.pids, opts.Wait)
+	if err != nil {
+		return nil, fmt.Errorf("repro: audit: %w", err)
+	}
+	o.Refusals, o.AuditOnly, o.AuditRecords = join(refusals, denials, lines.text)
+	o.normalise()
+	return o, nil
+}
+
+// setDefaults fills in the zero fields that stand for a default.
+func (opts *HereOptions) setDefaults() {
+	if opts.Kernel == "" {
+		opts.Kernel = HostKernel
+	}
+	if opts.Wait == 0 {
+		opts.Wait = DefaultWait
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// exe is the lockstep binary that enforces the policy.
+func (opts *HereOptions) exe() (string, error) {
+	if opts.Exe != "" {
+		return opts.Exe, nil
+	}
+	return os.Executable()
+}
+
+// startAudit starts the audit collector where the kernel offers one and
+// opts allow it, and notes in o whether it did and why not.
+func startAudit(opts HereOptions, abi int, o *Observation) *audit.Collector {
 	switch {
 	case opts.NoAudit:
 		o.AuditReason = "audit collection was turned off"
 	case abi < abiAudit:
 		o.AuditReason = fmt.Sprintf("Landlock ABI %d writes no audit records (ABI %d does)", abi, abiAudit)
 	default:
-		if col, err = audit.Start(audit.Options{Log: opts.Log}); err != nil {
+		col, err := audit.Start(audit.Options{Log: opts.Log})
+		if err != nil {
 			o.AuditReason = fmt.Sprintf("the audit collector did not start: %v", err)
-		} else {
-			defer col.Close()
-			o.Audit = true
+			return nil
 		}
+		o.Audit = true
+		return col
 	}
-	var arun *audit.Run
-	if col != nil {
-		if arun, err = col.Begin(ctx); err != nil {
-			return nil, fmt.Errorf("repro: audit: %w", err)
-		}
-	}
+	return nil
+}
+
+// enforcerArgv is the prefix that runs the command under the policy in cfg,
+// traced by strace into trace, ending in "--".
+func enforcerArgv(exe string, abi int, cfg, trace string) []string {
 	argv := []string{exe, "run", "-q"}
 	if abi >= abiAudit {
 		argv = append(argv, "--log-subprocesses")
 	}
-	argv = strace.Command(trace, append(argv, "--config", cfg, "--")...)
-	t0 := time.Now()
-	status, output, err := run(ctx, argv)
-	o.Seconds = time.Since(t0).Seconds()
-	o.Stderr = tail(output, 20)
-	if err != nil {
-		if arun != nil {
-			arun.End(ctx, func(int) bool { return false }, 0)
-		}
-		o.Indeterminate = fmt.Sprintf("strace did not run the enforcer: %v", err)
-		return o, nil
-	}
-	o.Status = status
-	if o.Status == enforcer.StatusRefused {
-		for _, u := range enforcer.CheckEnforceable(opts.Policy, rowOf(abi)) {
-			o.Unenforceable = append(o.Unenforceable, Rule{Rule: u.Rule, NeedABI: u.NeedABI, Why: u.Why})
-		}
-		if len(o.Unenforceable) == 0 {
-			o.Indeterminate = "the enforcer refused the policy for another reason: " + strings.Join(o.Stderr, " | ")
-		}
-	}
-	refusals, lines, err := refusalsOf(trace)
-	if err != nil {
-		if arun != nil {
-			arun.End(ctx, func(int) bool { return false }, 0)
-		}
-		o.Indeterminate = err.Error()
-		return o, nil
-	}
-	var denials []audit.Denial
+	return strace.Command(trace, append(argv, "--config", cfg, "--")...)
+}
+
+// abandon ends an audit run whose records are not wanted (nil: none).
+func abandon(ctx context.Context, arun *audit.Run) {
 	if arun != nil {
-		pids := map[int]bool{}
-		for _, l := range lines.pids {
-			pids[l] = true
-		}
-		res, err := arun.End(ctx, func(pid int) bool { return pids[pid] }, opts.Wait)
-		if err != nil {
-			return nil, fmt.Errorf("repro: audit: %w", err)
-		}
-		if len(res.Problems) > 0 {
-			o.Indeterminate = "audit: " + strings.Join(res.Problems, "; ")
-		}
-		denials = res.Denials()
+		arun.End(ctx, func(int) bool { return false }, 0)
 	}
-	o.Refusals, o.AuditOnly, o.AuditRecords = join(refusals, denials, lines.text)
-	o.normalise()
-	return o, nil
+}
+
+// setStatus notes the command's status; a refused policy names the rules
+// this kernel cannot enforce, or is indeterminate when none is the reason.
+func (o *Observation) setStatus(status int, p *policy.Policy) {
+	o.Status = status
+	if o.Status != enforcer.StatusRefused {
+		return
+	}
+	for _, u := range enforcer.CheckEnforceable(p, rowOf(o.ABI)) {
+		o.Unenforceable = append(o.Unenforceable, Rule{Rule: u.Rule, NeedABI: u.NeedABI, Why: u.Why})
+	}
+	if len(o.Unenforceable) == 0 {
+		o.Indeterminate = "the enforcer refused the policy for another reason: " + strings.Join(o.Stderr, " | ")
+	}
+}
+
+// endAudit ends the audit run (nil: none) and returns the denials of the
+// traced pids, waiting up to wait for each domain's deallocation; problems
+// with the records make the observation indeterminate.
+func (o *Observation) endAudit(ctx context.Context, arun *audit.Run, tracedPIDs []int, wait time.Duration) ([]audit.Denial, error) {
+	if arun == nil {
+		return nil, nil
+	}
+	pids := map[int]bool{}
+	for _, l := range tracedPIDs {
+		pids[l] = true
+	}
+	res, err := arun.End(ctx, func(pid int) bool { return pids[pid] }, wait)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Problems) > 0 {
+		o.Indeterminate = "audit: " + strings.Join(res.Problems, "; ")
+	}
+	return res.Denials(), nil
 }
 
 // traceLines is what the trace says beside its calls: the raw lines and

@@ -104,25 +104,9 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 		default:
 			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
 		}
-		found, err := exercise.ForKey(*root, *key)
-		if err != nil {
-			var de *exercise.DiscoveryError
-			if errors.As(err, &de) {
-				for _, l := range de.Lines() {
-					fmt.Fprintf(io.err, "lockstep prune: %s\n", l)
-				}
-				fmt.Fprintf(io.err, "lockstep prune: the testing root %s was refused; nothing was pruned\n", *root)
-				return exitFail
-			}
-			return fail(io, "prune", exitFail, err)
-		}
-		if len(found) == 0 {
-			return fail(io, "prune", exitFail, fmt.Errorf("no exercise of key %q under %s", *key, *root))
-		}
-		if *only != "" {
-			if found, err = exercise.Named(found, *only); err != nil {
-				return fail(io, "prune", exitUsage, usagef("--only %v", err))
-			}
+		found, code := pruneExercises(io, *root, *key, *only)
+		if code != exitOK {
+			return code
 		}
 		// The key's earlier artefacts are removed (as Phobos does) only once
 		// nothing more can refuse the prune: a refusal leaves --out as it was.
@@ -145,6 +129,33 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 		return pruneGuests(ctx, io, found, pruneGuestArgs{key: *key, root: *root, out: out, kernel: *kernelArg,
 			rootDir: *rootDir, accel: *accel, seeds: *seeds, skipContain: *skipContain, minimal: *minimal})
 	}
+}
+
+// pruneExercises are the key's exercises under root (only the one named
+// only, if given), and exitOK; another exit status when there are none to
+// prune or the testing root was refused, each of its problems printed.
+func pruneExercises(io *stdio, root, key, only string) ([]exercise.Found, int) {
+	found, err := exercise.ForKey(root, key)
+	if err != nil {
+		var de *exercise.DiscoveryError
+		if errors.As(err, &de) {
+			for _, l := range de.Lines() {
+				fmt.Fprintf(io.err, "lockstep prune: %s\n", l)
+			}
+			fmt.Fprintf(io.err, "lockstep prune: the testing root %s was refused; nothing was pruned\n", root)
+			return nil, exitFail
+		}
+		return nil, fail(io, "prune", exitFail, err)
+	}
+	if len(found) == 0 {
+		return nil, fail(io, "prune", exitFail, fmt.Errorf("no exercise of key %q under %s", key, root))
+	}
+	if only != "" {
+		if found, err = exercise.Named(found, only); err != nil {
+			return nil, fail(io, "prune", exitUsage, usagef("--only %v", err))
+		}
+	}
+	return found, exitOK
 }
 
 // pruneOut is the prune's --out: made if missing and, for a prune of the

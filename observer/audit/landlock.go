@@ -95,39 +95,8 @@ func (r *Record) Access() (Access, error) {
 				}
 			}
 			haveBlockers = true
-		case "path":
-			a.Path, err = f.Decoded()
-		case "name":
-			a.Name, err = f.Decoded()
-		case "dev":
-			a.Dev, err = f.Decoded()
-		case "ino":
-			a.Ino, err = strconv.ParseUint(f.Value, 10, 64)
-			a.HasIno = true
-		case "ioctlcmd":
-			var v uint64
-			v, err = strconv.ParseUint(strings.TrimPrefix(f.Value, "0x"), 16, 16)
-			a.IoctlCmd, a.HasIoctlCmd = uint16(v), true
-		case "opid":
-			a.OPid, err = strconv.Atoi(f.Value)
-		case "ocomm":
-			a.OComm, err = f.Decoded()
-		case "laddr":
-			a.LAddr, err = netip.ParseAddr(f.Value)
-		case "faddr":
-			a.FAddr, err = netip.ParseAddr(f.Value)
-		case "saddr":
-			a.SAddr, err = netip.ParseAddr(f.Value)
-		case "daddr":
-			a.DAddr, err = netip.ParseAddr(f.Value)
-		case "lport":
-			a.LPort, err = parsePort(f.Value)
-		case "fport":
-			a.FPort, err = parsePort(f.Value)
-		case "src":
-			a.Src, err = parsePort(f.Value)
-		case "dest":
-			a.Dest, err = parsePort(f.Value)
+		default:
+			err = a.setObject(f)
 		}
 		if err != nil {
 			return Access{}, fmt.Errorf("LANDLOCK_ACCESS %s=%s: %w", f.Key, clip(f.Value), err)
@@ -137,6 +106,49 @@ func (r *Record) Access() (Access, error) {
 		return Access{}, fmt.Errorf("LANDLOCK_ACCESS record lacks domain= or blockers= (serial %d)", r.Serial)
 	}
 	return a, nil
+}
+
+// setObject decodes a field that describes the denied object: a file, an
+// ioctl, a process or a socket's addresses and ports. Other fields are
+// left alone.
+func (a *Access) setObject(f Field) error {
+	var err error
+	switch f.Key {
+	case "path":
+		a.Path, err = f.Decoded()
+	case "name":
+		a.Name, err = f.Decoded()
+	case "dev":
+		a.Dev, err = f.Decoded()
+	case "ino":
+		a.Ino, err = strconv.ParseUint(f.Value, 10, 64)
+		a.HasIno = true
+	case "ioctlcmd":
+		var v uint64
+		v, err = strconv.ParseUint(strings.TrimPrefix(f.Value, "0x"), 16, 16)
+		a.IoctlCmd, a.HasIoctlCmd = uint16(v), true
+	case "opid":
+		a.OPid, err = strconv.Atoi(f.Value)
+	case "ocomm":
+		a.OComm, err = f.Decoded()
+	case "laddr":
+		a.LAddr, err = netip.ParseAddr(f.Value)
+	case "faddr":
+		a.FAddr, err = netip.ParseAddr(f.Value)
+	case "saddr":
+		a.SAddr, err = netip.ParseAddr(f.Value)
+	case "daddr":
+		a.DAddr, err = netip.ParseAddr(f.Value)
+	case "lport":
+		a.LPort, err = parsePort(f.Value)
+	case "fport":
+		a.FPort, err = parsePort(f.Value)
+	case "src":
+		a.Src, err = parsePort(f.Value)
+	case "dest":
+		a.Dest, err = parsePort(f.Value)
+	}
+	return err
 }
 
 func parsePort(s string) (uint16, error) {
