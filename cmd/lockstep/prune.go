@@ -132,7 +132,15 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 			if err := out.prepare(); err != nil {
 				return fail(io, "prune", exitFail, err)
 			}
-			opts := prune.Options{WorkDir: *workDir, SeedDir: *seeds, SkipContainment: *skipContain, CheckMinimality: *minimal, Log: guestLogger(io, "prune")}
+			// lockstep enforces through its run verb, as it always has;
+			// the library's default, prune.EnforcerVerb, is for programs
+			// that call prune.ServeRoles.
+			self, err := os.Executable()
+			if err != nil {
+				return fail(io, "prune", exitFail, fmt.Errorf("finding this executable for the enforcer: %w", err))
+			}
+			opts := prune.Options{Enforcer: []string{self, "run"}, WorkDir: *workDir, SeedDir: *seeds, SkipContainment: *skipContain,
+				CheckMinimality: *minimal, Log: guestLogger(io, "prune")}
 			return pruneHere(ctx, io, found, opts, out.dir)
 		}
 		return pruneGuests(ctx, io, found, pruneGuestArgs{key: *key, root: *root, out: out, kernel: *kernelArg,
