@@ -102,10 +102,8 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 			return observeHere(ctx, io, observer.Options{Key: *key, Exercises: *exercises, PathSets: *pathSets, Out: dir,
 				WantABI: *wantABI, WantRelease: *wantRelease, BacklogLimit: uint32(*backlog), Progress: io.err, RootDigest: digest})
 		}
-		switch *accel {
-		case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
-		default:
-			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
+		if err := checkAccel(*accel); err != nil {
+			return usageExit(io, v, err)
 		}
 		return observeGuest(ctx, io, *kernelArg, *html, observer.HostOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets,
 			Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout, Verbose: io.verbose})

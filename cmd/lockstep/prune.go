@@ -13,8 +13,8 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
-	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
@@ -99,10 +99,8 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 		case *inGuest && *onHost:
 			return usageExit(io, v, usagef("--in-guest and --on-host exclude each other"))
 		}
-		switch *accel {
-		case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
-		default:
-			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
+		if err := checkAccel(*accel); err != nil {
+			return usageExit(io, v, err)
 		}
 		found, code := pruneExercises(io, *root, *key, *only)
 		if code != exitOK {

@@ -113,10 +113,8 @@ func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args [
 			}
 			return code
 		}
-		switch *accel {
-		case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
-		default:
-			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
+		if err := checkAccel(*accel); err != nil {
+			return usageExit(io, v, err)
 		}
 		return selftestGuest(ctx, io, selftestBoot{kernel: *kernelArg, modules: *modules, machine: *machine, accel: *accel, results: *results}, *asJSON)
 	}

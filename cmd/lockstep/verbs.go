@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
@@ -198,4 +199,13 @@ func writeReport(path string, render func() ([]byte, error)) error {
 		return fmt.Errorf("html report: %w", err)
 	}
 	return nil
+}
+
+// checkAccel refuses an --accel value that names no accelerator.
+func checkAccel(accel string) error {
+	switch accel {
+	case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
+		return nil
+	}
+	return usagef("--accel %q: want auto, kvm or tcg", accel)
 }

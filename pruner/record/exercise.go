@@ -10,8 +10,8 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/lazyre"
-	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // Exercise is the exercise record <key>_<exercise>.json (schema 2): what a
