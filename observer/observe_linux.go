@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
@@ -376,7 +377,7 @@ func (v *verification) observe(ctx context.Context, kind string, p *policy.Polic
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	prefix := strace.Command(base+".trace", o.exe, "run", "-q", "--log-subprocesses", "--config", base+".cfg", "--")
+	prefix := strace.Command(base+".trace", enforcer.Command(enforcer.Prefix(o.exe, true), base+".cfg")...)
 	res, err := v.exRun(ctx, kind, prefix)
 	if err != nil {
 		run.End(ctx, func(int) bool { return false }, 0)
@@ -516,7 +517,7 @@ func (v *verification) joint(ctx context.Context, p *policy.Policy, round int) (
 	}
 	for i := 0; i < v.o.opts.JointRuns; i++ {
 		v.o.progress("%s: joint run %d/%d (round %d)", v.ex.Name, i+1, v.o.opts.JointRuns, round)
-		res, err := v.exRun(ctx, "joint", []string{v.o.exe, "run", "-q", "--config", path, "--"})
+		res, err := v.exRun(ctx, "joint", enforcer.Command(enforcer.Prefix(v.o.exe, false), path))
 		if err != nil {
 			return nil, err
 		}

@@ -141,11 +141,7 @@ func ObserveRun(ctx context.Context, opts HereOptions, run RunFunc) (*Observatio
 			return nil, fmt.Errorf("repro: audit: %w", err)
 		}
 	}
-	argv := []string{exe, "run", "-q"}
-	if abi >= abiAudit {
-		argv = append(argv, "--log-subprocesses")
-	}
-	argv = strace.Command(trace, append(argv, "--config", cfg, "--")...)
+	argv := strace.Command(trace, enforcer.Command(enforcer.Prefix(exe, abi >= abiAudit), cfg)...)
 	t0 := time.Now()
 	status, output, err := run(ctx, argv)
 	o.Seconds = time.Since(t0).Seconds()

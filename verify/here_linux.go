@@ -105,7 +105,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	held := true
 	for i := 1; i <= opts.JointRuns; i++ {
 		opts.Progress("%s: joint run %d/%d", ex.Name, i, opts.JointRuns)
-		res, err := run([]string{opts.Exe, "run", "-q", "--config", cfg, "--"})
+		res, err := run(enforcer.Command(enforcer.Prefix(opts.Exe, false), cfg))
 		if err != nil {
 			return nil, fmt.Errorf("verify: joint run: %w", err)
 		}
@@ -190,7 +190,7 @@ func oneLine(v verdict.Verdict) string {
 // the probe can reach holding.
 func containment(ctx context.Context, p *policy.Policy, exe, work, scratch string) ([]Check, error) {
 	res, _, err := contain.Execute(ctx, p, contain.Setup{
-		Probe: []string{exe, contain.Verb}, Enforcer: []string{exe, "run", "-q"},
+		Probe: []string{exe, contain.Verb}, Enforcer: enforcer.Prefix(exe, false),
 		WorkDir: work, ScratchDir: scratch, Env: exercise.DefaultEnv(work),
 	})
 	if err != nil {

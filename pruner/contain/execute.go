@@ -124,7 +124,7 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 			if c.WithoutTimeout {
 				f = cfgNoTimeout
 			}
-			argv = append(append(append([]string(nil), s.Enforcer...), "--config", f, "--"), argv...)
+			argv = append(enforcer.Command(s.Enforcer, f), argv...)
 		}
 		if s.Ran != nil {
 			ranMu.Lock()

@@ -251,7 +251,7 @@ func newState(ex *exercise.Exercise, opts Options) (*state, error) {
 		if err != nil {
 			return nil, fmt.Errorf("finding this executable for the enforcer: %w", err)
 		}
-		s.enforcer = []string{self, "run"}
+		s.enforcer = []string{self, enforcer.Verb}
 	}
 	s.strace = opts.Strace
 	if s.strace == "" {
