@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+	"github.com/lockstep-sandbox/lockstep/observer"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
@@ -83,7 +84,7 @@ func needHost(t *testing.T) int {
 // sees it inside the domain, and its net.bind_tcp record is joined to it.
 func TestObserveHereTCPBind(t *testing.T) {
 	needHost(t)
-	o, err := ObserveHere(t.Context(), HereOptions{Policy: hostPolicy(t, "udp.cfg"), Command: []string{"/usr/bin/python3", "-c", pyTCP},
+	o, err := observer.ObserveHere(t.Context(), observer.HereOptions{Policy: hostPolicy(t, "udp.cfg"), Command: []string{"/usr/bin/python3", "-c", pyTCP},
 		Exe: lockstepBinary(t), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestObserveHereUDPRuleBelowABI10(t *testing.T) {
 	if abi := needHost(t); abi >= 10 {
 		t.Skipf("this kernel offers Landlock ABI %d; the case needs one below 10", abi)
 	}
-	o, err := ObserveHere(t.Context(), HereOptions{Policy: hostPolicy(t, "udp.cfg", "udp-allow.cfg"),
+	o, err := observer.ObserveHere(t.Context(), observer.HereOptions{Policy: hostPolicy(t, "udp.cfg", "udp-allow.cfg"),
 		Command: []string{"/usr/bin/python3", "-c", pyUDP}, Exe: lockstepBinary(t), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // guestPolicyDir is where a guest side finds the policy.
@@ -52,7 +53,7 @@ type Options struct {
 	// accel factor, 60 s under TCG), which a loaded machine can pass.
 	BootTimeout time.Duration
 	// Wait bounds the wait for domain deallocation records; 0 is
-	// DefaultWait.
+	// observer.DefaultWait.
 	Wait time.Duration
 	// Stderr receives the guests' progress; nil discards it.
 	Stderr  io.Writer
@@ -86,7 +87,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 		return finish(opts, a, b), nil
 	}
-	var obs [2]*Observation
+	var obs [2]*observer.Observation
 	var errs [2]error
 	var wg sync.WaitGroup
 	for i, k := range opts.Kernels {
@@ -105,15 +106,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return finish(opts, obs[0], obs[1]), nil
 }
 
-func finish(opts Options, a, b *Observation) *Result {
+func finish(opts Options, a, b *observer.Observation) *Result {
 	res := Compare(a, b)
 	res.Command, res.PolicyHash = opts.Command, opts.Policy.Hash()
 	return res
 }
 
-func observeSide(ctx context.Context, opts Options, k Kernel) (*Observation, error) {
+func observeSide(ctx context.Context, opts Options, k Kernel) (*observer.Observation, error) {
 	if k.BzImage == "" {
-		return ObserveHere(ctx, HereOptions{Kernel: k.Name, Policy: opts.Policy, Command: opts.Command, Exe: opts.Exe,
+		return observer.ObserveHere(ctx, observer.HereOptions{Kernel: k.Name, Policy: opts.Policy, Command: opts.Command, Exe: opts.Exe,
 			Dir: opts.Dir, Wait: opts.Wait, Log: opts.Log})
 	}
 	return observeGuest(ctx, opts, k)
@@ -122,7 +123,7 @@ func observeSide(ctx context.Context, opts Options, k Kernel) (*Observation, err
 // observeGuest boots k with `lockstep repro --in-guest` as the job and reads
 // its observation from the results. A guest that does not report is an
 // indeterminate observation, not an error.
-func observeGuest(ctx context.Context, opts Options, k Kernel) (*Observation, error) {
+func observeGuest(ctx context.Context, opts Options, k Kernel) (*observer.Observation, error) {
 	dir, err := os.MkdirTemp("", "lockstep-repro-guest.")
 	if err != nil {
 		return nil, fmt.Errorf("repro: %w", err)
@@ -151,9 +152,9 @@ func observeGuest(ctx context.Context, opts Options, k Kernel) (*Observation, er
 		MemMB: opts.MemMB, Timeout: opts.Timeout, BootTimeout: opts.BootTimeout, Shares: []harness.Share{{Source: share, GuestPath: guestPolicyDir}},
 		Command: cmd, Dir: opts.Dir, Init: opts.Exe, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results,
 		Verbose: opts.Verbose, Log: opts.Log})
-	o, rerr := ReadObservation(filepath.Join(results, ObservationFile))
+	o, rerr := observer.ReadObservation(filepath.Join(results, ObservationFile))
 	if rerr != nil {
-		o = &Observation{Schema: ObservationSchema, Kernel: k.Name}
+		o = &observer.Observation{Schema: observer.ObservationSchema, Kernel: k.Name}
 		switch {
 		case err != nil:
 			o.Indeterminate = fmt.Sprintf("the guest did not report: %v", err)
@@ -163,13 +164,12 @@ func observeGuest(ctx context.Context, opts Options, k Kernel) (*Observation, er
 		if run != nil && len(run.ConsoleTail) > 0 {
 			o.Stderr = run.ConsoleTail[max(0, len(run.ConsoleTail)-10):]
 		}
-		o.normalise()
+		o.Normalise()
 	} else if err != nil && o.Indeterminate == "" {
 		o.Indeterminate = fmt.Sprintf("the guest run failed after reporting: %v", err)
 	}
 	if run != nil {
-		o.Guest = &GuestInfo{Pin: k.Pin, BzImage: k.BzImage, BzImageSHA256: run.KernelSHA256, InitramfsSHA256: run.InitramfsSHA256,
-			QEMUVersion: run.QEMUVersion, Accel: run.Accel, VCPUs: run.CPUs, MemMB: run.MemMB, Timings: run.Timings}
+		o.Guest = observer.NewGuestInfo(k.Pin, k.BzImage, run)
 	}
 	return o, nil
 }

@@ -15,10 +15,10 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/observer"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
-	"github.com/lockstep-sandbox/lockstep/repro"
 )
 
 // HereOptions configures Here, one cell on the running kernel.
@@ -74,7 +74,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	}
 	row, _ := enforcer.Row(abi)
 	for _, u := range enforcer.CheckEnforceable(opts.Policy, row) {
-		c.Unenforceable = append(c.Unenforceable, repro.Rule{Rule: u.Rule, NeedABI: u.NeedABI, Why: u.Why})
+		c.Unenforceable = append(c.Unenforceable, observer.Rule{Rule: u.Rule, NeedABI: u.NeedABI, Why: u.Why})
 	}
 	if len(c.Unenforceable) > 0 {
 		c.Verdict, c.Why = Fail, fmt.Sprintf("this kernel (Landlock ABI %d) cannot enforce %d rule(s) of the policy: %s", abi, len(c.Unenforceable), c.Unenforceable[0])
@@ -115,7 +115,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	}
 	if !held {
 		opts.Progress("%s: a joint run disagreed with the reference: diagnosis run (strace + audit where offered)", ex.Name)
-		obs, err := repro.ObserveRun(ctx, repro.HereOptions{Kernel: opts.Kernel, Policy: opts.Policy, Exe: opts.Exe, Log: opts.Log},
+		obs, err := observer.ObserveRun(ctx, observer.HereOptions{Kernel: opts.Kernel, Policy: opts.Policy, Exe: opts.Exe, Log: opts.Log},
 			func(ctx context.Context, prefix []string) (int, string, error) {
 				res, err := run(prefix)
 				if err != nil {
@@ -148,7 +148,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	return c, nil
 }
 
-func failWhy(obs *repro.Observation) string {
+func failWhy(obs *observer.Observation) string {
 	if len(obs.Refusals) == 0 {
 		return fmt.Sprintf("the joint runs disagreed with the reference, and the diagnosis run (status %d) saw no Landlock refusal", obs.Status)
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/observer"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/repro"
 )
 
 // Guest paths of the host's inputs.
@@ -185,8 +185,7 @@ func cellOf(results string, res *Result, i int, run *harness.Result, err error) 
 		c.Verdict, c.Why = Indeterminate, fmt.Sprintf("the guest failed after reporting: %v", err)
 	}
 	if run != nil {
-		c.Guest = &repro.GuestInfo{Pin: k.Pin, BzImage: k.BzImage, BzImageSHA256: run.KernelSHA256, InitramfsSHA256: run.InitramfsSHA256,
-			QEMUVersion: run.QEMUVersion, Accel: run.Accel, VCPUs: run.CPUs, MemMB: run.MemMB, Timings: run.Timings}
+		c.Guest = observer.NewGuestInfo(k.Pin, k.BzImage, run)
 	}
 	c.normalise()
 	return c

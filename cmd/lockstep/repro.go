@@ -14,6 +14,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/kernel"
+	"github.com/lockstep-sandbox/lockstep/observer"
 	"github.com/lockstep-sandbox/lockstep/report"
 	"github.com/lockstep-sandbox/lockstep/repro"
 )
@@ -138,7 +139,7 @@ func reproHere(ctx context.Context, io *stdio, name, out string, wait time.Durat
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fail(io, "repro", exitIndeterminate, err)
 	}
-	o, err := repro.ObserveHere(ctx, repro.HereOptions{Kernel: name, Policy: p, Command: args, Wait: wait})
+	o, err := observer.ObserveHere(ctx, observer.HereOptions{Kernel: name, Policy: p, Command: args, Wait: wait})
 	if err != nil {
 		return fail(io, "repro", exitIndeterminate, err)
 	}
@@ -163,7 +164,7 @@ func printRepro(io *stdio, res *repro.Result) {
 	}
 	for i, d := range res.Differences {
 		fmt.Fprintf(io.out, "\ndifference %d (%s): %s\n", i+1, d.Kind, d.Summary)
-		for side, r := range []*repro.Refusal{d.A, d.B} {
+		for side, r := range []*observer.Refusal{d.A, d.B} {
 			k := res.Kernels[side].Kernel
 			switch {
 			case d.Kind == repro.KindUnenforceable:

@@ -1,6 +1,4 @@
-//go:build linux
-
-package repro
+package observer
 
 import (
 	"bytes"
@@ -10,32 +8,26 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/lockstep-sandbox/lockstep/internal/machine"
-
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/observer"
+	"github.com/lockstep-sandbox/lockstep/internal/machine"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
 	"github.com/lockstep-sandbox/lockstep/pruner/control"
-	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
 // abiAudit is the first Landlock ABI that writes audit records (and takes
 // --log-subprocesses).
 const abiAudit = 7
 
-// DefaultWait bounds the wait for each domain's deallocation record.
-const DefaultWait = 30 * time.Second
-
-// HereOptions configures ObserveHere.
+// HereOptions configures ObserveHere and ObserveRun: one observed run on the
+// running kernel, rendered as an Observation.
 type HereOptions struct {
-	// Kernel names this kernel in the observation; "" is HostKernel.
+	// Kernel names this kernel in the observation.
 	Kernel  string
 	Policy  *policy.Policy
 	Command []string
@@ -77,19 +69,11 @@ func ObserveHere(ctx context.Context, opts HereOptions) (*Observation, error) {
 	})
 }
 
-// RunFunc runs the observed command behind prefix (strace, then the
-// enforcer, ending in "--") and returns its exit status and output; the
-// error is for a command that could not be run at all.
-type RunFunc func(ctx context.Context, prefix []string) (status int, output string, err error)
-
 // ObserveRun is ObserveHere with the command run by run (opts.Command and
 // opts.Dir are not used): package verify runs an exercise this way.
 func ObserveRun(ctx context.Context, opts HereOptions, run RunFunc) (*Observation, error) {
 	if opts.Policy == nil {
 		return nil, errors.New("repro: a policy is required")
-	}
-	if opts.Kernel == "" {
-		opts.Kernel = HostKernel
 	}
 	if opts.Wait == 0 {
 		opts.Wait = DefaultWait
@@ -117,135 +101,99 @@ func ObserveRun(ctx context.Context, opts HereOptions, run RunFunc) (*Observatio
 		return nil, fmt.Errorf("repro: %w", err)
 	}
 	defer os.RemoveAll(scratch)
-	cfg, trace := filepath.Join(scratch, "policy.cfg"), filepath.Join(scratch, "trace")
-	if err := os.WriteFile(cfg, opts.Policy.Render(), 0o644); err != nil {
-		return nil, fmt.Errorf("repro: %w", err)
+	col := startCollector(o, abi, opts)
+	if col != nil {
+		defer col.Close()
 	}
-	var col *audit.Collector
+	ob, err := RunObserved(ctx, Spec{Policy: opts.Policy, Exe: exe, Scratch: scratch, Stem: "policy", Kind: "observed",
+		LogSubprocesses: abi >= abiAudit, Collector: col, Wait: opts.Wait, Control: control.Options{NoCreate: true}, Run: run})
+	if ferr := o.fill(ob, err, opts.Policy, abi); ferr != nil {
+		return nil, ferr
+	}
+	if err == nil {
+		o.Normalise()
+	}
+	return o, nil
+}
+
+// startCollector starts the audit collector where the kernel offers
+// records, or says in o why there is none.
+func startCollector(o *Observation, abi int, opts HereOptions) *audit.Collector {
 	switch {
 	case opts.NoAudit:
 		o.AuditReason = "audit collection was turned off"
 	case abi < abiAudit:
 		o.AuditReason = fmt.Sprintf("Landlock ABI %d writes no audit records (ABI %d does)", abi, abiAudit)
 	default:
-		if col, err = audit.Start(audit.Options{Log: opts.Log}); err != nil {
-			o.AuditReason = fmt.Sprintf("the audit collector did not start: %v", err)
-		} else {
-			defer col.Close()
-			o.Audit = true
-		}
-	}
-	var arun *audit.Run
-	if col != nil {
-		if arun, err = col.Begin(ctx); err != nil {
-			return nil, fmt.Errorf("repro: audit: %w", err)
-		}
-	}
-	argv := strace.Command(trace, enforcer.Command(enforcer.Prefix(exe, abi >= abiAudit), cfg)...)
-	t0 := time.Now()
-	status, output, err := run(ctx, argv)
-	o.Seconds = time.Since(t0).Seconds()
-	o.Stderr = tail(output, 20)
-	if err != nil {
-		if arun != nil {
-			arun.End(ctx, func(int) bool { return false }, 0)
-		}
-		o.Indeterminate = fmt.Sprintf("strace did not run the enforcer: %v", err)
-		return o, nil
-	}
-	o.Status = status
-	if o.Status == enforcer.StatusRefused {
-		for _, u := range enforcer.CheckEnforceable(opts.Policy, rowOf(abi)) {
-			o.Unenforceable = append(o.Unenforceable, Rule{Rule: u.Rule, NeedABI: u.NeedABI, Why: u.Why})
-		}
-		if len(o.Unenforceable) == 0 {
-			o.Indeterminate = "the enforcer refused the policy for another reason: " + strings.Join(o.Stderr, " | ")
-		}
-	}
-	refusals, lines, err := refusalsOf(trace)
-	if err != nil {
-		if arun != nil {
-			arun.End(ctx, func(int) bool { return false }, 0)
-		}
-		o.Indeterminate = err.Error()
-		return o, nil
-	}
-	var denials []audit.Denial
-	if arun != nil {
-		pids := map[int]bool{}
-		for _, l := range lines.pids {
-			pids[l] = true
-		}
-		res, err := arun.End(ctx, func(pid int) bool { return pids[pid] }, opts.Wait)
+		col, err := audit.Start(audit.Options{Log: opts.Log})
 		if err != nil {
-			return nil, fmt.Errorf("repro: audit: %w", err)
+			o.AuditReason = fmt.Sprintf("the audit collector did not start: %v", err)
+			return nil
 		}
-		if len(res.Problems) > 0 {
-			o.Indeterminate = "audit: " + strings.Join(res.Problems, "; ")
-		}
-		denials = res.Denials()
+		o.Audit = true
+		return col
 	}
-	o.Refusals, o.AuditOnly, o.AuditRecords = join(refusals, denials, lines.text)
-	o.normalise()
-	return o, nil
+	return nil
 }
 
-// traceLines is what the trace says beside its calls: the raw lines and
-// every pid seen.
-type traceLines struct {
-	text []string
-	pids []int
-}
-
-// refusalsOf parses the trace and keeps the Landlock refusals inside the
-// enforcer's domain that the control replay confirms.
-func refusalsOf(path string) ([]*attribute.Refusal, traceLines, error) {
-	var tl traceLines
-	raw, err := os.ReadFile(path)
+// fill renders what the engine returned into o: a run that could not start
+// or a trace that could not be read leave it indeterminate, a collector that
+// failed is an error.
+func (o *Observation) fill(ob *Observed, err error, p *policy.Policy, abi int) error {
+	var se *StageError
+	switch {
+	case err == nil:
+	case !errors.As(err, &se):
+		return fmt.Errorf("repro: %w", err)
+	case se.Stage == StageRun:
+		o.Seconds, o.Stderr = ob.Seconds, lastLines(ob.Output, 20)
+		o.Indeterminate = fmt.Sprintf("strace did not run the enforcer: %v", se.Err)
+		return nil
+	case se.Stage == StageAudit:
+		return fmt.Errorf("repro: %w", err)
+	}
+	o.Seconds, o.Stderr, o.Status = ob.Seconds, lastLines(ob.Output, 20), ob.Status
+	if o.Status == enforcer.StatusRefused {
+		o.unenforceable(p, abi)
+	}
 	if err != nil {
-		return nil, tl, fmt.Errorf("the trace: %w", err)
+		o.Indeterminate = err.Error()
+		return nil
 	}
-	tl.text = strings.Split(string(raw), "\n")
-	tr, err := strace.ParseFileLenient(path)
-	if err != nil {
-		return nil, tl, fmt.Errorf("the trace: %w", err)
+	if ob.Audit != nil && len(ob.Audit.Problems) > 0 {
+		o.Indeterminate = "audit: " + strings.Join(ob.Audit.Problems, "; ")
 	}
-	if ae := observer.JudgeTrace("observed", tr.Errors); ae != nil {
-		return nil, tl, ae
-	}
-	for _, c := range tr.Calls {
-		tl.pids = append(tl.pids, c.PID, c.TGID)
-	}
-	var out []*attribute.Refusal
-	for _, r := range attribute.Refusals(tr.Calls, attribute.Options{Resolve: attribute.ResolveSymlinks}) {
-		if r.Call == nil || !r.Call.InDomain {
-			continue
-		}
-		if r.Layer != attribute.Filesystem && r.Layer != attribute.Network {
-			continue
-		}
-		if control.Replay(r, control.Options{NoCreate: true}).Landlock {
-			out = append(out, r)
-		}
-	}
-	return out, tl, nil
+	o.Refusals, o.AuditOnly, o.AuditRecords = join(ob, strings.Split(string(ob.Trace), "\n"))
+	return nil
 }
 
-// join matches refusals with denial records through observer.CrossCheck and
-// renders both; it returns the refusals in trace order, the records no
-// refusal took, and the number of filesystem and network denial records.
-func join(refusals []*attribute.Refusal, denials []audit.Denial, lines []string) ([]Refusal, []string, int) {
-	cmp := observer.CrossCheck(refusals, denials)
+// unenforceable lists the rules of p this ABI cannot enforce, the reason
+// the enforcer refused the policy (exit 125); with none, the refusal was for
+// another reason and the side is indeterminate.
+func (o *Observation) unenforceable(p *policy.Policy, abi int) {
+	row, _ := enforcer.Row(abi)
+	for _, u := range enforcer.CheckEnforceable(p, row) {
+		o.Unenforceable = append(o.Unenforceable, Rule{Rule: u.Rule, NeedABI: u.NeedABI, Why: u.Why})
+	}
+	if len(o.Unenforceable) == 0 {
+		o.Indeterminate = "the enforcer refused the policy for another reason: " + strings.Join(o.Stderr, " | ")
+	}
+}
+
+// join renders the engine's match of refusals with denial records; it
+// returns the refusals in trace order, the records no refusal took, and the
+// number of filesystem and network denial records.
+func join(ob *Observed, lines []string) ([]Refusal, []string, int) {
 	byRefusal := map[*attribute.Refusal][]*audit.Denial{}
 	taken := map[*audit.Denial]bool{}
-	for _, m := range cmp.Matched {
+	for _, m := range ob.Join.Matched {
 		byRefusal[m.Refusal] = m.Records
 		for _, d := range m.Records {
 			taken[d] = true
 		}
 	}
-	out := make([]Refusal, 0, len(refusals))
-	for _, r := range refusals {
+	out := make([]Refusal, 0, len(ob.Landlock))
+	for _, r := range ob.Landlock {
 		rr := Refusal{Call: r.Call.Name, Op: r.Op, Layer: string(r.Layer), Errno: r.Errno, Number: r.Call.Line,
 			Grant: GrantRows(r.Policy()), Audit: []string{}}
 		if n := r.Call.Line; n >= 1 && n <= len(lines) {
@@ -262,15 +210,15 @@ func join(refusals []*attribute.Refusal, denials []audit.Denial, lines []string)
 				rr.Rights = append(rr.Rights, string(x))
 			}
 		}
-		rr.Objects, rr.Rights = sortedSet(rr.Objects), sortedSet(rr.Rights)
+		rr.Objects, rr.Rights = uniqueSorted(rr.Objects), uniqueSorted(rr.Rights)
 		for _, d := range byRefusal[r] {
 			rr.Audit = append(rr.Audit, d.Record.String())
 		}
 		out = append(out, rr)
 	}
 	only, records := []string{}, 0
-	for i := range denials {
-		d := &denials[i]
+	for i := range ob.Denials {
+		d := &ob.Denials[i]
 		if !fsOrNet(d) {
 			continue
 		}
@@ -291,7 +239,19 @@ func fsOrNet(d *audit.Denial) bool {
 	return false
 }
 
-func rowOf(abi int) enforcer.ABIRow {
-	row, _ := enforcer.Row(abi)
-	return row
+// lastLines returns the last n non-empty lines of s.
+func lastLines(s string, n int) []string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimRight(l, "\r"); strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if lines == nil {
+		return []string{}
+	}
+	return lines
 }
