@@ -133,6 +133,9 @@ func (p *pid1) setup() error {
 			p.logf("root switched to 9p tag %s under a tmpfs overlay", job.Root.Tag)
 		}
 	}
+	if err := writeOptions(proto.OptionsFile, job.Options); err != nil {
+		return setupf("%w", err)
+	}
 	return nil
 }
 
@@ -173,6 +176,21 @@ func readJob(file, wantID string) (*proto.Job, error) {
 		return nil, errors.New("job has no command")
 	}
 	return &j, nil
+}
+
+// writeOptions puts the job's options where the role it runs reads them
+// (proto.ReadOptions); a job without options writes nothing.
+func writeOptions(path string, opts json.RawMessage) error {
+	if len(opts) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("the job's options: %w", err)
+	}
+	if err := os.WriteFile(path, opts, 0o644); err != nil {
+		return fmt.Errorf("the job's options: %w", err)
+	}
+	return nil
 }
 
 func kernelRelease() string {
