@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -50,8 +49,6 @@ type HostOptions struct {
 	CPUs    int
 	MemMB   int
 	Timeout time.Duration
-	// Extra arguments for the in-guest observer (tests: --backlog-limit).
-	GuestArgs []string
 	// Stderr receives the guest's progress as it arrives.
 	Stderr  io.Writer
 	Verbose bool
@@ -94,9 +91,9 @@ type RunJSON struct {
 	Seconds   float64           `json:"seconds"`
 }
 
-// Observe boots the kernel with the observer as the guest's job, the
-// exercises and path sets shared read-only, streams its progress, and
-// unpacks its results into PathSets. A status of 0 holds only if every
+// Observe boots the kernel with the observer (GuestRole) as the guest's
+// job, the exercises and path sets shared read-only, streams its progress,
+// and unpacks its results into PathSets. A status of 0 holds only if every
 // exercise of the key has its .abi10.json.
 func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	start := time.Now()
@@ -119,14 +116,16 @@ func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	defer os.RemoveAll(results)
 	exAbs, _ := filepath.Abs(opts.Exercises)
 	psAbs, _ := filepath.Abs(opts.PathSets)
-	cmd := append([]string{proto.GuestBinary, "observe", "--in-guest", "--key", opts.Key,
-		"--exercises", guestExercises, "--path-sets", guestPathSets, "--out", proto.ResultsDir,
-		"--want-abi", strconv.Itoa(opts.WantABI), "--want-release", opts.WantRelease}, opts.GuestArgs...)
-	run, err := harness.Run(ctx, harness.Options{
+	hopts := harness.Options{
 		Kernel: opts.Kernel, Root: opts.Root, Accel: opts.Accel, CPUs: opts.CPUs, MemMB: opts.MemMB, Timeout: opts.Timeout,
-		Shares:  []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: psAbs, GuestPath: guestPathSets}},
-		Command: cmd, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log,
-	})
+		Shares: []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: psAbs, GuestPath: guestPathSets}},
+		Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log,
+	}
+	if err := hopts.SetRole(GuestRole, Options{Key: opts.Key, Exercises: guestExercises, PathSets: guestPathSets,
+		Out: proto.ResultsDir, WantABI: opts.WantABI, WantRelease: opts.WantRelease}); err != nil {
+		return nil, fmt.Errorf("observe: %w", err)
+	}
+	run, err := harness.Run(ctx, hopts)
 	res := &HostResult{Run: run}
 	if run == nil {
 		return nil, fmt.Errorf("observe: %w", err)

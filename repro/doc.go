@@ -4,8 +4,9 @@
 // A kernel is named as `lockstep repro --kernel` takes it: "host" (this
 // machine's running kernel, observed in-process), a kernel pin (built and
 // cached by package kernel) or a bzImage file; the last two boot a
-// throwaway guest through package harness, whose job is `lockstep repro
-// --in-guest`, the same [observer.ObserveHere] that observes the host.
+// throwaway guest through package harness, whose job is repro's guest side
+// ([Guest], the role [GuestRole]): the same [observer.ObserveHere] that
+// observes the host.
 //
 // # One side
 //

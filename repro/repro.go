@@ -120,9 +120,9 @@ func observeSide(ctx context.Context, opts Options, k Kernel) (*observer.Observa
 	return observeGuest(ctx, opts, k)
 }
 
-// observeGuest boots k with `lockstep repro --in-guest` as the job and reads
-// its observation from the results. A guest that does not report is an
-// indeterminate observation, not an error.
+// observeGuest boots k with repro's guest side (GuestRole) as the job and
+// reads its observation from the results. A guest that does not report is
+// an indeterminate observation, not an error.
 func observeGuest(ctx context.Context, opts Options, k Kernel) (*observer.Observation, error) {
 	dir, err := os.MkdirTemp("", "lockstep-repro-guest.")
 	if err != nil {
@@ -138,20 +138,20 @@ func observeGuest(ctx context.Context, opts Options, k Kernel) (*observer.Observ
 	if err := os.WriteFile(filepath.Join(share, "policy.cfg"), opts.Policy.Render(), 0o644); err != nil {
 		return nil, fmt.Errorf("repro: %w", err)
 	}
-	cmd := []string{proto.GuestBinary, "repro", "--in-guest", "--name", k.Name, "--config", guestPolicyDir + "/policy.cfg",
-		"--out", proto.ResultsDir}
-	if opts.Wait > 0 {
-		cmd = append(cmd, "--wait", opts.Wait.String())
-	}
-	cmd = append(append(cmd, "--"), opts.Command...)
 	cpus := opts.CPUs
 	if cpus == 0 {
 		cpus = 1
 	}
-	run, err := harness.Run(ctx, harness.Options{Kernel: k.BzImage, Root: opts.Root, Accel: opts.Accel, CPUs: cpus,
+	hopts := harness.Options{Kernel: k.BzImage, Root: opts.Root, Accel: opts.Accel, CPUs: cpus,
 		MemMB: opts.MemMB, Timeout: opts.Timeout, BootTimeout: opts.BootTimeout, Shares: []harness.Share{{Source: share, GuestPath: guestPolicyDir}},
-		Command: cmd, Dir: opts.Dir, Init: opts.Exe, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results,
-		Verbose: opts.Verbose, Log: opts.Log})
+		Dir: opts.Dir, Init: opts.Exe, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results,
+		Verbose: opts.Verbose, Log: opts.Log}
+	// A negative wait was never handed to a guest: the default holds there.
+	if err := hopts.SetRole(GuestRole, GuestOptions{Kernel: k.Name, Configs: []string{guestPolicyDir + "/policy.cfg"},
+		Command: opts.Command, Wait: max(opts.Wait, 0), Out: proto.ResultsDir}); err != nil {
+		return nil, fmt.Errorf("repro: %w", err)
+	}
+	run, err := harness.Run(ctx, hopts)
 	o, rerr := observer.ReadObservation(filepath.Join(results, ObservationFile))
 	if rerr != nil {
 		o = &observer.Observation{Schema: observer.ObservationSchema, Kernel: k.Name}

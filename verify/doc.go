@@ -4,7 +4,8 @@
 //
 // # One cell
 //
-// Inside the guest (`lockstep verify --in-guest`, [Here]) an exercise is:
+// Inside the guest ([Guest], the role [GuestRole] the cell's job names; it
+// runs [Here] and writes the cell) an exercise is:
 //
 //  1. checked for rules the kernel cannot enforce (enforcer.CheckEnforceable:
 //     a UDP row below Landlock ABI 10); any → fail, naming them;

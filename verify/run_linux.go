@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -121,12 +120,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			if err := os.Mkdir(results, 0o755); err != nil {
 				return nil, err
 			}
-			cmd := []string{proto.GuestBinary, "verify", "--in-guest", "--name", k.Name, "--config", guestPolicy + "/policy.cfg",
-				"--exercises", guestExercises, "--key", opts.Key, "--exercise", ex, "--joint-runs", strconv.Itoa(joint), "--out", proto.ResultsDir}
-			runs = append(runs, harness.Options{Kernel: k.BzImage, Root: opts.Root, Accel: opts.Accel, CPUs: max(opts.CPUs, 1),
-				MemMB: opts.MemMB, Timeout: opts.Timeout, BootTimeout: opts.BootTimeout, Init: opts.Exe, Command: cmd, ResultsDir: results,
+			run := harness.Options{Kernel: k.BzImage, Root: opts.Root, Accel: opts.Accel, CPUs: max(opts.CPUs, 1),
+				MemMB: opts.MemMB, Timeout: opts.Timeout, BootTimeout: opts.BootTimeout, Init: opts.Exe, ResultsDir: results,
 				Shares: []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: share, GuestPath: guestPolicy}},
-				Stdout: opts.Stderr, Stderr: opts.Stderr, Verbose: opts.Verbose, Log: opts.Log})
+				Stdout: opts.Stderr, Stderr: opts.Stderr, Verbose: opts.Verbose, Log: opts.Log}
+			if err := run.SetRole(GuestRole, GuestOptions{Kernel: k.Name, Configs: []string{guestPolicy + "/policy.cfg"},
+				Exercises: guestExercises, Key: opts.Key, Exercise: ex, JointRuns: joint, Out: proto.ResultsDir}); err != nil {
+				return nil, fmt.Errorf("verify: %w", err)
+			}
+			runs = append(runs, run)
 		}
 	}
 	pool := harness.NewPool(opts.Parallel)

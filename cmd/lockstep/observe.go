@@ -16,6 +16,7 @@ import (
 )
 
 func init() {
+	guestRole(observer.GuestRole, "observe", observeHere)
 	register(&verb{
 		Name:  "observe",
 		Usage: "observe --key <key> --exercises <dir> --path-sets <dir> [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--cpus N] [--mem MiB] [--timeout D] [--html <file>]",
@@ -95,7 +96,7 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 				dir = proto.ResultsDir
 			}
 			return observeHere(ctx, io, observer.Options{Key: *key, Exercises: *exercises, PathSets: *pathSets, Out: dir,
-				WantABI: *wantABI, WantRelease: *wantRelease, BacklogLimit: uint32(*backlog), Progress: io.err})
+				WantABI: *wantABI, WantRelease: *wantRelease, BacklogLimit: uint32(*backlog)})
 		}
 		switch *accel {
 		case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
@@ -107,12 +108,12 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 	}
 }
 
-// observeHere is the in-guest observer.
+// observeHere is the in-guest observer (observer.GuestRole, or --in-guest).
 func observeHere(ctx context.Context, io *stdio, opts observer.Options) int {
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return fail(io, "observe", exitIndeterminate, err)
 	}
-	opts.Log = guestLogger(io, "observe")
+	opts.Progress, opts.Log = io.err, guestLogger(io, "observe")
 	sum, err := observer.Run(ctx, opts)
 	if err != nil {
 		return fail(io, "observe", exitIndeterminate, err)

@@ -12,7 +12,6 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
-	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/observer"
 	"github.com/lockstep-sandbox/lockstep/report"
@@ -20,6 +19,7 @@ import (
 )
 
 func init() {
+	guestRole(repro.GuestRole, "repro", reproHere)
 	register(&verb{
 		Name:  "repro",
 		Usage: "repro --kernel {host|<pin>|<file>} --kernel {host|<pin>|<file>} --config <file>… [--base-dir <dir>] [--root <dir>] [--json] [--html <file>] -- <cmd>…",
@@ -78,7 +78,14 @@ func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 			return fail(io, "repro", exitUsage, err)
 		}
 		if *inGuest {
-			return reproHere(ctx, io, *name, *out, *wait, p, args)
+			dir := *out
+			if dir == "" {
+				if os.Getenv("LOCKSTEP_GUEST") != "1" {
+					return usageExit(io, v, usagef("--in-guest outside a guest needs --out"))
+				}
+				dir = proto.ResultsDir
+			}
+			return reproHere(ctx, io, repro.GuestOptions{Kernel: *name, Policy: p, Command: args, Wait: *wait, Out: dir})
 		}
 		if len(kernels) != 2 {
 			return usageExit(io, v, usagef("--kernel given %d time(s): want exactly two kernels", len(kernels)))
@@ -128,29 +135,14 @@ func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 	}
 }
 
-// reproHere is the in-guest side (also usable on any machine with --out).
-func reproHere(ctx context.Context, io *stdio, name, out string, wait time.Duration, p *policy.Policy, args []string) int {
-	if out == "" {
-		if os.Getenv("LOCKSTEP_GUEST") != "1" {
-			return usageExit(io, verbs["repro"], usagef("--in-guest outside a guest needs --out"))
-		}
-		out = proto.ResultsDir
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return fail(io, "repro", exitIndeterminate, err)
-	}
-	o, err := observer.ObserveHere(ctx, observer.HereOptions{Kernel: name, Policy: p, Command: args, Wait: wait})
+// reproHere is the in-guest side (repro.GuestRole, or --in-guest, which
+// works on any machine with --out).
+func reproHere(ctx context.Context, io *stdio, opts repro.GuestOptions) int {
+	o, err := repro.Guest(ctx, opts)
 	if err != nil {
 		return fail(io, "repro", exitIndeterminate, err)
 	}
-	b, err := json.MarshalIndent(o, "", "  ")
-	if err == nil {
-		err = safefile.WriteFile(out+"/"+repro.ObservationFile, append(b, '\n'), 0o644)
-	}
-	if err != nil {
-		return fail(io, "repro", exitIndeterminate, err)
-	}
-	fmt.Fprintf(io.err, "repro: %s (ABI %d, audit %v): status %d, %d refusal(s)\n", name, o.ABI, o.Audit, o.Status, len(o.Refusals))
+	fmt.Fprintf(io.err, "repro: %s (ABI %d, audit %v): status %d, %d refusal(s)\n", opts.Kernel, o.ABI, o.Audit, o.Status, len(o.Refusals))
 	return exitOK
 }
 
