@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -28,5 +29,15 @@ func TestSetRole(t *testing.T) {
 	}
 	if err := o.SetRole("bad", func() {}); err == nil {
 		t.Error("SetRole took options JSON cannot encode")
+	}
+}
+
+// TestSizingApply: every sizing field reaches the guest's options, and
+// nothing else is touched.
+func TestSizingApply(t *testing.T) {
+	o := Options{Kernel: "bz", Root: "/old", CPUs: 9}
+	Sizing{Root: "/r", Accel: AccelTCG, CPUs: 2, MemMB: 768, Timeout: 3, BootTimeout: 4}.Apply(&o)
+	if !reflect.DeepEqual(o, Options{Kernel: "bz", Root: "/r", Accel: AccelTCG, CPUs: 2, MemMB: 768, Timeout: 3, BootTimeout: 4}) {
+		t.Errorf("Apply = %+v", o)
 	}
 }

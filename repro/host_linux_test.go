@@ -128,12 +128,12 @@ func TestObserveHereUDPRuleBelowABI10(t *testing.T) {
 // TestRunHostHost: the same command on the host twice refuses the same.
 func TestRunHostHost(t *testing.T) {
 	needHost(t)
-	res, err := Run(t.Context(), Options{Kernels: [2]Kernel{{Name: HostKernel}, {Name: HostKernel}}, Policy: hostPolicy(t, "udp.cfg"),
+	res, err := Host(t.Context(), HostOptions{Kernels: [2]Kernel{{Name: HostKernel}, {Name: HostKernel}}, Policy: hostPolicy(t, "udp.cfg"),
 		Command: []string{"/usr/bin/python3", "-c", pyTCP}, Exe: lockstepBinary(t), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Status != StatusSame || len(res.Same) != 1 || len(res.Differences) != 0 || res.PolicyHash == "" {
-		t.Errorf("Run = status %d (%s), same %d, differences %+v; want status 0 with the bind alike", res.Status, res.Reason, len(res.Same), res.Differences)
+		t.Errorf("Host = status %d (%s), same %d, differences %+v; want status 0 with the bind alike", res.Status, res.Reason, len(res.Same), res.Differences)
 	}
 }

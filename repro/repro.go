@@ -32,8 +32,8 @@ type Kernel struct {
 	Pin string
 }
 
-// Options configures Run.
-type Options struct {
+// HostOptions configures Host.
+type HostOptions struct {
 	Kernels [2]Kernel
 	Policy  *policy.Policy
 	Command []string
@@ -43,15 +43,9 @@ type Options struct {
 	// Dir is the command's working directory on both sides; "" is the
 	// current directory (in a guest: if its root has it, else /).
 	Dir string
-	// Root, Accel, CPUs, MemMB and Timeout are as in harness.Options.
-	Root    string
-	Accel   string
-	CPUs    int
-	MemMB   int
-	Timeout time.Duration
-	// BootTimeout bounds each guest's boot; 0 is harness's (6 s times the
-	// accel factor, 60 s under TCG), which a loaded machine can pass.
-	BootTimeout time.Duration
+	// Sizing is each guest's (a BootTimeout of 0 is harness's, 6 s times
+	// the accel factor, 60 s under TCG, which a loaded machine can pass).
+	harness.Sizing
 	// Wait bounds the wait for domain deallocation records; 0 is
 	// observer.DefaultWait.
 	Wait time.Duration
@@ -61,9 +55,10 @@ type Options struct {
 	Log     *slog.Logger
 }
 
-// Run observes the command on both kernels at once (a guest each, the host
-// in-process) and compares what they refused.
-func Run(ctx context.Context, opts Options) (*Result, error) {
+// Host is repro's host side: it observes the command on both kernels at
+// once (a guest each, running Guest; the host in-process) and compares what
+// they refused.
+func Host(ctx context.Context, opts HostOptions) (*Result, error) {
 	if opts.Policy == nil || len(opts.Command) == 0 {
 		return nil, fmt.Errorf("repro: a policy and a command are required")
 	}
@@ -106,13 +101,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return finish(opts, obs[0], obs[1]), nil
 }
 
-func finish(opts Options, a, b *observer.Observation) *Result {
+func finish(opts HostOptions, a, b *observer.Observation) *Result {
 	res := Compare(a, b)
 	res.Command, res.PolicyHash = opts.Command, opts.Policy.Hash()
 	return res
 }
 
-func observeSide(ctx context.Context, opts Options, k Kernel) (*observer.Observation, error) {
+func observeSide(ctx context.Context, opts HostOptions, k Kernel) (*observer.Observation, error) {
 	if k.BzImage == "" {
 		return observer.ObserveHere(ctx, observer.HereOptions{Kernel: k.Name, Policy: opts.Policy, Command: opts.Command, Exe: opts.Exe,
 			Dir: opts.Dir, Wait: opts.Wait, Log: opts.Log})
@@ -123,7 +118,7 @@ func observeSide(ctx context.Context, opts Options, k Kernel) (*observer.Observa
 // observeGuest boots k with repro's guest side (GuestRole) as the job and
 // reads its observation from the results. A guest that does not report is
 // an indeterminate observation, not an error.
-func observeGuest(ctx context.Context, opts Options, k Kernel) (*observer.Observation, error) {
+func observeGuest(ctx context.Context, opts HostOptions, k Kernel) (*observer.Observation, error) {
 	dir, err := os.MkdirTemp("", "lockstep-repro-guest.")
 	if err != nil {
 		return nil, fmt.Errorf("repro: %w", err)
@@ -138,14 +133,10 @@ func observeGuest(ctx context.Context, opts Options, k Kernel) (*observer.Observ
 	if err := os.WriteFile(filepath.Join(share, "policy.cfg"), opts.Policy.Render(), 0o644); err != nil {
 		return nil, fmt.Errorf("repro: %w", err)
 	}
-	cpus := opts.CPUs
-	if cpus == 0 {
-		cpus = 1
-	}
-	hopts := harness.Options{Kernel: k.BzImage, Root: opts.Root, Accel: opts.Accel, CPUs: cpus,
-		MemMB: opts.MemMB, Timeout: opts.Timeout, BootTimeout: opts.BootTimeout, Shares: []harness.Share{{Source: share, GuestPath: guestPolicyDir}},
+	hopts := harness.Options{Kernel: k.BzImage, Shares: []harness.Share{{Source: share, GuestPath: guestPolicyDir}},
 		Dir: opts.Dir, Init: opts.Exe, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results,
 		Verbose: opts.Verbose, Log: opts.Log}
+	opts.Sizing.Apply(&hopts)
 	// A negative wait was never handed to a guest: the default holds there.
 	if err := hopts.SetRole(GuestRole, GuestOptions{Kernel: k.Name, Configs: []string{guestPolicyDir + "/policy.cfg"},
 		Command: opts.Command, Wait: max(opts.Wait, 0), Out: proto.ResultsDir}); err != nil {

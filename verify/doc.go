@@ -26,7 +26,7 @@
 //
 // # The matrix
 //
-// [Run] boots every cell through a harness.Pool and returns a [Result]: the
+// [Host] boots every cell through a harness.Pool and returns a [Result]: the
 // kernels × exercises grid of pass, fail (with the refused calls) and
 // indeterminate (with why: the guest did not report, a flaky or test-less
 // reference, lost audit records). Status 0 all pass, 1 any fail, 3 any

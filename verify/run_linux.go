@@ -34,8 +34,8 @@ type Kernel struct {
 	ABI                int
 }
 
-// Options configures Run.
-type Options struct {
+// HostOptions configures Host.
+type HostOptions struct {
 	Policy *policy.Policy
 	// Policies are the files the policy came from (provenance only).
 	Policies []string
@@ -51,15 +51,9 @@ type Options struct {
 	Parallel int
 	// Exe is the guest's init and job binary; "" is this executable.
 	Exe string
-	// Root, Accel, CPUs, MemMB and Timeout are as in harness.Options.
-	Root    string
-	Accel   string
-	CPUs    int
-	MemMB   int
-	Timeout time.Duration
-	// BootTimeout bounds each guest's boot; 0 is harness's (6 s times the
-	// accel factor, 60 s under TCG), which a loaded machine can pass.
-	BootTimeout time.Duration
+	// Sizing is each guest's (a BootTimeout of 0 is harness's, 6 s times
+	// the accel factor, 60 s under TCG, which a loaded machine can pass).
+	harness.Sizing
 	// Progress receives one line per finished cell; Stderr the guests'
 	// output (nil discards).
 	Progress func(format string, args ...any)
@@ -68,9 +62,9 @@ type Options struct {
 	Log      *slog.Logger
 }
 
-// Run verifies every exercise of the key on every kernel, a fresh guest per
-// cell, through a harness.Pool.
-func Run(ctx context.Context, opts Options) (*Result, error) {
+// Host is verify's host side: it verifies every exercise of the key on every
+// kernel, a fresh guest per cell (running Guest), through a harness.Pool.
+func Host(ctx context.Context, opts HostOptions) (*Result, error) {
 	t0 := time.Now()
 	if opts.Policy == nil || len(opts.Kernels) == 0 || opts.Exercises == "" || opts.Key == "" {
 		return nil, fmt.Errorf("verify: a policy, kernels, exercises and a key are required")
@@ -120,10 +114,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			if err := os.Mkdir(results, 0o755); err != nil {
 				return nil, err
 			}
-			run := harness.Options{Kernel: k.BzImage, Root: opts.Root, Accel: opts.Accel, CPUs: max(opts.CPUs, 1),
-				MemMB: opts.MemMB, Timeout: opts.Timeout, BootTimeout: opts.BootTimeout, Init: opts.Exe, ResultsDir: results,
+			run := harness.Options{Kernel: k.BzImage, Init: opts.Exe, ResultsDir: results,
 				Shares: []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: share, GuestPath: guestPolicy}},
 				Stdout: opts.Stderr, Stderr: opts.Stderr, Verbose: opts.Verbose, Log: opts.Log}
+			opts.Sizing.Apply(&run)
+			run.CPUs = max(run.CPUs, 1)
 			if err := run.SetRole(GuestRole, GuestOptions{Kernel: k.Name, Configs: []string{guestPolicy + "/policy.cfg"},
 				Exercises: guestExercises, Key: opts.Key, Exercise: ex, JointRuns: joint, Out: proto.ResultsDir}); err != nil {
 				return nil, fmt.Errorf("verify: %w", err)

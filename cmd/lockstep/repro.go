@@ -96,8 +96,8 @@ func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
 		}
 		log := guestLogger(io, "repro")
-		opts := repro.Options{Policy: p, Command: args, Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem,
-			Timeout: *timeout, BootTimeout: *bootTimeout, Wait: *wait, Verbose: io.verbose, Log: log}
+		opts := repro.HostOptions{Policy: p, Command: args, Wait: *wait, Verbose: io.verbose, Log: log,
+			Sizing: harness.Sizing{Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout, BootTimeout: *bootTimeout}}
 		if io.verbose {
 			opts.Stderr = io.err
 		}
@@ -116,7 +116,7 @@ func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 			}
 		}
 		t0 := time.Now()
-		res, err := repro.Run(ctx, opts)
+		res, err := repro.Host(ctx, opts)
 		if err != nil {
 			return fail(io, "repro", exitIndeterminate, err)
 		}

@@ -114,8 +114,9 @@ func verifyFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 			}
 		}
 		log := guestLogger(io, "verify")
-		opts := verify.Options{Policy: p, Policies: files, Exercises: *exercises, Key: *key, Only: only, JointRuns: *joint,
-			Parallel: *parallel, Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout, BootTimeout: *bootTimeout, Verbose: io.verbose, Log: log}
+		opts := verify.HostOptions{Policy: p, Policies: files, Exercises: *exercises, Key: *key, Only: only, JointRuns: *joint,
+			Parallel: *parallel, Verbose: io.verbose, Log: log,
+			Sizing: harness.Sizing{Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout, BootTimeout: *bootTimeout}}
 		if io.verbose {
 			opts.Stderr = io.err
 		}
@@ -134,7 +135,7 @@ func verifyFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 			opts.Kernels = append(opts.Kernels, kk)
 		}
 		t0 := time.Now()
-		res, err := verify.Run(ctx, opts)
+		res, err := verify.Host(ctx, opts)
 		if err != nil {
 			return fail(io, "verify", exitIndeterminate, err)
 		}
