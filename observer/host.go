@@ -29,7 +29,7 @@ const (
 	guestPathSets  = proto.ShareDir + "/path-sets"
 )
 
-// HostOptions configures Observe, the host side of `lockstep observe`.
+// HostOptions configures Host, the host side of `lockstep observe`.
 type HostOptions struct {
 	Key       string
 	Exercises string
@@ -43,19 +43,15 @@ type HostOptions struct {
 	// bzImage names.
 	WantABI     int
 	WantRelease string
-	// Root, Accel, CPUs, MemMB, Timeout as in harness.Options.
-	Root    string
-	Accel   string
-	CPUs    int
-	MemMB   int
-	Timeout time.Duration
+	// Sizing is the guest's.
+	harness.Sizing
 	// Stderr receives the guest's progress as it arrives.
 	Stderr  io.Writer
 	Verbose bool
 	Log     *slog.Logger
 }
 
-// HostResult is what Observe found.
+// HostResult is what Host found.
 type HostResult struct {
 	// Status is 0 every exercise verified, 1 one failed, 3 indeterminate,
 	// 70 the guest could not be set up.
@@ -91,11 +87,12 @@ type RunJSON struct {
 	Seconds   float64           `json:"seconds"`
 }
 
-// Observe boots the kernel with the observer (GuestRole) as the guest's
-// job, the exercises and path sets shared read-only, streams its progress,
-// and unpacks its results into PathSets. A status of 0 holds only if every
-// exercise of the key has its .abi10.json.
-func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
+// Host is the observer's host side: it boots the kernel with the observer's
+// guest side (Guest, the role GuestRole) as the guest's job, the exercises
+// and path sets shared read-only, streams its progress, and unpacks its
+// results into PathSets. A status of 0 holds only if every exercise of the
+// key has its .abi10.json.
+func Host(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	start := time.Now()
 	for _, d := range []string{opts.Exercises, opts.PathSets} {
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
@@ -117,11 +114,12 @@ func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	exAbs, _ := filepath.Abs(opts.Exercises)
 	psAbs, _ := filepath.Abs(opts.PathSets)
 	hopts := harness.Options{
-		Kernel: opts.Kernel, Root: opts.Root, Accel: opts.Accel, CPUs: opts.CPUs, MemMB: opts.MemMB, Timeout: opts.Timeout,
+		Kernel: opts.Kernel,
 		Shares: []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: psAbs, GuestPath: guestPathSets}},
 		Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log,
 	}
-	if err := hopts.SetRole(GuestRole, Options{Key: opts.Key, Exercises: guestExercises, PathSets: guestPathSets,
+	opts.Sizing.Apply(&hopts)
+	if err := hopts.SetRole(GuestRole, GuestOptions{Key: opts.Key, Exercises: guestExercises, PathSets: guestPathSets,
 		Out: proto.ResultsDir, WantABI: opts.WantABI, WantRelease: opts.WantRelease}); err != nil {
 		return nil, fmt.Errorf("observe: %w", err)
 	}

@@ -22,12 +22,12 @@ import (
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
 )
 
-// Run is the observer inside the guest: it starts the audit collector before
+// Guest is the observer inside the guest: it starts the audit collector before
 // any workload, proves the kernel (observer/proof; anything but held is
 // status 3 and nothing is written), then verifies each exercise of the key
 // and writes its records to opts.Out. The error is for failures to start at
 // all; the outcome is in the Summary.
-func Run(ctx context.Context, opts Options) (*Summary, error) {
+func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 	start := time.Now()
 	o, err := newObserver(opts)
 	if err != nil {
@@ -152,7 +152,7 @@ func (o *observer) write(k *record.KVM, sidecar, trace []byte) error {
 }
 
 type observer struct {
-	opts    Options
+	opts    GuestOptions
 	exe     string
 	work    string
 	scratch string
@@ -164,7 +164,7 @@ type observer struct {
 	prov    record.Provenance
 }
 
-func newObserver(opts Options) (*observer, error) {
+func newObserver(opts GuestOptions) (*observer, error) {
 	if opts.Key == "" || opts.Exercises == "" || opts.PathSets == "" || opts.Out == "" {
 		return nil, errors.New("observe: Key, Exercises, PathSets and Out are required")
 	}

@@ -14,7 +14,7 @@ import (
 // SummarySchema is the version of the Summary document (observe.json).
 const SummarySchema = 1
 
-// Defaults of Options.
+// Defaults of GuestOptions.
 const (
 	DefaultReferenceRuns = 3
 	DefaultJointRuns     = 3
@@ -34,13 +34,13 @@ const (
 )
 
 // GuestRole is the registered role (proto.EnvRole) of the observer's guest
-// side: the guest's job when Observe boots a kernel, reading its Options
+// side: the guest's job when Host boots a kernel, reading its GuestOptions
 // from the job (proto.OptionsFile).
 const GuestRole = "observe-guest"
 
-// Options configures Run, the observer inside the guest; as JSON it is the
-// job Observe hands the guest.
-type Options struct {
+// GuestOptions configures Guest, the observer inside the guest; as JSON it
+// is the job Host hands the guest.
+type GuestOptions struct {
 	// Key selects the exercises (prune.json's key, else the family).
 	Key string `json:"key"`
 	// Exercises is the testing root, <root>/<family>/<exercise>.
@@ -81,7 +81,7 @@ type Options struct {
 	Log *slog.Logger `json:"-"`
 }
 
-// Summary is what Run did: observe.json.
+// Summary is what Guest did: observe.json.
 type Summary struct {
 	Schema int `json:"schema"`
 	// Status is StatusVerified, StatusFailed or StatusIndeterminate.

@@ -95,7 +95,7 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 				}
 				dir = proto.ResultsDir
 			}
-			return observeHere(ctx, io, observer.Options{Key: *key, Exercises: *exercises, PathSets: *pathSets, Out: dir,
+			return observeHere(ctx, io, observer.GuestOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets, Out: dir,
 				WantABI: *wantABI, WantRelease: *wantRelease, BacklogLimit: uint32(*backlog)})
 		}
 		switch *accel {
@@ -103,18 +103,18 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 		default:
 			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
 		}
-		return observeGuest(ctx, io, *kernelArg, *html, observer.HostOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets,
-			Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout, Verbose: io.verbose})
+		return observeHost(ctx, io, *kernelArg, *html, observer.HostOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets,
+			Sizing: harness.Sizing{Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout}, Verbose: io.verbose})
 	}
 }
 
 // observeHere is the in-guest observer (observer.GuestRole, or --in-guest).
-func observeHere(ctx context.Context, io *stdio, opts observer.Options) int {
+func observeHere(ctx context.Context, io *stdio, opts observer.GuestOptions) int {
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return fail(io, "observe", exitIndeterminate, err)
 	}
 	opts.Progress, opts.Log = io.err, guestLogger(io, "observe")
-	sum, err := observer.Run(ctx, opts)
+	sum, err := observer.Guest(ctx, opts)
 	if err != nil {
 		return fail(io, "observe", exitIndeterminate, err)
 	}
@@ -124,8 +124,8 @@ func observeHere(ctx context.Context, io *stdio, opts observer.Options) int {
 	return sum.Status
 }
 
-// observeGuest boots the kernel with the in-guest observer as the job.
-func observeGuest(ctx context.Context, io *stdio, kernelArg, html string, opts observer.HostOptions) int {
+// observeHost boots the kernel with the in-guest observer as the job.
+func observeHost(ctx context.Context, io *stdio, kernelArg, html string, opts observer.HostOptions) int {
 	log := guestLogger(io, "observe")
 	bz, err := resolveKernel(ctx, kernelArg, log)
 	if err != nil {
@@ -142,7 +142,7 @@ func observeGuest(ctx context.Context, io *stdio, kernelArg, html string, opts o
 	}
 	opts.Kernel, opts.Stderr, opts.Log = bz, io.err, log
 	t0 := time.Now()
-	res, err := observer.Observe(ctx, opts)
+	res, err := observer.Host(ctx, opts)
 	if err != nil {
 		return fail(io, "observe", exitIndeterminate, err)
 	}
