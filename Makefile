@@ -6,7 +6,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ACTIONLINT  := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 export CGO_ENABLED := 0
 
-.PHONY: all build deps test demo bench bench-kernel lint prune-kvm fuzz stress clean
+.PHONY: all build deps test demo bench bench-kernel lint prune-kvm prune-kvm-sim fuzz stress clean
 
 all: build
 
@@ -70,6 +70,14 @@ PRUNE_KERNEL ?= 6.12.117
 prune-kvm: deps build
 	@test -n "$(KEY)" || { echo "usage: make prune-kvm KEY=<key> [SOURCE=fixture|reference]" >&2; exit 2; }
 	PATH="$(CURDIR)/bin:$$PATH" scripts/prune-kvm.sh all --key $(KEY) --source $(SOURCE) --prune-kernel $(PRUNE_KERNEL)
+
+# .github/workflows/prune-kvm.yml itself, run here by act on a simulated
+# foreign runner (scripts/prune-kvm-sim.sh, docs/ci.md): the container prune,
+# both kvm jobs, the merge; artefacts and summary.md under OUT.
+OUT ?= out/prune-kvm-sim
+prune-kvm-sim: deps build
+	@test -n "$(KEY)" || { echo "usage: make prune-kvm-sim KEY=<key> [SOURCE=fixture|reference] [OUT=dir]" >&2; exit 2; }
+	scripts/prune-kvm-sim.sh --key $(KEY) --source $(SOURCE) --out $(OUT)
 
 clean:
 	rm -rf bin

@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"strings"
 	"testing"
 )
@@ -27,7 +28,7 @@ func BenchmarkCompile(b *testing.B) {
 	p := mustParse(b, src.String())
 	b.ReportAllocs()
 	for b.Loop() {
-		rs, err := Compile(p, ABITable[7], false, fs.stat)
+		rs, err := Compile(p, landlock.ABITable[7], false, fs.stat)
 		if err != nil || rs.Rules() != 2002 {
 			b.Fatalf("Compile = %v rules, %v", rs.Rules(), err)
 		}

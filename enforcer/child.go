@@ -13,8 +13,9 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
+	golandlock "github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"golang.org/x/sys/unix"
 )
 
@@ -234,29 +235,29 @@ func rawExecve(argv0 *byte, argv, envv []*byte) unix.Errno {
 // (locked) thread, which then execs. Every right of rs's handled sets is
 // handled; no best-effort downgrade happens (Compile already checked the ABI).
 func restrictSelf(rs *Ruleset) error {
-	cfg := landlock.Config{
-		HandledAccessFS:  landlock.AccessFSSet(rs.HandledFS),
-		HandledAccessNet: landlock.AccessNetSet(rs.HandledNet),
-		Scoped:           landlock.ScopedSet(rs.Scoped),
+	cfg := golandlock.Config{
+		HandledAccessFS:  golandlock.AccessFSSet(rs.HandledFS),
+		HandledAccessNet: golandlock.AccessNetSet(rs.HandledNet),
+		Scoped:           golandlock.ScopedSet(rs.Scoped),
 	}
-	if rs.Flags&RestrictLogNewExecOn != 0 {
+	if rs.Flags&landlock.RestrictLogNewExecOn != 0 {
 		cfg = cfg.EnableLoggingForSubprocesses()
 	}
-	rules := make([]landlock.Rule, 0, len(rs.Paths)+len(rs.Ports))
+	rules := make([]golandlock.Rule, 0, len(rs.Paths)+len(rs.Ports))
 	for _, p := range rs.Paths {
-		rules = append(rules, landlock.PathAccess(landlock.AccessFSSet(p.Access), p.Path))
+		rules = append(rules, golandlock.PathAccess(golandlock.AccessFSSet(p.Access), p.Path))
 	}
 	for _, p := range rs.Ports {
 		for bit := uint64(1); bit <= p.Access; bit <<= 1 {
 			switch p.Access & bit {
-			case NetBindTCP:
-				rules = append(rules, landlock.BindTCP(p.Port))
-			case NetConnectTCP:
-				rules = append(rules, landlock.ConnectTCP(p.Port))
-			case NetBindUDP:
-				rules = append(rules, landlock.BindUDP(p.Port))
-			case NetConnectSendUDP:
-				rules = append(rules, landlock.ConnectSendUDP(p.Port))
+			case landlock.NetBindTCP:
+				rules = append(rules, golandlock.BindTCP(p.Port))
+			case landlock.NetConnectTCP:
+				rules = append(rules, golandlock.ConnectTCP(p.Port))
+			case landlock.NetBindUDP:
+				rules = append(rules, golandlock.BindUDP(p.Port))
+			case landlock.NetConnectSendUDP:
+				rules = append(rules, golandlock.ConnectSendUDP(p.Port))
 			}
 		}
 	}

@@ -24,9 +24,10 @@
 //
 // # Kernel facts
 //
-// ABITable holds, per Landlock ABI version, the filesystem and network rights
-// and the scopes it handles. CheckEnforceable and Compile are pure functions
-// of a policy and a table row, tested for every row without a kernel.
+// landlock.ABITable holds, per Landlock ABI version, the filesystem and
+// network rights and the scopes it handles; landlock.Rights which sections
+// grant which rights. CheckEnforceable and Compile are pure functions of a
+// policy and a table row, tested for every row without a kernel.
 //
 // # Environment
 //

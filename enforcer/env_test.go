@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"os"
 	"path/filepath"
 	"slices"
@@ -152,7 +153,7 @@ func TestRunDocSaysSafeEnvAndGaps(t *testing.T) {
 	if line := "\n" + strings.Join(SafeEnv, " ") + " LC_*\n"; !strings.Contains(doc, line) {
 		t.Errorf("docs/run.md lacks the safe set line %q", strings.TrimSpace(line))
 	}
-	for _, g := range Gaps {
+	for _, g := range landlock.Gaps {
 		i := strings.Index(doc, "| `"+g.Name+"` |")
 		if i < 0 {
 			t.Errorf("docs/run.md has no table row for gap %s", g.Name)

@@ -3,6 +3,7 @@ package enforcer_test
 import (
 	"context"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"os"
 	"path/filepath"
 
@@ -13,7 +14,7 @@ import (
 // What a kernel with Landlock ABI 7 cannot enforce, without asking it.
 func ExampleCheckEnforceable() {
 	p, _ := policy.Parse("ex.cfg", []byte("[bind]\nallow 0\nallow 5353 udp\n[connect]\nallow 127.0.0.1:5432\n"))
-	for _, u := range enforcer.CheckEnforceable(p, enforcer.ABITable[7]) {
+	for _, u := range enforcer.CheckEnforceable(p, landlock.ABITable[7]) {
 		fmt.Println(u)
 	}
 	// Output:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"io"
 	"net"
 	"os"
@@ -204,7 +205,7 @@ func TestFilesystemSections(t *testing.T) {
 					}
 					r := runUnder(t, cfg, []string{"D=" + d, "PATH=/usr/bin:/bin", "LC_ALL=C"}, "/bin/sh", "-c", tc.Cmd)
 					denied := strings.Contains(r.stderr, tc.Deny)
-					if tc.Section == "ioctl" && abi < ABIIoctlDev {
+					if tc.Section == "ioctl" && abi < landlock.ABIIoctlDev {
 						// Below ABI 5 device ioctls are not restricted:
 						// the ungranted run reaches the device too.
 						granted = true
@@ -307,7 +308,7 @@ func fileHas(rel, want string) func(*testing.T, string, bool) {
 // TestNetwork binds and connects real TCP sockets on loopback from a real
 // executed binary (this test binary in helper mode), allowed and refused.
 func TestNetwork(t *testing.T) {
-	needABI(t, ABINetwork, "TCP port rules")
+	needABI(t, landlock.ABINetwork, "TCP port rules")
 	eachPath(t, func(t *testing.T) {
 		self, err := os.Executable()
 		if err != nil {
@@ -381,7 +382,7 @@ func TestRefusalsRunNothing(t *testing.T) {
 		{"hash mismatch", cfg, "sha256:" + strings.Repeat("0", 64), []string{"hash mismatch", "Nothing ran."}, ErrHashMismatch},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
-			if tc.Name == "udp rule" && abi >= ABIUDP {
+			if tc.Name == "udp rule" && abi >= landlock.ABIUDP {
 				t.Skipf("host ABI %d enforces UDP rules; the refusal is covered by TestCheckEnforceable", abi)
 			}
 			p := mustParse(t, tc.Cfg)
@@ -574,7 +575,7 @@ func TestLeftoversAreKilled(t *testing.T) {
 }
 
 func TestLogSubprocessesStatusLine(t *testing.T) {
-	needABI(t, ABILogFlags, "audit log flags")
+	needABI(t, landlock.ABIAuditRecords, "audit log flags")
 	p := mustParse(t, baseRules)
 	var errb bytes.Buffer
 	status, err := Run(context.Background(), Options{Policy: p, Command: []string{"/usr/bin/true"}, LogSubprocesses: true, Stderr: &errb})
@@ -664,7 +665,7 @@ func TestMemoryCap(t *testing.T) {
 // LogSubprocesses and checks that landlock_restrict_self got
 // LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON (0x2), on both start paths.
 func TestLogFlagReachesKernel(t *testing.T) {
-	needABI(t, ABILogFlags, "audit log flags")
+	needABI(t, landlock.ABIAuditRecords, "audit log flags")
 	strace, err := exec.LookPath("strace")
 	if err != nil {
 		t.Skip("strace not on PATH")
@@ -770,7 +771,7 @@ func TestCgroupV2OnHybrid(t *testing.T) {
 // TestNetworkUDP: UDP port rules, enforced from ABI 10 (a pinned 7.2 guest
 // kernel); below it they are refused (TestRefusalsRunNothing).
 func TestNetworkUDP(t *testing.T) {
-	needABI(t, ABIUDP, "UDP port rules")
+	needABI(t, landlock.ABIUDP, "UDP port rules")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

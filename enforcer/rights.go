@@ -6,29 +6,27 @@ import (
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 )
 
 // SectionRights maps each filesystem section to the Landlock rights it
-// grants, before masking by the running ABI (as Phobos's letters do): a right the
-// ABI does not know is neither handled nor granted.
+// grants (landlock.Rights says which), before masking by the running ABI
+// (as Phobos's letters do): a right the ABI does not know is neither handled
+// nor granted.
 //
 // MAKE_CHAR and MAKE_BLOCK belong to no section: they are always handled and
 // never granted.
-var SectionRights = map[policy.Section]uint64{
-	policy.Read:          FSReadFile | FSReadDir | FSResolveUnix,
-	policy.Execute:       FSExecute,
-	policy.Write:         FSWriteFile | FSTruncate,
-	policy.Create:        FSMakeReg | FSMakeDir,
-	policy.CreateIPC:     FSMakeSock | FSMakeFifo,
-	policy.CreateSymlink: FSMakeSym,
-	policy.Delete:        FSRemoveFile | FSRemoveDir,
-	policy.Restructure:   FSMakeReg | FSMakeDir | FSRemoveFile | FSRemoveDir | FSRefer,
-	policy.Ioctl:         FSIoctlDev,
-}
+var SectionRights = func() map[policy.Section]uint64 {
+	m := make(map[policy.Section]uint64, len(policy.FilesystemSections))
+	for _, s := range policy.FilesystemSections {
+		m[s] = landlock.SectionMask(string(s))
+	}
+	return m
+}()
 
 // fileRights are the rights that apply to a non-directory; a rule on a file
 // keeps only these (the kernel refuses directory rights on a file).
-const fileRights = FSExecute | FSWriteFile | FSReadFile | FSTruncate | FSIoctlDev | FSResolveUnix
+var fileRights = landlock.FileMask()
 
 // changeable sections can alter the file system; their paths are opened
 // without following a final symlink, and a symlink there is refused.
@@ -70,26 +68,26 @@ func CheckEnforceable(p *policy.Policy, row ABIRow) []Unenforceable {
 		return nil
 	}
 	for _, path := range sortedPaths(p) {
-		if p.FS[path][policy.Restructure] && row.FS&FSRefer == 0 {
-			out = append(out, Unenforceable{Rule: "[restructure] " + path, NeedABI: ABIRefer, Why: "REFER, renaming or linking across directories"})
+		if p.FS[path][policy.Restructure] && row.FS&landlock.FSRefer == 0 {
+			out = append(out, Unenforceable{Rule: "[restructure] " + path, NeedABI: landlock.ABIRefer, Why: "REFER, renaming or linking across directories"})
 		}
 	}
 	for _, c := range p.Connect {
 		rule := "[connect] " + c.String()
 		switch {
-		case c.Transport == policy.UDP && row.Net&NetConnectSendUDP == 0:
-			out = append(out, Unenforceable{Rule: rule, NeedABI: ABIUDP, Why: "UDP port rules"})
-		case c.Transport != policy.UDP && row.Net&NetConnectTCP == 0:
-			out = append(out, Unenforceable{Rule: rule, NeedABI: ABINetwork, Why: "TCP port rules"})
+		case c.Transport == policy.UDP && row.Net&landlock.NetConnectSendUDP == 0:
+			out = append(out, Unenforceable{Rule: rule, NeedABI: landlock.ABIUDP, Why: "UDP port rules"})
+		case c.Transport != policy.UDP && row.Net&landlock.NetConnectTCP == 0:
+			out = append(out, Unenforceable{Rule: rule, NeedABI: landlock.ABINetwork, Why: "TCP port rules"})
 		}
 	}
 	for _, b := range p.Bind {
 		rule := "[bind] " + b.String()
 		switch {
-		case b.Transport == policy.UDP && row.Net&NetBindUDP == 0:
-			out = append(out, Unenforceable{Rule: rule, NeedABI: ABIUDP, Why: "UDP port rules"})
-		case b.Transport != policy.UDP && b.Port != 0 && row.Net&NetBindTCP == 0:
-			out = append(out, Unenforceable{Rule: rule, NeedABI: ABINetwork, Why: "TCP port rules"})
+		case b.Transport == policy.UDP && row.Net&landlock.NetBindUDP == 0:
+			out = append(out, Unenforceable{Rule: rule, NeedABI: landlock.ABIUDP, Why: "UDP port rules"})
+		case b.Transport != policy.UDP && b.Port != 0 && row.Net&landlock.NetBindTCP == 0:
+			out = append(out, Unenforceable{Rule: rule, NeedABI: landlock.ABINetwork, Why: "TCP port rules"})
 		}
 	}
 	return out
@@ -202,10 +200,10 @@ func Compile(p *policy.Policy, row ABIRow, logSubprocesses bool, stat StatFunc) 
 	}
 	rs := &Ruleset{ABI: row.Version, HandledFS: row.FS, HandledNet: row.Net, Scoped: row.Scope}
 	if logSubprocesses {
-		if row.RestrictFlags&RestrictLogNewExecOn == 0 {
-			problems = append(problems, fmt.Sprintf("--log-subprocesses needs Landlock ABI %d (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON)", ABILogFlags))
+		if row.RestrictFlags&landlock.RestrictLogNewExecOn == 0 {
+			problems = append(problems, fmt.Sprintf("--log-subprocesses needs Landlock ABI %d (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON)", landlock.ABIAuditRecords))
 		}
-		rs.Flags |= RestrictLogNewExecOn
+		rs.Flags |= landlock.RestrictLogNewExecOn
 	}
 
 	for _, path := range sortedPaths(p) {
@@ -276,33 +274,33 @@ func netRules(p *policy.Policy, row ABIRow) ([]PortRule, uint64, string) {
 		case c.Port == 0:
 			tcpAny = true
 		case udp:
-			grant[uint16(c.Port)] |= NetConnectSendUDP
+			grant[uint16(c.Port)] |= landlock.NetConnectSendUDP
 		default:
-			grant[uint16(c.Port)] |= NetConnectTCP
+			grant[uint16(c.Port)] |= landlock.NetConnectTCP
 		}
 	}
 	for _, b := range p.Bind {
 		if b.Transport == policy.UDP {
-			grant[uint16(b.Port)] |= NetBindUDP
+			grant[uint16(b.Port)] |= landlock.NetBindUDP
 		} else {
-			grant[uint16(b.Port)] |= NetBindTCP
+			grant[uint16(b.Port)] |= landlock.NetBindTCP
 		}
 	}
 	if udpConnect {
 		// The kernel auto-binds an unbound UDP socket to an ephemeral
 		// port on connect or first send; BIND_UDP gates that.
-		grant[0] |= NetBindUDP
+		grant[0] |= landlock.NetBindUDP
 	}
 	var desc []string
 	if tcpAny {
-		handled &^= NetConnectTCP
+		handled &^= landlock.NetConnectTCP
 		desc = append(desc, "tcp-bind-ports", "tcp-connect-any")
 	} else {
 		desc = append(desc, "tcp-ports")
 	}
-	if row.Net&NetConnectSendUDP != 0 {
+	if row.Net&landlock.NetConnectSendUDP != 0 {
 		if udpAny {
-			handled &^= NetConnectSendUDP
+			handled &^= landlock.NetConnectSendUDP
 			desc = append(desc, "udp-bind-ports", "udp-connect-any")
 		} else {
 			desc = append(desc, "udp-ports")
@@ -322,30 +320,12 @@ func netRules(p *policy.Policy, row ABIRow) ([]PortRule, uint64, string) {
 	return ports, handled, strings.Join(desc, ",")
 }
 
-var fsNames = []string{"EXECUTE", "WRITE_FILE", "READ_FILE", "READ_DIR", "REMOVE_DIR", "REMOVE_FILE", "MAKE_CHAR", "MAKE_DIR",
-	"MAKE_REG", "MAKE_SOCK", "MAKE_FIFO", "MAKE_BLOCK", "MAKE_SYM", "REFER", "TRUNCATE", "IOCTL_DEV", "RESOLVE_UNIX"}
-
-var netNames = []string{"BIND_TCP", "CONNECT_TCP", "BIND_UDP", "CONNECT_SEND_UDP"}
-
-func bitNames(v uint64, names []string) string {
-	var out []string
-	for i, n := range names {
-		if v&(1<<i) != 0 {
-			out = append(out, n)
-		}
-	}
-	if len(out) == 0 {
-		return "none"
-	}
-	return strings.Join(out, "|")
-}
-
 // FSRightNames spells a filesystem access mask with the kernel's names,
 // e.g. "READ_FILE|READ_DIR".
-func FSRightNames(v uint64) string { return bitNames(v, fsNames) }
+func FSRightNames(v uint64) string { return landlock.Names(landlock.ClassFS, v) }
 
 // NetRightNames spells a network access mask, e.g. "BIND_TCP|CONNECT_TCP".
-func NetRightNames(v uint64) string { return bitNames(v, netNames) }
+func NetRightNames(v uint64) string { return landlock.Names(landlock.ClassNet, v) }
 
 // Describe lists the ruleset one line each: what is handled, every path and
 // port rule with its rights, and the paths that grant nothing because they
@@ -354,7 +334,7 @@ func (r *Ruleset) Describe() []string {
 	lines := []string{
 		"handled fs: " + FSRightNames(r.HandledFS),
 		"handled net: " + NetRightNames(r.HandledNet),
-		fmt.Sprintf("scoped: %s", bitNames(r.Scoped, []string{"ABSTRACT_UNIX_SOCKET", "SIGNAL"})),
+		"scoped: " + landlock.Names(landlock.ClassScope, r.Scoped),
 	}
 	for _, p := range r.Paths {
 		lines = append(lines, fmt.Sprintf("path %s: %s", p.Path, FSRightNames(p.Access)))

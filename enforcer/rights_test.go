@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"errors"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -57,7 +58,7 @@ allow 53 udp
 		{10, nil},
 		{11, nil},
 	} {
-		got := CheckEnforceable(p, ABITable[tc.abi])
+		got := CheckEnforceable(p, landlock.ABITable[tc.abi])
 		var gotS []string
 		for _, u := range got {
 			s := u.String()
@@ -113,24 +114,24 @@ allow 127.0.0.1:443
 		handled   string
 	}{
 		{7, []PathRule{
-			{Path: "/dev/null", Access: FSWriteFile | FSTruncate | FSIoctlDev, NoFollow: true},
-			{Path: "/etc/passwd", Access: FSReadFile},
-			{Path: "/tmp", Access: FSMakeReg | FSMakeDir | FSRemoveFile | FSRemoveDir | FSRefer, NoFollow: true},
-			{Path: "/usr", Access: FSReadFile | FSReadDir | FSExecute},
-		}, "tcp-ports,hosts-by-port", []PortRule{{0, NetBindTCP}, {443, NetConnectTCP}, {8080, NetBindTCP}}, "fs,net,scope"},
+			{Path: "/dev/null", Access: landlock.FSWriteFile | landlock.FSTruncate | landlock.FSIoctlDev, NoFollow: true},
+			{Path: "/etc/passwd", Access: landlock.FSReadFile},
+			{Path: "/tmp", Access: landlock.FSMakeReg | landlock.FSMakeDir | landlock.FSRemoveFile | landlock.FSRemoveDir | landlock.FSRefer, NoFollow: true},
+			{Path: "/usr", Access: landlock.FSReadFile | landlock.FSReadDir | landlock.FSExecute},
+		}, "tcp-ports,hosts-by-port", []PortRule{{0, landlock.NetBindTCP}, {443, landlock.NetConnectTCP}, {8080, landlock.NetBindTCP}}, "fs,net,scope"},
 		{2, []PathRule{
-			{Path: "/dev/null", Access: FSWriteFile, NoFollow: true},
-			{Path: "/etc/passwd", Access: FSReadFile},
-			{Path: "/tmp", Access: FSMakeReg | FSMakeDir | FSRemoveFile | FSRemoveDir | FSRefer, NoFollow: true},
-			{Path: "/usr", Access: FSReadFile | FSReadDir | FSExecute},
+			{Path: "/dev/null", Access: landlock.FSWriteFile, NoFollow: true},
+			{Path: "/etc/passwd", Access: landlock.FSReadFile},
+			{Path: "/tmp", Access: landlock.FSMakeReg | landlock.FSMakeDir | landlock.FSRemoveFile | landlock.FSRemoveDir | landlock.FSRefer, NoFollow: true},
+			{Path: "/usr", Access: landlock.FSReadFile | landlock.FSReadDir | landlock.FSExecute},
 		}, "unrestricted", nil, "fs"},
 	} {
 		p := p
-		if tc.abi < ABINetwork {
+		if tc.abi < landlock.ABINetwork {
 			p = p.Clone()
 			p.Connect, p.Bind = nil, nil
 		}
-		rs, err := Compile(p, ABITable[tc.abi], false, fs.stat)
+		rs, err := Compile(p, landlock.ABITable[tc.abi], false, fs.stat)
 		if err != nil {
 			t.Fatalf("Compile(ABI %d) error: %v", tc.abi, err)
 		}
@@ -143,8 +144,8 @@ allow 127.0.0.1:443
 		if rs.Handled() != tc.handled {
 			t.Errorf("Compile(ABI %d).Handled() = %q, want %q", tc.abi, rs.Handled(), tc.handled)
 		}
-		if rs.HandledFS != ABITable[tc.abi].FS || rs.Scoped != ABITable[tc.abi].Scope {
-			t.Errorf("Compile(ABI %d) handles fs=%#x scope=%#x, want every right of the row fs=%#x scope=%#x", tc.abi, rs.HandledFS, rs.Scoped, ABITable[tc.abi].FS, ABITable[tc.abi].Scope)
+		if rs.HandledFS != landlock.ABITable[tc.abi].FS || rs.Scoped != landlock.ABITable[tc.abi].Scope {
+			t.Errorf("Compile(ABI %d) handles fs=%#x scope=%#x, want every right of the row fs=%#x scope=%#x", tc.abi, rs.HandledFS, rs.Scoped, landlock.ABITable[tc.abi].FS, landlock.ABITable[tc.abi].Scope)
 		}
 		if !reflect.DeepEqual(rs.Missing, []string{"/nonexistent"}) {
 			t.Errorf("Compile(ABI %d).Missing = %q, want [/nonexistent]", tc.abi, rs.Missing)
@@ -166,7 +167,7 @@ allow 53 udp
 [execute]
 /usr
 `)
-	_, err := Compile(p, ABITable[7], true, fs.stat)
+	_, err := Compile(p, landlock.ABITable[7], true, fs.stat)
 	var ue *UnenforceableError
 	if !errors.As(err, &ue) || !errors.Is(err, ErrUnenforceable) || Status(err) != StatusRefused {
 		t.Fatalf("Compile error = %v, want an UnenforceableError (exit 125)", err)
@@ -180,30 +181,30 @@ allow 53 udp
 			t.Errorf("error %q does not mention %q", err, w)
 		}
 	}
-	if _, err := Compile(mustParse(t, "[read]\n/usr\n"), ABITable[6], true, fs.stat); err == nil || !strings.Contains(err.Error(), "ABI 7") {
+	if _, err := Compile(mustParse(t, "[read]\n/usr\n"), landlock.ABITable[6], true, fs.stat); err == nil || !strings.Contains(err.Error(), "ABI 7") {
 		t.Errorf("Compile(--log-subprocesses, ABI 6) error = %v, want a refusal naming ABI 7", err)
 	}
 }
 
 func TestCompileWildcardConnect(t *testing.T) {
 	p := mustParse(t, "[connect]\nallow 127.0.0.1:*\nallow localhost:8080\n[bind]\nallow 0\n")
-	rs, err := Compile(p, ABITable[7], false, fakeFS{}.stat)
+	rs, err := Compile(p, landlock.ABITable[7], false, fakeFS{}.stat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rs.HandledNet != NetBindTCP || rs.Net != "tcp-bind-ports,tcp-connect-any,hosts-by-port" {
+	if rs.HandledNet != landlock.NetBindTCP || rs.Net != "tcp-bind-ports,tcp-connect-any,hosts-by-port" {
 		t.Errorf("wildcard connect: handled net %#x %q, want only BIND_TCP and the description saying so", rs.HandledNet, rs.Net)
 	}
-	if !reflect.DeepEqual(rs.Ports, []PortRule{{0, NetBindTCP}}) {
+	if !reflect.DeepEqual(rs.Ports, []PortRule{{0, landlock.NetBindTCP}}) {
 		t.Errorf("ports = %+v, want only bind 0", rs.Ports)
 	}
 	// ABI 10: a UDP connect rule also grants the auto-bind (BIND_UDP on port 0).
 	p = mustParse(t, "[connect]\nallow 127.0.0.1:53 udp\n")
-	rs, err = Compile(p, ABITable[10], false, fakeFS{}.stat)
+	rs, err = Compile(p, landlock.ABITable[10], false, fakeFS{}.stat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []PortRule{{0, NetBindUDP}, {53, NetConnectSendUDP}}
+	want := []PortRule{{0, landlock.NetBindUDP}, {53, landlock.NetConnectSendUDP}}
 	if !reflect.DeepEqual(rs.Ports, want) || rs.Net != "tcp-ports,udp-ports,hosts-by-port" {
 		t.Errorf("UDP connect at ABI 10: ports %+v net %q, want %+v and tcp-ports,udp-ports,hosts-by-port", rs.Ports, rs.Net, want)
 	}
@@ -225,7 +226,7 @@ func TestLimitsOf(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	rs, err := Compile(mustParse(t, "[read]\n/usr\n/gone\n[bind]\nallow 0\n"), ABITable[7], false, fakeFS{"/usr": KindDir}.stat)
+	rs, err := Compile(mustParse(t, "[read]\n/usr\n/gone\n[bind]\nallow 0\n"), landlock.ABITable[7], false, fakeFS{"/usr": KindDir}.stat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,8 +242,9 @@ func TestDescribe(t *testing.T) {
 			t.Errorf("Describe() =\n%s\nlacks %q", got, w)
 		}
 	}
-	if len(fsNames) != 17 || len(netNames) != 4 {
-		t.Errorf("name tables: %d fs, %d net; want 17 and 4 (one per right of ABITable's last row)", len(fsNames), len(netNames))
+	last := landlock.ABITable[len(landlock.ABITable)-1]
+	if fs, net := strings.Count(FSRightNames(last.FS), "|")+1, strings.Count(NetRightNames(last.Net), "|")+1; fs != 17 || net != 4 {
+		t.Errorf("the last ABI's rights have %d fs and %d net names; want 17 and 4 (one per right)", fs, net)
 	}
 }
 
@@ -260,7 +262,7 @@ func TestCompileTestdataBases(t *testing.T) {
 		if err != nil {
 			continue // a deliberately broken policy is the policy package's test
 		}
-		for _, row := range ABITable[1:] {
+		for _, row := range landlock.ABITable[1:] {
 			_, err := Compile(p, row, false, dirs)
 			var ue *UnenforceableError
 			if errors.As(err, &ue) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"golang.org/x/sys/unix"
 )
 
@@ -70,7 +71,7 @@ type Options struct {
 	Quiet bool
 	// RequireABI, when above the running kernel's Landlock ABI, refuses
 	// the run (exit 125): a caller that needs what an older ABI leaves
-	// unrestricted (Gaps) says so here. 0 requires nothing.
+	// unrestricted (landlock.Gaps) says so here. 0 requires nothing.
 	RequireABI int
 }
 
@@ -129,7 +130,7 @@ func Prepare(opts Options) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	if abi < 1 {
+	if abi < landlock.ABIFirst {
 		return nil, errorf(ErrNoLandlock, "landlock is not available (ABI %d); refusing to run unprotected. Nothing ran.", abi)
 	}
 	if abi < opts.RequireABI {
@@ -160,12 +161,12 @@ func Prepare(opts Options) (*Prepared, error) {
 // names that do not exist here), cgroup=<v2|v1|none:reason> (when nproc or
 // mem_mb asks for a cap), unrestricted=<gap,…> (what this ABI cannot
 // restrict whatever the policy says: Unrestricted) and newer-abi-unhandled
-// (a kernel newer than ABITable).
+// (a kernel newer than landlock.ABITable).
 func (p *Prepared) StatusLine(cgroup string) string {
 	rs := p.Ruleset
 	var b strings.Builder
 	fmt.Fprintf(&b, "lockstep: OK abi=%d handled=%s rules=%d net=%s hash=%s", rs.ABI, rs.Handled(), rs.Rules(), rs.Net, orNone(p.Hash))
-	if rs.Flags&RestrictLogNewExecOn != 0 {
+	if rs.Flags&landlock.RestrictLogNewExecOn != 0 {
 		b.WriteString(" log=new-exec")
 	}
 	if len(rs.Missing) > 0 {
@@ -174,8 +175,8 @@ func (p *Prepared) StatusLine(cgroup string) string {
 	if cgroup != "" {
 		b.WriteString(" cgroup=" + cgroup)
 	}
-	if gaps := Unrestricted(rs.ABI); len(gaps) > 0 {
-		b.WriteString(" unrestricted=" + GapNames(gaps))
+	if gaps := landlock.Unrestricted(rs.ABI); len(gaps) > 0 {
+		b.WriteString(" unrestricted=" + landlock.GapNames(gaps))
 	}
 	if _, newer := Row(rs.ABI); newer {
 		b.WriteString(" newer-abi-unhandled")
@@ -187,7 +188,7 @@ func (p *Prepared) StatusLine(cgroup string) string {
 // with what goes unrestricted ("" when none).
 func gapList(have, want int) string {
 	var parts []string
-	for _, g := range Unrestricted(have) {
+	for _, g := range landlock.Unrestricted(have) {
 		if g.Since() <= want {
 			parts = append(parts, fmt.Sprintf("%s (%s; ABI %d)", g.Name, g.What, g.Since()))
 		}

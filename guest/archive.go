@@ -36,42 +36,7 @@ func PackResults(dir string) ([]byte, error) {
 		if err != nil || rel == "." {
 			return err
 		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		link := ""
-		if info.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(p); err != nil {
-				return err
-			}
-		} else if !info.Mode().IsRegular() && !info.IsDir() {
-			return nil // sockets, fifos, devices are not results
-		}
-		hdr, err := tar.FileInfoHeader(info, link)
-		if err != nil {
-			return fmt.Errorf("tar header for %s: %w", rel, err)
-		}
-		hdr.Name = filepath.ToSlash(rel)
-		if info.IsDir() {
-			hdr.Name += "/"
-		}
-		hdr.Uname, hdr.Gname = "", ""
-		if err := tw.WriteHeader(hdr); err != nil {
-			return fmt.Errorf("tar %s: %w", rel, err)
-		}
-		if info.Mode().IsRegular() {
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(tw, f)
-			f.Close()
-			if err != nil {
-				return fmt.Errorf("tar %s: %w", rel, err)
-			}
-		}
-		return nil
+		return tarEntry(tw, p, rel, d)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pack results %s: %w", dir, err)
@@ -85,6 +50,48 @@ func PackResults(dir string) ([]byte, error) {
 	}
 	defer enc.Close()
 	return enc.EncodeAll(tarBuf.Bytes(), nil), nil
+}
+
+// tarEntry writes p, named rel, to tw: a directory, a regular file with
+// its content or a symlink; anything else is left out.
+func tarEntry(tw *tar.Writer, p, rel string, d fs.DirEntry) error {
+	info, err := d.Info()
+	if err != nil {
+		return err
+	}
+	link := ""
+	if info.Mode()&fs.ModeSymlink != 0 {
+		if link, err = os.Readlink(p); err != nil {
+			return err
+		}
+	} else if !info.Mode().IsRegular() && !info.IsDir() {
+		return nil // sockets, fifos, devices are not results
+	}
+	hdr, err := tar.FileInfoHeader(info, link)
+	if err != nil {
+		return fmt.Errorf("tar header for %s: %w", rel, err)
+	}
+	hdr.Name = filepath.ToSlash(rel)
+	if info.IsDir() {
+		hdr.Name += "/"
+	}
+	hdr.Uname, hdr.Gname = "", ""
+	if err := tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("tar %s: %w", rel, err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(tw, f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("tar %s: %w", rel, err)
+	}
+	return nil
 }
 
 // UnpackResults extracts a PackResults archive into dir (created if needed).

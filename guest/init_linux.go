@@ -72,7 +72,40 @@ func (p *pid1) run() (status int) {
 	return p.runJob()
 }
 
+// setup readies the guest for the job: the early mounts, the job itself and
+// its modules, then (unless the job is a probe) the event and results
+// ports, the hello, loopback, the hostname and the job's root.
 func (p *pid1) setup() error {
+	if err := p.bootstrap(); err != nil {
+		return err
+	}
+	if p.job.Probe {
+		return nil
+	}
+	if err := p.openPorts(); err != nil {
+		return setupf("%w", err)
+	}
+	p.send(proto.Event{Type: proto.EventHello, Msg: kernelRelease()})
+	switch p.cmdline[proto.CmdlineHook] {
+	case proto.HookHangJob:
+		hang()
+	case proto.HookSetupFail:
+		return setupf("test hook %s", proto.HookSetupFail)
+	}
+	if err := p.sys.LoopbackUp(); err != nil {
+		return setupf("bring loopback up: %w", err)
+	}
+	p.sys.Sethostname("lockstep")
+	if p.job.Root == nil {
+		return nil
+	}
+	return p.enterRoot()
+}
+
+// bootstrap mounts what PID 1 needs first, takes the console, reads the
+// kernel command line (obeying a boot hook) and the job, and loads the
+// job's modules.
+func (p *pid1) bootstrap() error {
 	if err := earlyMounts(p.sys); err != nil {
 		return setupf("early mounts: %w", err)
 	}
@@ -101,39 +134,25 @@ func (p *pid1) setup() error {
 	if err := loadModules(job.Modules); err != nil {
 		return setupf("%w", err)
 	}
-	if job.Probe {
-		return nil
+	return nil
+}
+
+// enterRoot switches to the job's root under a tmpfs overlay.
+func (p *pid1) enterRoot() error {
+	self, err := os.Executable()
+	if err != nil {
+		self = "/init"
 	}
-	if err := p.openPorts(); err != nil {
+	if err := switchRoot(p.sys, p.job, self); err != nil {
 		return setupf("%w", err)
 	}
-	p.send(proto.Event{Type: proto.EventHello, Msg: kernelRelease()})
-	switch p.cmdline[proto.CmdlineHook] {
-	case proto.HookHangJob:
-		hang()
-	case proto.HookSetupFail:
-		return setupf("test hook %s", proto.HookSetupFail)
+	p.rooted = true
+	if p.job.Root.Device != "" {
+		p.logf("root switched to %s under a tmpfs overlay", p.job.Root.Device)
+	} else {
+		p.logf("root switched to 9p tag %s under a tmpfs overlay", p.job.Root.Tag)
 	}
-	if err := p.sys.LoopbackUp(); err != nil {
-		return setupf("bring loopback up: %w", err)
-	}
-	p.sys.Sethostname("lockstep")
-	if job.Root != nil {
-		self, err := os.Executable()
-		if err != nil {
-			self = "/init"
-		}
-		if err := switchRoot(p.sys, job, self); err != nil {
-			return setupf("%w", err)
-		}
-		p.rooted = true
-		if job.Root.Device != "" {
-			p.logf("root switched to %s under a tmpfs overlay", job.Root.Device)
-		} else {
-			p.logf("root switched to 9p tag %s under a tmpfs overlay", job.Root.Tag)
-		}
-	}
-	if err := writeOptions(proto.OptionsFile, job.Options); err != nil {
+	if err := writeOptions(proto.OptionsFile, p.job.Options); err != nil {
 		return setupf("%w", err)
 	}
 	return nil
@@ -276,19 +295,9 @@ func (p *pid1) fail(err error) {
 func (p *pid1) runJob() int {
 	j := p.job
 	os.Setenv("PATH", guestPath)
-	env := []string{"PATH=" + guestPath, "HOME=/root", "TERM=dumb", "USER=root", proto.EnvGuest + "=1"}
-	env = append(env, j.Env...)
-	dir := j.Dir
-	if dir == "" {
-		dir = "/"
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		p.logf("working directory %s is not in the guest root; using /", dir)
-		dir = "/"
-	}
 	cmd := exec.Command(j.Command[0], j.Command[1:]...)
-	cmd.Env = env
-	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + guestPath, "HOME=/root", "TERM=dumb", "USER=root", proto.EnvGuest + "=1"}, j.Env...)
+	cmd.Dir = p.jobDir()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -311,25 +320,9 @@ func (p *pid1) runJob() int {
 	}
 	p.send(proto.Event{Type: proto.EventStart, Msg: strings.Join(j.Command, " ")})
 	var wg sync.WaitGroup
-	for _, s := range []struct {
-		r   io.Reader
-		typ string
-	}{{stdout, proto.EventStdout}, {stderr, proto.EventStderr}} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, 32<<10)
-			for {
-				n, err := s.r.Read(buf)
-				if n > 0 {
-					p.send(proto.Event{Type: s.typ, Data: bytes.Clone(buf[:n])})
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
-	}
+	wg.Add(2)
+	go p.stream(&wg, stdout, proto.EventStdout)
+	go p.stream(&wg, stderr, proto.EventStderr)
 	// Reap the command itself; its pipes close when every holder is gone.
 	state, werr := cmd.Process.Wait()
 	// Whatever the command left behind dies with it, so the pipes reach
@@ -344,15 +337,49 @@ func (p *pid1) runJob() int {
 	}
 	status := proto.StatusIndeterminate
 	if werr == nil {
-		ws := state.Sys().(syscall.WaitStatus)
-		switch {
-		case ws.Exited():
-			status = ws.ExitStatus()
-		case ws.Signaled():
-			status = 128 + int(ws.Signal())
-		}
+		status = exitStatus(state.Sys().(syscall.WaitStatus), status)
 	}
 	p.send(proto.Event{Type: proto.EventExit, Status: &status})
+	return status
+}
+
+// jobDir is the job's working directory, or / when the guest root lacks it.
+func (p *pid1) jobDir() string {
+	dir := p.job.Dir
+	if dir == "" {
+		dir = "/"
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		p.logf("working directory %s is not in the guest root; using /", dir)
+		dir = "/"
+	}
+	return dir
+}
+
+// stream sends what r yields as events of type typ until it ends.
+func (p *pid1) stream(wg *sync.WaitGroup, r io.Reader, typ string) {
+	defer wg.Done()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			p.send(proto.Event{Type: typ, Data: bytes.Clone(buf[:n])})
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// exitStatus is the status of an exit (128+n for signal n), otherwise
+// status as given.
+func exitStatus(ws syscall.WaitStatus, status int) int {
+	switch {
+	case ws.Exited():
+		return ws.ExitStatus()
+	case ws.Signaled():
+		return 128 + int(ws.Signal())
+	}
 	return status
 }
 

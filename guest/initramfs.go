@@ -108,20 +108,34 @@ func Initramfs(ctx context.Context, o InitramfsOptions) (string, error) {
 	if o.CacheDir == "" {
 		defer os.Remove(basePath)
 	}
-	// Held open from here: another process pruning the cache cannot take
-	// it away mid-copy.
-	base, err := os.Open(basePath)
-	if errors.Is(err, os.ErrNotExist) && o.CacheDir != "" {
-		// Pruned by another process between the lookup and the open.
-		if basePath, err = baseArchive(ctx, o, init, extra, tmp); err != nil {
-			return "", err
-		}
-		base, err = os.Open(basePath)
-	}
+	base, err := openBase(ctx, o, basePath, init, extra, tmp)
 	if err != nil {
-		return "", fmt.Errorf("initramfs: base: %w", err)
+		return "", err
 	}
 	defer base.Close()
+	return writeJobArchive(o, tmp, base)
+}
+
+// openBase opens the base archive at path, held open from here: another
+// process pruning the cache cannot take it away mid-copy. One pruned
+// between the lookup and the open is built again.
+func openBase(ctx context.Context, o InitramfsOptions, path, init string, extra []string, tmp string) (*os.File, error) {
+	base, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) && o.CacheDir != "" {
+		if path, err = baseArchive(ctx, o, init, extra, tmp); err != nil {
+			return nil, err
+		}
+		base, err = os.Open(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("initramfs: base: %w", err)
+	}
+	return base, nil
+}
+
+// writeJobArchive writes o.Output: an uncompressed archive of the job,
+// then base; it returns the file's hex SHA-256.
+func writeJobArchive(o InitramfsOptions, tmp string, base *os.File) (string, error) {
 	jobPath := filepath.Join(tmp, "job.json")
 	b, err := json.MarshalIndent(o.Job, "", "\t")
 	if err != nil {
@@ -150,18 +164,10 @@ func baseArchive(ctx context.Context, o InitramfsOptions, init string, extra []s
 	}
 	target := filepath.Join(tmp, "base.cpio")
 	if o.CacheDir != "" {
-		key, err := baseKey(init, append(append([]string{}, extra...), o.Modules...), comp)
-		if err != nil {
-			return "", err
-		}
-		target = filepath.Join(o.CacheDir, key+".cpio."+comp)
-		if _, err := os.Stat(target); err == nil {
-			now := time.Now()
-			os.Chtimes(target, now, now) // recently used: kept by pruning
-			return target, nil
-		}
-		if err := os.MkdirAll(o.CacheDir, 0o755); err != nil {
-			return "", fmt.Errorf("initramfs: cache: %w", err)
+		var hit bool
+		var err error
+		if target, hit, err = cachedBase(o, init, extra, comp); err != nil || hit {
+			return target, err
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -179,6 +185,39 @@ func baseArchive(ctx context.Context, o InitramfsOptions, init string, extra []s
 	for i, m := range o.Modules {
 		files = append(files, m+":"+strings.TrimPrefix(moduleArchivePath(i, m), "/"))
 	}
+	if err := writeBase(target, comp, files, o.Log); err != nil {
+		return "", err
+	}
+	if o.CacheDir != "" {
+		pruneCache(o.CacheDir, 8)
+	}
+	return target, nil
+}
+
+// cachedBase is the cache's path for the base of init, extra and the
+// modules under compression comp, and whether it is there (then marked
+// recently used, so pruning keeps it).
+func cachedBase(o InitramfsOptions, init string, extra []string, comp string) (string, bool, error) {
+	key, err := baseKey(init, append(append([]string{}, extra...), o.Modules...), comp)
+	if err != nil {
+		return "", false, err
+	}
+	target := filepath.Join(o.CacheDir, key+".cpio."+comp)
+	if _, err := os.Stat(target); err == nil {
+		now := time.Now()
+		os.Chtimes(target, now, now)
+		return target, true, nil
+	}
+	if err := os.MkdirAll(o.CacheDir, 0o755); err != nil {
+		return "", false, fmt.Errorf("initramfs: cache: %w", err)
+	}
+	return target, false, nil
+}
+
+// writeBase writes the base archive to target, through a temporary file
+// beside it: the directories and device nodes PID 1 needs, then files
+// ("src:dst" each). log, if not nil, hears of it at debug level.
+func writeBase(target, comp string, files []string, log *slog.Logger) error {
 	records, err := cpio.ArchiveFromRecords([]cpio.Record{
 		cpio.Directory("dev", 0o755),
 		cpio.Directory("proc", 0o755),
@@ -189,31 +228,28 @@ func baseArchive(ctx context.Context, o InitramfsOptions, init string, extra []s
 		cpio.CharDev("dev/null", 0o666, 1, 3),
 	})
 	if err != nil {
-		return "", fmt.Errorf("initramfs: base records: %w", err)
+		return fmt.Errorf("initramfs: base records: %w", err)
 	}
 	pf, err := os.CreateTemp(filepath.Dir(target), filepath.Base(target)+".part*")
 	if err != nil {
-		return "", fmt.Errorf("initramfs: %w", err)
+		return fmt.Errorf("initramfs: %w", err)
 	}
 	part := pf.Name()
 	pf.Close()
 	out := &compressedCPIO{path: part, compression: comp}
-	// strace's libraries are listed above; /init is static: no ldd.
+	// strace's libraries are listed in files; /init is static: no ldd.
 	if err := writeArchive(out, records, files); err != nil {
 		os.Remove(part)
-		return "", fmt.Errorf("initramfs: base archive: %w", err)
+		return fmt.Errorf("initramfs: base archive: %w", err)
 	}
-	if o.Log != nil {
-		o.Log.Debug("initramfs base archive built", "files", len(files), "compression", comp, "path", target)
+	if log != nil {
+		log.Debug("initramfs base archive built", "files", len(files), "compression", comp, "path", target)
 	}
 	if err := os.Rename(part, target); err != nil {
 		os.Remove(part)
-		return "", fmt.Errorf("initramfs: %w", err)
+		return fmt.Errorf("initramfs: %w", err)
 	}
-	if o.CacheDir != "" {
-		pruneCache(o.CacheDir, 8)
-	}
-	return target, nil
+	return nil
 }
 
 // baseKey is the SHA-256 over the builder version, the compression and the

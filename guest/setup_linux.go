@@ -116,7 +116,27 @@ func mountLower(s syscaller, r *proto.Root) error {
 // the init binary to proto.GuestBinary, mounts the shares and the extras,
 // and makes it the root (the switch_root dance: MS_MOVE onto /, chroot).
 func switchRoot(s syscaller, job *proto.Job, self string) error {
-	r := job.Root
+	if err := mountOverlay(s, job.Root); err != nil {
+		return err
+	}
+	if err := moveKernelFS(s); err != nil {
+		return err
+	}
+	if err := mountScratch(s); err != nil {
+		return err
+	}
+	if err := copyIn(s, job, self); err != nil {
+		return err
+	}
+	if err := mountShares(s, job.Shares); err != nil {
+		return err
+	}
+	return enter(s)
+}
+
+// mountOverlay mounts the root read-only at lowerDir and a tmpfs overlay
+// over it at newRoot.
+func mountOverlay(s syscaller, r *proto.Root) error {
 	for _, d := range []string{lowerDir, rwDir, newRoot} {
 		if err := s.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("mkdir %s: %w", d, err)
@@ -137,6 +157,11 @@ func switchRoot(s syscaller, job *proto.Job, self string) error {
 	if err := s.Mount("overlay", newRoot, "overlay", 0, opts); err != nil {
 		return fmt.Errorf("mount overlay over the root: %w", err)
 	}
+	return nil
+}
+
+// moveKernelFS moves /dev, /proc and /sys into the new root.
+func moveKernelFS(s syscaller) error {
 	for _, d := range []string{"/dev", "/proc", "/sys"} {
 		if err := s.MkdirAll(newRoot+d, 0o755); err != nil {
 			return fmt.Errorf("mkdir %s in the new root: %w", d, err)
@@ -145,6 +170,12 @@ func switchRoot(s syscaller, job *proto.Job, self string) error {
 			return fmt.Errorf("move %s into the new root: %w", d, err)
 		}
 	}
+	return nil
+}
+
+// mountScratch gives the new root fresh tmpfs /run and /tmp, and the
+// results and share directories.
+func mountScratch(s syscaller) error {
 	for _, m := range []struct{ dir, mode string }{{"/run", "0755"}, {"/tmp", "1777"}} {
 		if err := s.MkdirAll(newRoot+m.dir, 0o755); err != nil {
 			return fmt.Errorf("mkdir %s in the new root: %w", m.dir, err)
@@ -158,6 +189,12 @@ func switchRoot(s syscaller, job *proto.Job, self string) error {
 			return fmt.Errorf("mkdir %s: %w", d, err)
 		}
 	}
+	return nil
+}
+
+// copyIn copies the init binary to proto.GuestBinary and the job's extras
+// into the new root.
+func copyIn(s syscaller, job *proto.Job, self string) error {
 	if err := s.CopyFile(self, newRoot+proto.GuestBinary, 0o755, false); err != nil {
 		return fmt.Errorf("copy lockstep to %s: %w", proto.GuestBinary, err)
 	}
@@ -166,7 +203,13 @@ func switchRoot(s syscaller, job *proto.Job, self string) error {
 			return fmt.Errorf("copy %s into the new root: %w", e, err)
 		}
 	}
-	for i, sh := range job.Shares {
+	return nil
+}
+
+// mountShares mounts each 9p share read-only, at its path or
+// proto.ShareDir/<index>.
+func mountShares(s syscaller, shares []proto.Share) error {
+	for i, sh := range shares {
 		dst := sh.Path
 		if dst == "" {
 			dst = path.Join(proto.ShareDir, strconv.Itoa(i))
@@ -178,6 +221,11 @@ func switchRoot(s syscaller, job *proto.Job, self string) error {
 			return fmt.Errorf("mount share %s (tag %s): %w", dst, sh.Tag, err)
 		}
 	}
+	return nil
+}
+
+// enter makes the new root the root: MS_MOVE onto /, then chroot.
+func enter(s syscaller) error {
 	if err := s.Chdir(newRoot); err != nil {
 		return fmt.Errorf("chdir %s: %w", newRoot, err)
 	}

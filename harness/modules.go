@@ -26,7 +26,21 @@ var RootImageModules = []string{"virtio_blk", "crc32c_generic", "ext4"}
 // A module the kernel has built in (listed in dir/modules.builtin) needs
 // no file and is skipped; any other name not found is an error.
 func ResolveModules(dir string, names []string) ([]string, error) {
-	builtin := builtinModules(dir)
+	index, err := moduleFiles(dir)
+	if err != nil {
+		return nil, fmt.Errorf("modules %s: %w", dir, err)
+	}
+	r := &moduleOrder{dir: dir, index: index, builtin: builtinModules(dir), state: map[string]int{}}
+	for _, n := range names {
+		if err := r.visit(n, ""); err != nil {
+			return nil, err
+		}
+	}
+	return r.order, nil
+}
+
+// moduleFiles maps each module name under dir to its file.
+func moduleFiles(dir string) (map[string]string, error) {
 	index := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -40,51 +54,52 @@ func ResolveModules(dir string, names []string) ([]string, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("modules %s: %w", dir, err)
-	}
-	var order []string
-	state := map[string]int{} // 1 visiting, 2 done
-	var visit func(name, from string) error
-	visit = func(name, from string) error {
-		name = modName(name)
-		switch state[name] {
-		case 1:
-			return fmt.Errorf("module %s: dependency cycle through %s", name, from)
-		case 2:
-			return nil
-		}
-		p, ok := index[name]
-		if !ok && builtin[name] {
-			state[name] = 2
-			return nil
-		}
-		if !ok {
-			if from == "" {
-				return fmt.Errorf("module %s: not found under %s", name, dir)
-			}
-			return fmt.Errorf("module %s (needed by %s): not found under %s", name, from, dir)
-		}
-		state[name] = 1
-		deps, err := moduleDepends(p)
-		if err != nil {
-			return err
-		}
-		for _, d := range deps {
-			if err := visit(d, name); err != nil {
-				return err
-			}
-		}
-		state[name] = 2
-		order = append(order, p)
+	return index, err
+}
+
+// moduleOrder puts modules in load order, depth first.
+type moduleOrder struct {
+	dir     string
+	index   map[string]string // name → file
+	builtin map[string]bool
+	state   map[string]int // 1 visiting, 2 done
+	order   []string
+}
+
+// visit puts name after its dependencies; from is the module that needs
+// it ("" for one asked for).
+func (r *moduleOrder) visit(name, from string) error {
+	name = modName(name)
+	switch r.state[name] {
+	case 1:
+		return fmt.Errorf("module %s: dependency cycle through %s", name, from)
+	case 2:
 		return nil
 	}
-	for _, n := range names {
-		if err := visit(n, ""); err != nil {
-			return nil, err
+	p, ok := r.index[name]
+	if !ok && r.builtin[name] {
+		r.state[name] = 2
+		return nil
+	}
+	if !ok {
+		if from == "" {
+			return fmt.Errorf("module %s: not found under %s", name, r.dir)
+		}
+		return fmt.Errorf("module %s (needed by %s): not found under %s", name, from, r.dir)
+	}
+	r.state[name] = 1
+	deps, err := moduleDepends(p)
+	if err != nil {
+		return err
+	}
+	for _, d := range deps {
+		if err := r.visit(d, name); err != nil {
+			return err
 		}
 	}
-	return order, nil
+	r.state[name] = 2
+	r.order = append(r.order, p)
+	return nil
 }
 
 func modName(n string) string { return strings.ReplaceAll(n, "-", "_") }

@@ -88,23 +88,39 @@ func (c QEMUConfig) Args() ([]string, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	machine := c.Machine
-	if machine == "" {
-		machine = MachineMicrovm
-	}
-	dev := func(kind string) string { // virtio transport by machine
-		if machine == MachineMicrovm {
-			return "virtio-" + kind + "-device"
-		}
-		return "virtio-" + kind + "-pci"
-	}
 	a := []string{
 		"-name", c.Name,
 		"-nodefaults", "-no-user-config", "-display", "none",
 		"-nic", "none",
 		"-no-reboot",
 	}
-	switch machine {
+	a = append(a, c.machineArgs()...)
+	a = append(a, c.bootArgs()...)
+	a = append(a, c.chardevArgs()...)
+	return append(a, c.deviceArgs()...), nil
+}
+
+// machine is c.Machine, "" being MachineMicrovm.
+func (c QEMUConfig) machine() string {
+	if c.Machine == "" {
+		return MachineMicrovm
+	}
+	return c.Machine
+}
+
+// virtioDevice is the virtio device of kind on c's transport: MMIO on
+// microvm, PCI elsewhere.
+func (c QEMUConfig) virtioDevice(kind string) string {
+	if c.machine() == MachineMicrovm {
+		return "virtio-" + kind + "-device"
+	}
+	return "virtio-" + kind + "-pci"
+}
+
+// machineArgs are the machine, its accelerator, the CPU model and count.
+func (c QEMUConfig) machineArgs() []string {
+	var a []string
+	switch c.machine() {
 	case MachineMicrovm:
 		// acpi=off: devices are announced on the kernel command line
 		// (virtio_mmio.device=…), which needs no ACPI in the kernel.
@@ -122,42 +138,56 @@ func (c QEMUConfig) Args() ([]string, error) {
 	// since 6.2 puts -smp n into cores of one socket, so q35's SeaBIOS
 	// listed one CPU and `--cpus 2` gave a guest of one (measured here).
 	n := strconv.Itoa(c.CPUs)
-	a = append(a,
+	return append(a,
 		"-cpu", cpu,
 		"-smp", n+",sockets="+n+",cores=1,threads=1",
 		"-m", strconv.Itoa(c.MemMB),
-		"-kernel", c.Kernel,
 	)
+}
+
+// bootArgs are the kernel, the initramfs and the command line.
+func (c QEMUConfig) bootArgs() []string {
+	a := []string{"-kernel", c.Kernel}
 	if c.Initramfs != "" {
 		a = append(a, "-initrd", c.Initramfs)
 	}
-	a = append(a, "-append", c.Append)
-	a = append(a,
-		"-chardev", "file,id=console,path="+escape(c.ConsoleLog),
+	return append(a, "-append", c.Append)
+}
+
+// chardevArgs are the console log and the QMP socket.
+func (c QEMUConfig) chardevArgs() []string {
+	a := []string{
+		"-chardev", "file,id=console,path=" + escape(c.ConsoleLog),
 		"-serial", "chardev:console",
-	)
+	}
 	if c.QMPSocket != "" {
 		a = append(a,
 			"-chardev", "socket,id=qmp,path="+escape(c.QMPSocket)+",server=on,wait=off",
 			"-mon", "chardev=qmp,mode=control",
 		)
 	}
+	return a
+}
+
+// deviceArgs are the 9p shares, the disks, the serial ports and the RNG.
+func (c QEMUConfig) deviceArgs() []string {
+	var a []string
 	for i, s := range c.Shares {
 		id := "fs" + strconv.Itoa(i)
 		a = append(a,
 			"-fsdev", "local,id="+id+",path="+escape(s.Path)+",readonly=on,security_model=none,multidevs=remap",
-			"-device", dev("9p")+",fsdev="+id+",mount_tag="+escape(s.Tag),
+			"-device", c.virtioDevice("9p")+",fsdev="+id+",mount_tag="+escape(s.Tag),
 		)
 	}
 	for i, d := range c.Disks {
 		id := "disk" + strconv.Itoa(i)
 		a = append(a,
 			"-drive", "file="+escape(d)+",format=raw,if=none,id="+id+",readonly=on",
-			"-device", dev("blk")+",drive="+id,
+			"-device", c.virtioDevice("blk")+",drive="+id,
 		)
 	}
 	if len(c.Ports) > 0 {
-		a = append(a, "-device", dev("serial")+",id=vser0,max_ports="+strconv.Itoa(len(c.Ports)+1))
+		a = append(a, "-device", c.virtioDevice("serial")+",id=vser0,max_ports="+strconv.Itoa(len(c.Ports)+1))
 		for i, p := range c.Ports {
 			id := "port" + strconv.Itoa(i)
 			a = append(a,
@@ -167,77 +197,93 @@ func (c QEMUConfig) Args() ([]string, error) {
 		}
 	}
 	if c.RNG {
-		a = append(a, "-device", dev("rng"))
+		a = append(a, "-device", c.virtioDevice("rng"))
 	}
-	return a, nil
+	return a
 }
 
 // escape doubles commas, QEMU's option-value escape.
 func escape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
+// configProblems collects every problem of a configuration.
+type configProblems []error
+
+func (p *configProblems) add(format string, a ...any) { *p = append(*p, fmt.Errorf(format, a...)) }
+
 func (c QEMUConfig) validate() error {
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	var bad configProblems
+	c.validateMachine(&bad)
+	c.validateDevices(&bad)
+	return errors.Join(bad...)
+}
+
+// validateMachine checks the name, machine, accelerator, sizes, kernel,
+// console and QMP socket.
+func (c QEMUConfig) validateMachine(bad *configProblems) {
 	if c.Name == "" || strings.ContainsAny(c.Name, ", ") {
-		bad("guest name %q: want a non-empty name without commas or spaces", c.Name)
+		bad.add("guest name %q: want a non-empty name without commas or spaces", c.Name)
 	}
 	switch c.Machine {
 	case "", MachineMicrovm, MachineQ35:
 	default:
-		bad("machine %q: want %s or %s", c.Machine, MachineMicrovm, MachineQ35)
+		bad.add("machine %q: want %s or %s", c.Machine, MachineMicrovm, MachineQ35)
 	}
 	switch c.Accel {
 	case AccelKVM, AccelTCG:
 	default:
-		bad("accel %q: want %s or %s (resolve auto first)", c.Accel, AccelKVM, AccelTCG)
+		bad.add("accel %q: want %s or %s (resolve auto first)", c.Accel, AccelKVM, AccelTCG)
 	}
 	if c.MemMB < 64 {
-		bad("memory %d MiB: want at least 64", c.MemMB)
+		bad.add("memory %d MiB: want at least 64", c.MemMB)
 	}
 	if c.CPUs < 1 || c.CPUs > 64 {
-		bad("vCPUs %d: want 1 to 64", c.CPUs)
+		bad.add("vCPUs %d: want 1 to 64", c.CPUs)
 	}
 	if c.Kernel == "" {
-		bad("no kernel: want a bzImage path")
+		bad.add("no kernel: want a bzImage path")
 	}
 	if c.ConsoleLog == "" {
-		bad("no console log path")
+		bad.add("no console log path")
 	}
 	if len(c.QMPSocket) > maxSocketPath {
-		bad("QMP socket path %q is %d bytes: want at most %d", c.QMPSocket, len(c.QMPSocket), maxSocketPath)
+		bad.add("QMP socket path %q is %d bytes: want at most %d", c.QMPSocket, len(c.QMPSocket), maxSocketPath)
 	}
+}
+
+// validateDevices checks the shares' tags and paths, the disks' paths and
+// the serial ports' names and sockets.
+func (c QEMUConfig) validateDevices(bad *configProblems) {
 	tags := map[string]bool{}
 	for _, s := range c.Shares {
 		if s.Tag == "" || len(s.Tag) > 31 {
-			bad("9p tag %q: want 1 to 31 bytes", s.Tag)
+			bad.add("9p tag %q: want 1 to 31 bytes", s.Tag)
 		}
 		if tags[s.Tag] {
-			bad("9p tag %q used twice", s.Tag)
+			bad.add("9p tag %q used twice", s.Tag)
 		}
 		tags[s.Tag] = true
 		if s.Path == "" {
-			bad("9p share %q has no host path", s.Tag)
+			bad.add("9p share %q has no host path", s.Tag)
 		}
 	}
 	for _, d := range c.Disks {
 		if d == "" {
-			bad("disk without a host path")
+			bad.add("disk without a host path")
 		}
 	}
 	names := map[string]bool{}
 	for _, p := range c.Ports {
 		if p.Name == "" {
-			bad("virtio-serial port without a name")
+			bad.add("virtio-serial port without a name")
 		}
 		if names[p.Name] {
-			bad("virtio-serial port %q used twice", p.Name)
+			bad.add("virtio-serial port %q used twice", p.Name)
 		}
 		names[p.Name] = true
 		if p.Socket == "" || len(p.Socket) > maxSocketPath {
-			bad("virtio-serial port %q socket %q: want 1 to %d bytes", p.Name, p.Socket, maxSocketPath)
+			bad.add("virtio-serial port %q socket %q: want 1 to %d bytes", p.Name, p.Socket, maxSocketPath)
 		}
 	}
-	return errors.Join(errs...)
 }
 
 // QuoteArgs renders argv as one pasteable shell line.

@@ -369,6 +369,75 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	o.setDefaults()
+	qv, err := QEMUVersion(o.QEMU)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w (install qemu-system-x86, or name the binary in LOCKSTEP_QEMU)", ErrNoQEMU, err)
+	}
+	accel, accelReason, err := resolveAccel(ctx, &o)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{
+		Status: proto.StatusIndeterminate, Accel: accel, AccelReason: accelReason, Machine: o.Machine,
+		CPUs: o.CPUs, MemMB: o.MemMB, QEMUVersion: qv, JobID: newID(), KernelSHA256: fileSHA256(o.Kernel),
+	}
+	res.Timings.Accel = time.Since(start)
+	defer func() { res.Timings.Total = time.Since(start) }()
+
+	dir, err := os.MkdirTemp("", "lockstep-guest-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	job, shares, disks := guestJob(&o, res.JobID)
+	initrd := filepath.Join(dir, "initramfs")
+	if err := buildInitramfs(ctx, &o, job, initrd, res); err != nil {
+		return nil, err
+	}
+	evSock, resSock := filepath.Join(dir, "events.sock"), filepath.Join(dir, "results.sock")
+	evL, resL, err := listenChannels(evSock, resSock)
+	if err != nil {
+		return nil, err
+	}
+	defer evL.Close()
+	defer resL.Close()
+	cfg := QEMUConfig{
+		Binary: o.QEMU, Name: "lockstep-" + res.JobID, Machine: o.Machine, Accel: accel,
+		MemMB: o.MemMB, CPUs: o.CPUs, Kernel: o.Kernel, Initramfs: initrd,
+		Append:     kernelCmdline(res.JobID, o.Verbose, o.TestHook, append(accelKernelArgs(accel), o.KernelArgs...)...),
+		ConsoleLog: filepath.Join(dir, "console.log"), QMPSocket: filepath.Join(dir, "qmp.sock"),
+		Shares: shares, Disks: disks,
+		Ports: []SerialPort{{Name: proto.EventsPort, Socket: evSock}, {Name: proto.ResultsPort, Socket: resSock}},
+		RNG:   true,
+	}
+	argv, err := qemuArgv(cfg, &o, res)
+	if err != nil {
+		return nil, err
+	}
+
+	g := &guestRun{o: &o, res: res, log: o.Log, argv: argv, consolePath: cfg.ConsoleLog, qmpPath: cfg.QMPSocket, evL: evL, resL: resL,
+		deadlines: o.deadlines(accel)}
+	err = g.boot(ctx)
+	res.Timings.Total = time.Since(start)
+	saveRunJSON(&o, res)
+	return res, err
+}
+
+// saveRunJSON writes run.json into o.ResultsDir, if there is one; a failure
+// is only warned about, as the run's outcome stands without it.
+func saveRunJSON(o *Options, res *Result) {
+	if o.ResultsDir == "" {
+		return
+	}
+	if err := writeRunJSON(o.ResultsDir, res); err != nil {
+		o.Log.Warn("cannot write run.json", "err", err)
+	}
+}
+
+// setDefaults fills in the zero fields that stand for a default.
+func (o *Options) setDefaults() {
 	if o.Accel == "" {
 		o.Accel = AccelAuto
 	}
@@ -390,49 +459,34 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
-	log := o.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-		o.Log = log
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
 	}
-	qv, err := QEMUVersion(o.QEMU)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w (install qemu-system-x86, or name the binary in LOCKSTEP_QEMU)", ErrNoQEMU, err)
-	}
-	accel, accelReason, err := resolveAccel(ctx, &o)
-	if err != nil {
-		return nil, err
-	}
+}
+
+// deadlines are o's phase deadlines, a zero one the default for accel.
+func (o Options) deadlines(accel string) deadlines {
 	factor := AccelFactor(accel)
-	bootTimeout, jobTimeout, shutdownTimeout := o.BootTimeout, o.Timeout, o.ShutdownTimeout
-	if bootTimeout == 0 {
-		bootTimeout = defaultBoot * factor
+	d := deadlines{boot: o.BootTimeout, job: o.Timeout, shutdown: o.ShutdownTimeout}
+	if d.boot == 0 {
+		d.boot = defaultBoot * factor
 	}
-	if jobTimeout == 0 {
-		jobTimeout = defaultJobTimeout * factor
+	if d.job == 0 {
+		d.job = defaultJobTimeout * factor
 	}
-	if shutdownTimeout == 0 {
-		shutdownTimeout = defaultShutdown * factor
+	if d.shutdown == 0 {
+		d.shutdown = defaultShutdown * factor
 	}
-	res := &Result{
-		Status: proto.StatusIndeterminate, Accel: accel, AccelReason: accelReason, Machine: o.Machine,
-		CPUs: o.CPUs, MemMB: o.MemMB, QEMUVersion: qv, JobID: newID(), KernelSHA256: fileSHA256(o.Kernel),
-	}
-	res.Timings.Accel = time.Since(start)
-	defer func() { res.Timings.Total = time.Since(start) }()
+	return d
+}
 
-	dir, err := os.MkdirTemp("", "lockstep-guest-")
-	if err != nil {
-		return nil, fmt.Errorf("temp dir: %w", err)
-	}
-	defer os.RemoveAll(dir)
-
-	job := &proto.Job{
-		Schema: proto.SchemaVersion, ID: res.JobID, Command: o.Command, Env: o.Env, Dir: o.Dir, Options: o.JobOptions,
+// guestJob is the job PID 1 runs, and the 9P shares and disks QEMU gives
+// the guest for its root and o.Shares.
+func guestJob(o *Options, id string) (job *proto.Job, shares []Share9P, disks []string) {
+	job = &proto.Job{
+		Schema: proto.SchemaVersion, ID: id, Command: o.Command, Env: o.Env, Dir: o.Dir, Options: o.JobOptions,
 		Root: &proto.Root{Tag: proto.RootTag}, Verbose: o.Verbose,
 	}
-	var shares []Share9P
-	var disks []string
 	if o.RootImage != "" {
 		job.Root = &proto.Root{Device: "/dev/vda", FSType: "ext4"}
 		disks = append(disks, o.RootImage)
@@ -444,74 +498,77 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		job.Shares = append(job.Shares, proto.Share{Tag: tag, Path: s.GuestPath})
 		shares = append(shares, Share9P{Tag: tag, Path: s.Source})
 	}
-	strace := ""
-	// An image root is not looked into: strace rides along and is copied
-	// in only where the root lacks it.
-	if o.RootImage != "" || !hasStrace(o.Root) {
-		if p, err := exec.LookPath("strace"); err == nil {
-			strace = p
-		} else {
-			log.Warn("the guest root has no strace and neither has this host; the guest will run without it")
-		}
+	return job, shares, disks
+}
+
+// guestStrace is the host's strace to carry into the guest, "" when the
+// guest's root has its own or the host has none. An image root is not
+// looked into: strace rides along and is copied in only where the root
+// lacks it.
+func guestStrace(o *Options) string {
+	if o.RootImage == "" && hasStrace(o.Root) {
+		return ""
 	}
+	p, err := exec.LookPath("strace")
+	if err != nil {
+		o.Log.Warn("the guest root has no strace and neither has this host; the guest will run without it")
+		return ""
+	}
+	return p
+}
+
+// buildInitramfs writes the guest's initramfs for job to output, noting
+// its hash and the time it took in res.
+func buildInitramfs(ctx context.Context, o *Options, job *proto.Job, output string, res *Result) error {
+	strace := guestStrace(o)
 	t0 := time.Now()
-	initrd := filepath.Join(dir, "initramfs")
-	res.InitramfsSHA256, err = guest.Initramfs(ctx, guest.InitramfsOptions{
-		Init: o.Init, Job: job, Output: initrd, Strace: strace, Compression: initramfsCompression(), Modules: o.Modules,
-		CacheDir: filepath.Join(CacheDir(), "initramfs"), Log: log,
+	sum, err := guest.Initramfs(ctx, guest.InitramfsOptions{
+		Init: o.Init, Job: job, Output: output, Strace: strace, Compression: initramfsCompression(), Modules: o.Modules,
+		CacheDir: filepath.Join(CacheDir(), "initramfs"), Log: o.Log,
 	})
+	res.InitramfsSHA256 = sum
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, err
+			return err
 		}
 		// No guest can start without its initramfs (a dynamically linked
 		// init, a module that is not there): status 70, not 3.
-		return nil, fmt.Errorf("%w: %w", ErrGuestSetup, err)
+		return fmt.Errorf("%w: %w", ErrGuestSetup, err)
 	}
 	res.Timings.Initramfs = time.Since(t0)
+	return nil
+}
 
-	evSock, resSock := filepath.Join(dir, "events.sock"), filepath.Join(dir, "results.sock")
-	evL, err := net.Listen("unix", evSock)
+// listenChannels listens on the events and the results sockets.
+func listenChannels(evSock, resSock string) (evL, resL net.Listener, err error) {
+	evL, err = net.Listen("unix", evSock)
 	if err != nil {
-		return nil, fmt.Errorf("events socket: %w", err)
+		return nil, nil, fmt.Errorf("events socket: %w", err)
 	}
-	defer evL.Close()
-	resL, err := net.Listen("unix", resSock)
+	resL, err = net.Listen("unix", resSock)
 	if err != nil {
-		return nil, fmt.Errorf("results socket: %w", err)
+		evL.Close()
+		return nil, nil, fmt.Errorf("results socket: %w", err)
 	}
-	defer resL.Close()
-	cfg := QEMUConfig{
-		Binary: o.QEMU, Name: "lockstep-" + res.JobID, Machine: o.Machine, Accel: accel,
-		MemMB: o.MemMB, CPUs: o.CPUs, Kernel: o.Kernel, Initramfs: initrd,
-		Append:     kernelCmdline(res.JobID, o.Verbose, o.TestHook, append(accelKernelArgs(accel), o.KernelArgs...)...),
-		ConsoleLog: filepath.Join(dir, "console.log"), QMPSocket: filepath.Join(dir, "qmp.sock"),
-		Shares: shares, Disks: disks,
-		Ports: []SerialPort{{Name: proto.EventsPort, Socket: evSock}, {Name: proto.ResultsPort, Socket: resSock}},
-		RNG:   true,
-	}
+	return evL, resL, nil
+}
+
+// qemuArgv is QEMU's command line for cfg, logged and noted in res as a
+// command to paste.
+func qemuArgv(cfg QEMUConfig, o *Options, res *Result) ([]string, error) {
 	args, err := cfg.Args()
 	if err != nil {
 		return nil, err
 	}
 	argv := append([]string{qemuBinary(o.QEMU)}, args...)
 	res.QEMUCommand = QuoteArgs(argv)
-	log.Info("booting the guest", "accel", accel, "machine", o.Machine, "waiting_for", "hello")
+	o.Log.Info("booting the guest", "accel", cfg.Accel, "machine", o.Machine, "waiting_for", "hello")
 	if o.Verbose {
-		log.Info("qemu command line", "qemu", res.QEMUCommand)
+		o.Log.Info("qemu command line", "qemu", res.QEMUCommand)
 	} else {
-		log.Debug("qemu command line", "qemu", res.QEMUCommand)
+		o.Log.Debug("qemu command line", "qemu", res.QEMUCommand)
 	}
-
-	g := &guestRun{o: &o, res: res, log: log}
-	err = g.boot(ctx, argv, cfg.ConsoleLog, cfg.QMPSocket, evL, resL, bootTimeout, jobTimeout, shutdownTimeout)
-	res.Timings.Total = time.Since(start)
-	if o.ResultsDir != "" {
-		if werr := writeRunJSON(o.ResultsDir, res); werr != nil {
-			log.Warn("cannot write run.json", "err", werr)
-		}
-	}
-	return res, err
+	return argv, nil
 }
 
 // guestRun is one booted guest's state while Run waits for it.
@@ -520,178 +577,261 @@ type guestRun struct {
 	res *Result
 	log *slog.Logger
 
+	argv                 []string // QEMU's command line, argv[0] the binary
+	consolePath, qmpPath string
+	evL, resL            net.Listener // the events and results channels
+	deadlines            deadlines
+
 	mu         sync.Mutex
 	exitStatus *int
 	guestError string
 }
 
-func (g *guestRun) boot(ctx context.Context, argv []string, consolePath, qmpPath string, evL, resL net.Listener,
-	bootTimeout, jobTimeout, shutdownTimeout time.Duration) error {
-	res, o := g.res, g.o
-	var qemuOut bytes.Buffer
-	out := &limitedBuffer{b: &qemuOut, max: 64 << 10}
+// deadlines bound the three phases of a guest run.
+type deadlines struct {
+	boot, job, shutdown time.Duration
+}
+
+// qemuProcess is the running QEMU: exited closes when it has been waited
+// for, and waitErr is Wait's error, read only after exited.
+type qemuProcess struct {
+	cmd     *exec.Cmd
+	out     *limitedBuffer // the first 64 KiB of QEMU's own output
+	started time.Time
+	exited  chan struct{}
+	waitErr error
+}
+
+// guestChannels is what the events and results readers deliver. hello and
+// jobDone close as those events arrive; the other fields belong to the
+// readers until readers.Wait returns.
+type guestChannels struct {
+	hello, jobDone chan struct{}
+	readers        sync.WaitGroup
+
+	evErr   error
+	evDone  *proto.Done
+	payload []byte
+	sum     string
+	resErr  error
+}
+
+// waitState is where the wait for the guest ended.
+type waitState struct {
+	phase      string // boot, job or shutdown
+	limit      time.Duration
+	phaseStart time.Time
+	deadline   string // why a deadline passed; "" if none did
+	// interrupted is set when ctx ended. stopped is set once lockstep
+	// itself ends QEMU (a deadline, an interrupt); an exit before that is
+	// QEMU's own, or an outside kill's.
+	interrupted, stopped bool
+}
+
+// boot starts QEMU, follows the guest through its phases and decides the
+// run from what arrived.
+func (g *guestRun) boot(ctx context.Context) error {
 	// QEMU must not die with ctx before forensics or quit: it gets its own
 	// context, cancelled on every path out of here.
 	qctx, qcancel := context.WithCancel(context.Background())
 	defer qcancel()
-	cmd := qemuCommand(qctx, argv[0], argv[1:], out)
-	started := time.Now()
-	if err := cmd.Start(); err != nil {
-		res.Reason = fmt.Sprintf("start QEMU: %v", err)
-		return fmt.Errorf("%w: %s", ErrIndeterminate, res.Reason)
+	q, err := g.startQEMU(qctx)
+	if err != nil {
+		return err
 	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
 	defer func() {
 		qcancel() // kills the process group if it still runs
-		<-exited
-		if ps := cmd.ProcessState; ps != nil {
-			res.Timings.QEMUCPU = ps.UserTime() + ps.SystemTime()
+		<-q.exited
+		if ps := q.cmd.ProcessState; ps != nil {
+			g.res.Timings.QEMUCPU = ps.UserTime() + ps.SystemTime()
 		}
 	}()
 
-	hello := make(chan struct{})
-	jobDone := make(chan struct{})
-	var (
-		evErr   error
-		evDone  *proto.Done
-		payload []byte
-		sum     string
-		resErr  error
-		readers sync.WaitGroup
-	)
-	readers.Add(2)
-	go func() { // events
-		defer readers.Done()
-		conn, err := acceptUntil(evL, exited)
-		if err != nil {
-			evErr = fmt.Errorf("events channel: %w", err)
-			return
-		}
-		defer conn.Close()
-		er := proto.NewEventReader(conn)
-		var helloOnce, doneOnce sync.Once
-		for {
-			e, err := er.Next()
-			if err == io.EOF {
-				evDone = er.Done()
-				return
-			}
-			if err != nil {
-				evErr = err
-				return
-			}
-			res.Events++
-			switch e.Type {
-			case proto.EventHello:
-				res.KernelRelease = e.Msg
-				res.GuestUptimeAtHello = time.Duration(e.UptimeMS) * time.Millisecond
-				helloOnce.Do(func() { close(hello) })
-			case proto.EventStdout:
-				o.Stdout.Write(e.Data)
-			case proto.EventStderr:
-				o.Stderr.Write(e.Data)
-			case proto.EventLog:
-				if o.Verbose {
-					g.log.Info("guest: "+e.Msg, "uptime_ms", e.UptimeMS)
-				} else {
-					g.log.Debug("guest: "+e.Msg, "uptime_ms", e.UptimeMS)
-				}
-			case proto.EventError:
-				g.mu.Lock()
-				g.guestError = e.Msg
-				g.mu.Unlock()
-				doneOnce.Do(func() { close(jobDone) })
-			case proto.EventExit:
-				res.GuestUptimeAtExit = time.Duration(e.UptimeMS) * time.Millisecond
-				g.mu.Lock()
-				g.exitStatus = e.Status
-				g.mu.Unlock()
-				doneOnce.Do(func() { close(jobDone) })
-			case proto.EventDone:
-				doneOnce.Do(func() { close(jobDone) })
-			}
-		}
-	}()
-	go func() { // results
-		defer readers.Done()
-		conn, err := acceptUntil(resL, exited)
-		if err != nil {
-			resErr = fmt.Errorf("results channel: %w", err)
-			return
-		}
-		defer conn.Close()
-		payload, sum, resErr = proto.ReadFrame(conn, guest.MaxResults)
-	}()
+	ch := g.startReaders(q.exited)
+	w := g.waitGuest(ctx, ch, q)
+	// Give QEMU a moment to leave after quit, then kill its group.
+	select {
+	case <-q.exited:
+	case <-time.After(2 * time.Second):
+	}
+	qcancel()
+	<-q.exited
+	if w.phase == "shutdown" && g.res.Timings.Shutdown == 0 {
+		g.res.Timings.Shutdown = time.Since(w.phaseStart)
+	}
+	g.evL.Close()
+	g.resL.Close()
+	stuck := !ch.finish(5 * time.Second)
+	return g.conclude(ctx, ch, w, q, stuck)
+}
 
-	var deadlineReason string
-	phase, limit := "boot", bootTimeout
-	timer := time.NewTimer(limit)
+// startQEMU starts QEMU in its own process group, killed when qctx ends.
+func (g *guestRun) startQEMU(qctx context.Context) (*qemuProcess, error) {
+	q := &qemuProcess{out: &limitedBuffer{b: new(bytes.Buffer), max: 64 << 10}, exited: make(chan struct{})}
+	q.cmd = qemuCommand(qctx, g.argv[0], g.argv[1:], q.out)
+	q.started = time.Now()
+	if err := q.cmd.Start(); err != nil {
+		g.res.Reason = fmt.Sprintf("start QEMU: %v", err)
+		return nil, fmt.Errorf("%w: %s", ErrIndeterminate, g.res.Reason)
+	}
+	go func() { q.waitErr = q.cmd.Wait(); close(q.exited) }()
+	return q, nil
+}
+
+// startReaders starts reading the events and the results channels, each
+// giving up if QEMU exits before the guest connects.
+func (g *guestRun) startReaders(exited <-chan struct{}) *guestChannels {
+	ch := &guestChannels{hello: make(chan struct{}), jobDone: make(chan struct{})}
+	ch.readers.Add(2)
+	go func() {
+		defer ch.readers.Done()
+		g.readEvents(ch, exited)
+	}()
+	go func() {
+		defer ch.readers.Done()
+		g.readResults(ch, exited)
+	}()
+	return ch
+}
+
+// readEvents reads the events channel to its end.
+func (g *guestRun) readEvents(ch *guestChannels, exited <-chan struct{}) {
+	conn, err := acceptUntil(g.evL, exited)
+	if err != nil {
+		ch.evErr = fmt.Errorf("events channel: %w", err)
+		return
+	}
+	defer conn.Close()
+	er := proto.NewEventReader(conn)
+	var helloOnce, doneOnce sync.Once
+	hello := func() { helloOnce.Do(func() { close(ch.hello) }) }
+	jobDone := func() { doneOnce.Do(func() { close(ch.jobDone) }) }
+	for {
+		e, err := er.Next()
+		if err == io.EOF {
+			ch.evDone = er.Done()
+			return
+		}
+		if err != nil {
+			ch.evErr = err
+			return
+		}
+		g.res.Events++
+		g.handleEvent(e, hello, jobDone)
+	}
+}
+
+// handleEvent records one event; hello and jobDone signal those moments.
+func (g *guestRun) handleEvent(e proto.Event, hello, jobDone func()) {
+	res, o := g.res, g.o
+	switch e.Type {
+	case proto.EventHello:
+		res.KernelRelease = e.Msg
+		res.GuestUptimeAtHello = time.Duration(e.UptimeMS) * time.Millisecond
+		hello()
+	case proto.EventStdout:
+		o.Stdout.Write(e.Data)
+	case proto.EventStderr:
+		o.Stderr.Write(e.Data)
+	case proto.EventLog:
+		if o.Verbose {
+			g.log.Info("guest: "+e.Msg, "uptime_ms", e.UptimeMS)
+		} else {
+			g.log.Debug("guest: "+e.Msg, "uptime_ms", e.UptimeMS)
+		}
+	case proto.EventError:
+		g.mu.Lock()
+		g.guestError = e.Msg
+		g.mu.Unlock()
+		jobDone()
+	case proto.EventExit:
+		res.GuestUptimeAtExit = time.Duration(e.UptimeMS) * time.Millisecond
+		g.mu.Lock()
+		g.exitStatus = e.Status
+		g.mu.Unlock()
+		jobDone()
+	case proto.EventDone:
+		jobDone()
+	}
+}
+
+// readResults reads the results frame.
+func (g *guestRun) readResults(ch *guestChannels, exited <-chan struct{}) {
+	conn, err := acceptUntil(g.resL, exited)
+	if err != nil {
+		ch.resErr = fmt.Errorf("results channel: %w", err)
+		return
+	}
+	defer conn.Close()
+	ch.payload, ch.sum, ch.resErr = proto.ReadFrame(conn, guest.MaxResults)
+}
+
+// finish waits up to timeout for both readers and reports whether they
+// finished. QEMU is gone by then, so its sockets are closed; they cannot
+// fail to finish unless a writer blocks. Until they do they still own
+// their fields, so nothing they write may be read.
+func (ch *guestChannels) finish(timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() { ch.readers.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+// waitGuest follows the guest through the boot, job and shutdown phases,
+// each under its deadline, until QEMU exits, a deadline passes (forensics
+// saved, QEMU asked to quit) or ctx ends (QEMU asked to quit).
+func (g *guestRun) waitGuest(ctx context.Context, ch *guestChannels, q *qemuProcess) *waitState {
+	res := g.res
+	w := &waitState{phase: "boot", limit: g.deadlines.boot, phaseStart: q.started}
+	timer := time.NewTimer(w.limit)
 	defer timer.Stop()
-	phaseStart := started
-	interrupted := false
-	// stopped is set once lockstep itself ends QEMU (a deadline, an
-	// interrupt); an exit before that is QEMU's own, or an outside kill's.
-	stopped := false
-wait:
+	next := func(phase string, limit time.Duration) {
+		w.phase, w.limit, w.phaseStart = phase, limit, time.Now()
+		timer.Reset(limit)
+	}
+	hello, jobDone := ch.hello, ch.jobDone // nil once seen
 	for {
 		select {
-		case <-exited:
-			break wait
+		case <-q.exited:
+			return w
 		case <-hello:
 			hello = nil
-			res.Timings.Boot = time.Since(started)
-			phase, limit, phaseStart = "job", jobTimeout, time.Now()
-			timer.Reset(limit)
+			res.Timings.Boot = time.Since(q.started)
+			next("job", g.deadlines.job)
 			g.log.Info("guest up; running the command", "boot", res.Timings.Boot.Round(time.Millisecond), "kernel", res.KernelRelease)
 		case <-jobDone:
 			jobDone = nil
 			if hello != nil { // done without hello: a setup failure
 				hello = nil
-				res.Timings.Boot = time.Since(started)
+				res.Timings.Boot = time.Since(q.started)
 			} else {
-				res.Timings.Job = time.Since(phaseStart)
+				res.Timings.Job = time.Since(w.phaseStart)
 			}
-			phase, limit, phaseStart = "shutdown", shutdownTimeout, time.Now()
-			timer.Reset(limit)
+			next("shutdown", g.deadlines.shutdown)
 		case <-timer.C:
-			deadlineReason = fmt.Sprintf("the %s phase passed its %v deadline (accel %s)", phase, limit, res.Accel)
-			g.log.Warn("guest deadline passed; saving forensics", "phase", phase, "deadline", limit)
-			stopped = true
-			g.endHung(qmpPath, consolePath, argv, deadlineReason)
-			break wait
+			w.deadline = fmt.Sprintf("the %s phase passed its %v deadline (accel %s)", w.phase, w.limit, res.Accel)
+			g.log.Warn("guest deadline passed; saving forensics", "phase", w.phase, "deadline", w.limit)
+			w.stopped = true
+			g.endHung(g.qmpPath, g.consolePath, g.argv, w.deadline)
+			return w
 		case <-ctx.Done():
-			interrupted, stopped = true, true
-			g.quit(qmpPath, time.Second)
-			break wait
+			w.interrupted, w.stopped = true, true
+			g.quit(g.qmpPath, time.Second)
+			return w
 		}
 	}
-	// Give QEMU a moment to leave after quit, then kill its group.
-	select {
-	case <-exited:
-	case <-time.After(2 * time.Second):
-	}
-	qcancel()
-	<-exited
-	if phase == "shutdown" && res.Timings.Shutdown == 0 {
-		res.Timings.Shutdown = time.Since(phaseStart)
-	}
-	evL.Close()
-	resL.Close()
-	readersDone := make(chan struct{})
-	go func() { readers.Wait(); close(readersDone) }()
-	stuck := false
-	select {
-	case <-readersDone:
-	case <-time.After(5 * time.Second):
-		// QEMU is gone, so its sockets are closed; this cannot happen
-		// unless a writer blocks. The readers still own their variables,
-		// so nothing they write is read here.
-		stuck = true
-	}
+}
 
-	console, _ := os.ReadFile(consolePath)
+// conclude reads the console and decides the run once QEMU is gone: the
+// command's status, a setup failure or an indeterminate run; it unpacks
+// the results of a trustworthy one.
+func (g *guestRun) conclude(ctx context.Context, ch *guestChannels, w *waitState, q *qemuProcess, stuck bool) error {
+	res, o := g.res, g.o
+	console, _ := os.ReadFile(g.consolePath)
 	res.ConsoleTail = consoleLines(console, consoleTailLines)
 	res.OOMKills = oomKills(console)
 	for _, l := range res.OOMKills {
@@ -701,7 +841,7 @@ wait:
 		res.Reason = "channel readers did not finish after QEMU exited"
 		return fmt.Errorf("%w: %s", ErrIndeterminate, res.Reason)
 	}
-	if interrupted {
+	if w.interrupted {
 		res.Reason = "interrupted: " + ctx.Err().Error()
 		return fmt.Errorf("%w: interrupted: %w", ErrIndeterminate, ctx.Err())
 	}
@@ -709,39 +849,45 @@ wait:
 	guestError := g.guestError
 	g.mu.Unlock()
 	v := judge(outcome{
-		console: console, deadline: deadlineReason, events: evErr, done: evDone,
-		results: resErr, resultsSHA256: sum, resultsBytes: int64(len(payload)), guestError: guestError,
+		console: console, deadline: w.deadline, events: ch.evErr, done: ch.evDone,
+		results: ch.resErr, resultsSHA256: ch.sum, resultsBytes: int64(len(ch.payload)), guestError: guestError,
 	})
 	if v.setup {
 		res.Status, res.Reason = proto.StatusSetupFailed, v.reason
 		return fmt.Errorf("%w: %s", ErrGuestSetup, res.Reason)
 	}
 	problems := v.problems
-	if len(problems) == 0 && o.ResultsDir != "" && len(payload) > 0 {
-		n, err := guest.UnpackResults(payload, o.ResultsDir)
+	if len(problems) == 0 && o.ResultsDir != "" && len(ch.payload) > 0 {
+		n, err := guest.UnpackResults(ch.payload, o.ResultsDir)
 		res.ResultsFiles = n
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
 	}
 	if len(problems) > 0 {
-		// A QEMU killed from outside (the host's OOM killer, a person)
-		// leaves no message of its own: say how it ended.
-		if waitErr != nil && !stopped {
-			problems = append(problems, "QEMU ended before lockstep stopped it: "+waitErr.Error())
-		}
-		if waitErr != nil && !strings.Contains(out.String(), "terminating on signal") {
-			if msg := strings.TrimSpace(out.String()); msg != "" {
-				problems = append(problems, "QEMU said: "+lastLine([]byte(msg)))
-			}
-		}
-		res.Status = proto.StatusIndeterminate
-		res.Reason = strings.Join(problems, "; ")
-		g.log.Debug("indeterminate run", "qemu", res.QEMUCommand)
-		return fmt.Errorf("%w: %s", ErrIndeterminate, res.Reason)
+		return g.indeterminate(problems, q, w.stopped)
 	}
 	res.Status = v.status
 	return nil
+}
+
+// indeterminate sets status 3 with problems as the reason, adding how QEMU
+// ended when it ended on its own or was killed from outside (the host's OOM
+// killer, a person), which leaves no message of its own.
+func (g *guestRun) indeterminate(problems []string, q *qemuProcess, stopped bool) error {
+	res := g.res
+	if q.waitErr != nil && !stopped {
+		problems = append(problems, "QEMU ended before lockstep stopped it: "+q.waitErr.Error())
+	}
+	if q.waitErr != nil && !strings.Contains(q.out.String(), "terminating on signal") {
+		if msg := strings.TrimSpace(q.out.String()); msg != "" {
+			problems = append(problems, "QEMU said: "+lastLine([]byte(msg)))
+		}
+	}
+	res.Status = proto.StatusIndeterminate
+	res.Reason = strings.Join(problems, "; ")
+	g.log.Debug("indeterminate run", "qemu", res.QEMUCommand)
+	return fmt.Errorf("%w: %s", ErrIndeterminate, res.Reason)
 }
 
 // oomKillMarks are in the line the kernel's OOM killer prints (at

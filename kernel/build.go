@@ -29,6 +29,22 @@ func (e *BuildError) Error() string {
 
 func (e *BuildError) Unwrap() error { return e.Err }
 
+// UnreproducedError is a fresh build whose bzImage differs from the one the
+// recorded-bzImage table holds for its key. The build is not cached: every
+// later use would refuse it.
+type UnreproducedError struct {
+	Version string
+	Row     RecordedImage
+	Got     string // the fresh bzImage's SHA-256
+	Kept    string // the entry, left outside the cache for comparison
+}
+
+func (e *UnreproducedError) Error() string {
+	return fmt.Sprintf("kernel %s built here has bzImage sha256 %s, but %s records %s for this pin, fragment and toolchain: "+
+		"the build did not reproduce (a host tool the key does not cover, such as lz4, awk or perl, may differ, or the row is wrong); "+
+		"not cached, kept in %s", e.Version, e.Got, e.Row.Where(), e.Row.BzImageSHA256, e.Kept)
+}
+
 // sources returns the unpacked source tree for pin, fetching, checking and
 // unpacking it first when the cache lacks it. Nothing is unpacked before the
 // download's (and for a .deb the inner tarball's) SHA-256 matched the pin.
@@ -143,11 +159,12 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	lw := &lastLineWriter{w: logf}
 	obj := filepath.Join(work, "obj")
 	mk := command{
-		log:    b.log(),
-		dir:    src,
-		env:    []string{"KBUILD_BUILD_USER=lockstep", "KBUILD_BUILD_HOST=lockstep"},
-		stdout: lw,
-		stderr: lw,
+		log:     b.log(),
+		dir:     src,
+		env:     buildEnv(src, obj),
+		onlyEnv: true,
+		stdout:  lw,
+		stderr:  lw,
 	}
 	makeArgs := func(extra ...string) []string { return append([]string{"O=" + obj, "ARCH=x86_64"}, extra...) }
 
@@ -207,7 +224,7 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	rec := &Record{
 		Key: key, Pin: pin.Row, Version: pin.Version, ABI: pin.ABI, Source: pin.Describe(),
 		SourceSHA256: pin.SHA256, InnerSHA256: pin.InnerSHA256, FragmentSHA256: sha256Hex(frag),
-		Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make,
+		Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make, Binutils: t.Binutils,
 		BzImageSHA256: sha256Hex(img), BzImageSize: int64(len(img)), ConfigSHA256: sha256Hex(cfg),
 		KernelVersion: hv, Duration: time.Since(start).Round(time.Second).String(),
 		BuildDuration: buildDur.Round(time.Second).String(), BuildCPU: cpu.Round(time.Second).String(), Jobs: b.jobs(),
@@ -227,6 +244,14 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	if err := os.Chmod(work, 0o755); err != nil { // MkdirTemp made it 0700
 		return err
 	}
+	if row := lookupRecorded(b.recorded(), key); row != nil && row.BzImageSHA256 != rec.BzImageSHA256 {
+		kept := dir + ".unreproduced"
+		os.RemoveAll(kept)
+		if err := os.Rename(work, kept); err != nil {
+			kept = "nowhere (" + err.Error() + ")"
+		}
+		return &UnreproducedError{Version: pin.Version, Row: *row, Got: rec.BzImageSHA256, Kept: kept}
+	}
 	if err := os.Rename(work, dir); err != nil {
 		return fmt.Errorf("store kernel: %w", err)
 	}
@@ -234,6 +259,41 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	os.Remove(dir + ".unfit.config")
 	b.log().Info("kernel: built", "pin", pin.Version, "build", rec.BuildDuration, "cpu", rec.BuildCPU, "total", rec.Duration, "bzImage", fmt.Sprintf("%d bytes", len(img)))
 	return nil
+}
+
+// BuildTimestamp is the build time every kernel claims (uname -v and the
+// mtimes of the built-in initramfs). A fixed date, not the clock, so two
+// builds of one key give the same bytes; `date -d` must parse it, or
+// usr/gen_initramfs.sh falls back to the clock.
+const BuildTimestamp = "Thu Jan  1 00:00:00 UTC 1970"
+
+// buildEnv is the whole environment make runs in. Nothing of the caller's
+// passes but PATH and TMPDIR: KCFLAGS, LOCALVERSION, ARCH, CROSS_COMPILE or
+// MAKEFLAGS there would change the bytes behind the same cache key. The
+// rest pins what kbuild would otherwise take from the machine: the
+// clock, user and host name (docs: Documentation/kbuild/reproducible-builds.rst),
+// the build number (.version), the locale and time zone of the scripts, and
+// the absolute source and object paths (kbuild maps only the source tree's
+// away in __FILE__; the file-prefix maps also cover debug information, off
+// today, should a fragment switch it on).
+func buildEnv(src, obj string) []string {
+	prefixMaps := "-ffile-prefix-map=" + src + "/= -ffile-prefix-map=" + obj + "/="
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"LC_ALL=C",
+		"TZ=UTC",
+		"KBUILD_BUILD_TIMESTAMP=" + BuildTimestamp,
+		"SOURCE_DATE_EPOCH=0",
+		"KBUILD_BUILD_USER=lockstep",
+		"KBUILD_BUILD_HOST=lockstep",
+		"KBUILD_BUILD_VERSION=1",
+		"KCFLAGS=" + prefixMaps,
+		"KAFLAGS=" + prefixMaps,
+	}
+	if d := os.Getenv("TMPDIR"); d != "" {
+		env = append(env, "TMPDIR="+d)
+	}
+	return env
 }
 
 func appendFile(path string, data []byte) error {

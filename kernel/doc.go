@@ -24,7 +24,14 @@
 // embedded; FragmentFor) appended, `make olddefconfig`, the check that
 // every CONFIG_X=value line of the fragment is in .config (else *UnfitError,
 // listing all), then `make -j<cpus> bzImage`. Everything is built in; there
-// are no modules. A progress line (stage, elapsed, last compiled file) is
+// are no modules.
+//
+// make runs in an environment of its own (buildEnv): PATH and TMPDIR from
+// the caller, nothing else of it, plus a fixed KBUILD_BUILD_TIMESTAMP
+// (BuildTimestamp), user, host and build number, LC_ALL=C, TZ=UTC, and
+// -ffile-prefix-map for the source and object directories. The build is
+// reproducible: two builds of one key give the same bzImage, whatever the
+// cache directory, the -j or the caller's environment. A progress line (stage, elapsed, last compiled file) is
 // logged every few seconds; with a Debug-level logger every external command
 // is logged as a shell line.
 //
@@ -34,8 +41,8 @@
 // build.log; downloads and unpacked sources live in <cache>/downloads and
 // <cache>/sources. <cache> is $XDG_CACHE_HOME/lockstep/kernels (default
 // ~/.cache/lockstep/kernels). The key is the SHA-256 over the pin row, the
-// fragment as applied to the pin, BuilderVersion and the first lines of `gcc --version` and
-// `make --version` (see Key). Entries are written in a temporary directory
+// fragment as applied to the pin, BuilderVersion and the first lines of
+// `gcc --version`, `make --version` and `ld --version` (see Key). Entries are written in a temporary directory
 // and renamed into place; an flock per key makes concurrent builds of one key
 // build once.
 //
@@ -49,9 +56,22 @@
 // version. A failure is a *VerifyError naming each failed check; the kernel
 // is refused, not rebuilt.
 //
+// build.txt sits beside the bzImage, so whoever can write the cache (another
+// CI run sharing it) can rewrite both. The repository therefore records the
+// bzImage SHA-256 per key in bzimages.txt (embedded; RecordedImages): the
+// key is computed on this machine, and when a row records it the bzImage
+// must have that row's SHA-256, whatever build.txt says. A key with no row
+// (another toolchain) is unrecorded: accepted, on build.txt's word, and
+// reported as such (Verified.Recorded is nil, Result.NewRow is the row to
+// add). A fresh build whose bzImage differs from its key's row is not
+// cached (*UnreproducedError).
+//
 // # Environment
 //
 //   - XDG_CACHE_HOME: base of the default cache directory.
 //   - LOCKSTEP_DEBIAN_MIRROR: a Debian archive URI to use instead of the ones
-//     in /etc/apt (for runners whose apt sources are not Debian's).
+//     in /etc/apt (for runners whose apt sources are not Debian's; without it
+//     such a runner fails at once with a *NoMirrorError saying what to set).
+//   - LOCKSTEP_APT_DIR: the apt configuration directory whose sources are
+//     searched for Debian archive URIs (default /etc/apt).
 package kernel

@@ -25,12 +25,17 @@ type command struct {
 	// cpu, when set, receives the user+system CPU time of the process and
 	// the descendants it waited for (make's compilers).
 	cpu *time.Duration
+	// onlyEnv makes env the whole environment instead of an addition.
+	onlyEnv bool
 }
 
 func (c command) run(ctx context.Context, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = c.dir
-	if len(c.env) > 0 {
+	switch {
+	case c.onlyEnv:
+		cmd.Env = append([]string{}, c.env...) // an empty, non-nil Env is an empty environment
+	case len(c.env) > 0:
 		cmd.Env = append(os.Environ(), c.env...)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
@@ -38,7 +43,11 @@ func (c command) run(ctx context.Context, name string, args ...string) error {
 	cmd.SysProcAttr = sysProcAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
-	c.log.Debug("$ " + shellLine(c.dir, c.env, name, args))
+	env := c.env
+	if c.onlyEnv {
+		env = append([]string{"env", "-i"}, env...)
+	}
+	c.log.Debug("$ " + shellLine(c.dir, env, name, args))
 	err := cmd.Run()
 	if c.cpu != nil && cmd.ProcessState != nil {
 		*c.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()

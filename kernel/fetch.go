@@ -217,9 +217,24 @@ func (c countWriter) Write(p []byte) (int, error) { c.n.Add(int64(len(p))); retu
 // DebianKeyring is the keyring the temporary sources list trusts.
 const DebianKeyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
 
-// aptSourcesDir is where the machine's apt sources are read from (tests
-// point it elsewhere).
-var aptSourcesDir = "/etc/apt"
+// MirrorEnv names the variable that gives the Debian archive URI a debian
+// pin is fetched from when this machine's apt sources name none (a runner
+// whose archive is another distribution's). In GitHub Actions it is the
+// repository variable of the same name, which workflows/kernel passes on.
+const MirrorEnv = "LOCKSTEP_DEBIAN_MIRROR"
+
+// AptDirEnv names the variable that points the search for Debian archive
+// URIs at another apt configuration directory than /etc/apt (a simulated
+// foreign runner; tests).
+const AptDirEnv = "LOCKSTEP_APT_DIR"
+
+// aptSourcesDir is where the machine's apt sources are read from.
+func aptSourcesDir() string {
+	if d := os.Getenv(AptDirEnv); d != "" {
+		return d
+	}
+	return "/etc/apt"
+}
 
 // fetchDebian runs `apt-get update` and `apt-get download` against a
 // temporary sources list in dir that names this machine's Debian archive
@@ -298,36 +313,66 @@ func dirBytes(dir string) int64 {
 	return n
 }
 
-// debianURIs returns the Debian archive URIs of this machine's apt sources,
-// or $LOCKSTEP_DEBIAN_MIRROR when set.
+// debianURIs returns $LOCKSTEP_DEBIAN_MIRROR when set, else the Debian
+// archive URIs of this machine's apt sources. Neither is an error that says
+// what to set: it comes before any network access, in well under a second.
 func debianURIs() ([]string, error) {
-	if m := os.Getenv("LOCKSTEP_DEBIAN_MIRROR"); m != "" {
-		return []string{m}, nil
+	if m := os.Getenv(MirrorEnv); m != "" {
+		if err := checkMirror(m); err != nil {
+			return nil, err
+		}
+		return []string{strings.TrimRight(m, "/")}, nil
 	}
+	dir := aptSourcesDir()
 	files := map[string][]byte{}
-	if b, err := os.ReadFile(filepath.Join(aptSourcesDir, "sources.list")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, "sources.list")); err == nil {
 		files["sources.list"] = b
 	}
-	ents, _ := os.ReadDir(filepath.Join(aptSourcesDir, "sources.list.d"))
+	ents, _ := os.ReadDir(filepath.Join(dir, "sources.list.d"))
 	for _, e := range ents {
 		if strings.HasSuffix(e.Name(), ".list") || strings.HasSuffix(e.Name(), ".sources") {
-			if b, err := os.ReadFile(filepath.Join(aptSourcesDir, "sources.list.d", e.Name())); err == nil {
+			if b, err := os.ReadFile(filepath.Join(dir, "sources.list.d", e.Name())); err == nil {
 				files[e.Name()] = b
 			}
 		}
 	}
 	uris := DebianArchiveURIs(files)
 	if len(uris) == 0 {
-		return nil, fmt.Errorf("no Debian archive URI in %s/sources.list or sources.list.d (set LOCKSTEP_DEBIAN_MIRROR to a Debian archive URI)", aptSourcesDir)
+		return nil, &NoMirrorError{AptDir: dir}
 	}
 	return uris, nil
+}
+
+// NoMirrorError is a debian pin to fetch on a machine whose apt sources name
+// no Debian archive (an Ubuntu runner) and no LOCKSTEP_DEBIAN_MIRROR.
+type NoMirrorError struct{ AptDir string }
+
+func (e *NoMirrorError) Error() string {
+	return fmt.Sprintf("no Debian archive in the apt sources of %s (sources.list, sources.list.d/*.list and *.sources; "+
+		"an entry counts when it is signed by the Debian archive keyring, or names no key and a Debian suite): "+
+		"set %s to the URI of a Debian archive mirror, e.g. http://<mirror>/debian "+
+		"(in GitHub Actions: the repository variable %s, which workflows/kernel passes on)", e.AptDir, MirrorEnv, MirrorEnv)
+}
+
+// checkMirror refuses a LOCKSTEP_DEBIAN_MIRROR that apt could not use.
+func checkMirror(m string) error {
+	u, err := url.Parse(m)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return nil
+	}
+	if err == nil && u.Scheme == "file" && u.Path != "" {
+		return nil
+	}
+	return fmt.Errorf("%s=%q: want the http://, https:// or file:// URI of a Debian archive, e.g. http://<mirror>/debian", MirrorEnv, m)
 }
 
 // DebianArchiveURIs picks, from apt source files (name → contents; one-line
 // ".list" and deb822 ".sources" formats), the URIs of the Debian archive
 // proper: entries of type deb whose suites are not security suites (those
-// have no sid) and that are signed by a Debian archive key or name no key.
-// Order follows the sorted file names; duplicates are dropped.
+// have no sid) and that are signed by a Debian archive key, or name no key
+// and only Debian suites (an unsigned Ubuntu entry, as older Ubuntu images
+// write them, is not Debian's archive). Order follows the sorted file names;
+// duplicates are dropped.
 func DebianArchiveURIs(files map[string][]byte) []string {
 	var names []string
 	for n := range files {
@@ -346,6 +391,9 @@ func DebianArchiveURIs(files map[string][]byte) []string {
 			}
 		}
 		if signedBy != "" && !strings.Contains(signedBy, "debian-archive") {
+			return
+		}
+		if signedBy == "" && !allDebianSuites(suites) {
 			return
 		}
 		out = append(out, uri)
@@ -390,6 +438,33 @@ func DebianArchiveURIs(files map[string][]byte) []string {
 		}
 	}
 	return out
+}
+
+// debianCodenames are Debian's release names, from buzz to the announced
+// ones, and its suite aliases. An unsigned source entry counts as Debian's
+// archive only with one of them (plus a -updates, -backports or
+// -proposed-updates suffix).
+var debianCodenames = map[string]bool{
+	"buzz": true, "rex": true, "bo": true, "hamm": true, "slink": true, "potato": true, "woody": true,
+	"sarge": true, "etch": true, "lenny": true, "squeeze": true, "wheezy": true, "jessie": true,
+	"stretch": true, "buster": true, "bullseye": true, "bookworm": true, "trixie": true, "forky": true,
+	"duke": true, "sid": true, "experimental": true, "oldoldstable": true, "oldstable": true,
+	"stable": true, "testing": true, "unstable": true,
+}
+
+func allDebianSuites(suites []string) bool {
+	if len(suites) == 0 {
+		return false
+	}
+	for _, s := range suites {
+		for _, suf := range []string{"-updates", "-backports", "-proposed-updates", "-backports-sloppy"} {
+			s = strings.TrimSuffix(s, suf)
+		}
+		if !debianCodenames[s] {
+			return false
+		}
+	}
+	return true
 }
 
 // deb822Stanzas splits a deb822 file into stanzas of lower-cased keys.

@@ -232,12 +232,95 @@ Components: main
 		t.Errorf("debianURIs with LOCKSTEP_DEBIAN_MIRROR = %q, %v", u, err)
 	}
 	t.Setenv("LOCKSTEP_DEBIAN_MIRROR", "")
-	old := aptSourcesDir
-	aptSourcesDir = t.TempDir()
-	defer func() { aptSourcesDir = old }()
+	t.Setenv(AptDirEnv, t.TempDir())
 	if _, err := debianURIs(); err == nil || !strings.Contains(err.Error(), "LOCKSTEP_DEBIAN_MIRROR") {
 		t.Errorf("debianURIs without sources = %v, want an error pointing at LOCKSTEP_DEBIAN_MIRROR", err)
 	}
+}
+
+// ubuntuOnlyApt writes an apt configuration directory as an Ubuntu runner
+// has it: a deb822 .sources signed by Ubuntu's keyring and an older,
+// unsigned one-line entry of an Ubuntu suite. No Debian archive in it.
+func ubuntuOnlyApt(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "sources.list"), []byte("deb http://archive.invalid/ubuntu jammy main universe\n"))
+	if err := os.MkdirAll(filepath.Join(dir, "sources.list.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "sources.list.d", "ubuntu.sources"), []byte(`Types: deb
+URIs: http://archive.invalid/ubuntu/
+Suites: noble noble-updates noble-backports
+Components: main restricted universe multiverse
+Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg
+
+Types: deb
+URIs: http://security.invalid/ubuntu/
+Suites: noble-security
+Components: main restricted universe multiverse
+Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg
+`))
+	return dir
+}
+
+// TestKernelBuildWithoutDebianSources: on a runner whose apt sources name
+// only an Ubuntu-signed archive and no LOCKSTEP_DEBIAN_MIRROR is set, a
+// debian pin's build fails in under a second, before any network access,
+// naming the variable to set; a malformed mirror is refused as fast.
+func TestKernelBuildWithoutDebianSources(t *testing.T) {
+	if u := DebianArchiveURIs(map[string][]byte{"sources.list": []byte("deb http://archive.invalid/ubuntu jammy main\n")}); len(u) != 0 {
+		t.Errorf("an unsigned Ubuntu entry counts as Debian's archive: %q", u)
+	}
+	t.Setenv(AptDirEnv, ubuntuOnlyApt(t))
+	for _, tc := range []struct{ Mirror, Want string }{
+		{"", "set LOCKSTEP_DEBIAN_MIRROR to the URI of a Debian archive mirror"},
+		{"archive.invalid/debian", `LOCKSTEP_DEBIAN_MIRROR="archive.invalid/debian": want the http://, https:// or file:// URI`},
+	} {
+		t.Setenv(MirrorEnv, tc.Mirror)
+		b := &Builder{CacheDir: t.TempDir()}
+		start := time.Now()
+		_, err := b.Build(t.Context(), "7.2.13")
+		d := time.Since(start)
+		var mt *MissingToolsError
+		if errors.As(err, &mt) {
+			t.Skipf("this machine lacks the kernel build tools (%v); the source check comes after them", err)
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.Want) {
+			t.Fatalf("Build with mirror %q = %v; want an error with %q", tc.Mirror, err, tc.Want)
+		}
+		if d > time.Second {
+			t.Errorf("Build with mirror %q failed after %s, want under a second", tc.Mirror, d)
+		}
+		t.Logf("mirror %q: failed in %s: %v", tc.Mirror, d.Round(time.Microsecond), err)
+	}
+}
+
+// TestKernelFetchThroughMirror: with the same Ubuntu-only sources and
+// LOCKSTEP_DEBIAN_MIRROR naming a Debian archive (the one this machine's
+// own apt sources name, read at test time), the pinned 7.2.13 source is
+// fetched and its SHA-256 checked. It downloads the source package (about
+// 160 MB) from that archive.
+func TestKernelFetchThroughMirror(t *testing.T) {
+	mirrors, err := debianURIs()
+	if err != nil {
+		t.Skipf("this machine's apt sources name no Debian archive to use as the mirror: %v", err)
+	}
+	t.Setenv(AptDirEnv, ubuntuOnlyApt(t))
+	t.Setenv(MirrorEnv, mirrors[0])
+	pin, err := Lookup("7.2.13")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Builder{CacheDir: t.TempDir()}
+	start := time.Now()
+	got, err := b.download(t.Context(), pin)
+	if err != nil {
+		t.Fatalf("fetch through %s: %v", MirrorEnv, err)
+	}
+	if err := checkFileSHA256(got, downloadName(pin), pin.SHA256); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fetched %s through %s in %s", filepath.Base(got), MirrorEnv, time.Since(start).Round(time.Second))
 }
 
 func FuzzDebianArchiveURIs(f *testing.F) {

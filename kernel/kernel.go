@@ -37,6 +37,9 @@ type Builder struct {
 	Pins []Pin
 	// Fragment replaces the embedded configuration fragment. Nil: Fragment().
 	Fragment []byte
+	// Recorded replaces the embedded recorded-bzImage table. Nil:
+	// RecordedImages().
+	Recorded []RecordedImage
 }
 
 // Path returns the path of the verified bzImage for pin (a version from the
@@ -57,6 +60,10 @@ type Result struct {
 	Key      string
 	CacheHit bool          // true when nothing was built
 	Elapsed  time.Duration // wall time of the whole call, verification included
+	// NewRow is the table row that would record this kernel, set when it
+	// is unrecorded (Verified.Recorded is nil): this machine's toolchain,
+	// the key and the bzImage's SHA-256.
+	NewRow *RecordedImage
 }
 
 func (b *Builder) log() *slog.Logger {
@@ -114,6 +121,13 @@ func DefaultCacheDir() string {
 	return filepath.Join(base, "lockstep", "kernels")
 }
 
+func (b *Builder) recorded() []RecordedImage {
+	if b.Recorded != nil {
+		return b.Recorded
+	}
+	return RecordedImages()
+}
+
 func (b *Builder) root() string {
 	if b.CacheDir != "" {
 		return b.CacheDir
@@ -129,8 +143,9 @@ func (b *Builder) Lookup(version string) (Pin, error) {
 	return Lookup(version)
 }
 
-// Toolchain is the first line of `gcc --version` and `make --version`.
-type Toolchain struct{ Compiler, Make string }
+// Toolchain is the first line of `gcc --version`, `make --version` and
+// `ld --version`.
+type Toolchain struct{ Compiler, Make, Binutils string }
 
 var toolchain = sync.OnceValues(func() (Toolchain, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -140,17 +155,17 @@ var toolchain = sync.OnceValues(func() (Toolchain, error) {
 	for _, x := range []struct {
 		name string
 		dst  *string
-	}{{"gcc", &t.Compiler}, {"make", &t.Make}} {
+	}{{"gcc", &t.Compiler}, {"make", &t.Make}, {"ld", &t.Binutils}} {
 		out, err := c.output(ctx, x.name, "--version")
 		if err != nil {
-			return t, fmt.Errorf("%s --version: %w (kernel builds and cache keys need gcc and make)", x.name, err)
+			return t, fmt.Errorf("%s --version: %w (kernel builds and cache keys need gcc, make and binutils)", x.name, err)
 		}
 		*x.dst = firstLine(out)
 	}
 	return t, nil
 })
 
-// Key returns pin's cache key with this machine's compiler and make.
+// Key returns pin's cache key with this machine's compiler, make and binutils.
 func (b *Builder) Key(pin Pin) (string, error) {
 	t, err := toolchain()
 	if err != nil {
@@ -160,7 +175,7 @@ func (b *Builder) Key(pin Pin) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return Key(KeyInputs{PinRow: pin.Row, Fragment: frag, Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make}), nil
+	return Key(KeyInputs{PinRow: pin.Row, Fragment: frag, Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make, Binutils: t.Binutils}), nil
 }
 
 // ErrNotBuilt means the pin's kernel is not in the cache.
@@ -186,11 +201,19 @@ func (b *Builder) Verify(ctx context.Context, version string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := VerifyDir(dir, pin, key, req)
+	v, err := verifyDir(dir, pin, key, req, b.recorded())
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Verified: *v, Pin: pin, Key: key, CacheHit: true, Elapsed: time.Since(start)}, nil
+	r := &Result{Verified: *v, Pin: pin, Key: key, CacheHit: true, Elapsed: time.Since(start)}
+	if v.Recorded == nil {
+		t, err := toolchain()
+		if err != nil {
+			return nil, err
+		}
+		r.NewRow = &RecordedImage{Version: pin.Version, Compiler: t.Compiler, Make: t.Make, Binutils: t.Binutils, Key: key, BzImageSHA256: v.Record.BzImageSHA256}
+	}
+	return r, nil
 }
 
 // Build returns the verified kernel for version, building it first when it
@@ -214,6 +237,9 @@ func (b *Builder) Build(ctx context.Context, version string) (*Result, error) {
 		}
 		r.Elapsed = time.Since(start)
 		b.log().Debug("kernel: cache hit", "pin", pin.Version, "dir", dir)
+		if r.Recorded == nil {
+			b.log().Info("kernel: cached kernel is unrecorded: "+BzImagesFile+" has no row for its key, so only its own build.txt vouches for it", "pin", pin.Version, "key", key[:16])
+		}
 		return r, nil
 	}
 	frag, err := b.fragment(pin)
@@ -253,7 +279,7 @@ type Entry struct {
 	Pin       *Pin   // nil for a stale directory
 	Key       string // the current key, or the stale directory's name
 	Dir       string
-	State     string // "verified", "refused: …", "building …", "not built", "stale"
+	State     string // "verified (recorded)", "verified (unrecorded)", "refused: …", "building …", "not built", "stale"
 	Source    string // "downloaded", "unpacked", or ""
 	Record    *Record
 	KeyErrMsg string // why no key could be computed, if so
@@ -292,8 +318,10 @@ func (b *Builder) List(ctx context.Context) ([]Entry, error) {
 			} else {
 				e.State = "error: " + err.Error()
 			}
+		case r.Recorded == nil:
+			e.State, e.Record = "verified (unrecorded)", r.Record
 		default:
-			e.State, e.Record = "verified", r.Record
+			e.State, e.Record = "verified (recorded)", r.Record
 		}
 		out = append(out, e)
 	}

@@ -12,7 +12,7 @@ import (
 
 // BuilderVersion names the build steps this package runs; bump it whenever
 // they change what a build produces, so old cache entries stop matching.
-const BuilderVersion = "lockstep-kernel-builder 1"
+const BuilderVersion = "lockstep-kernel-builder 2"
 
 // KeyInputs is everything a cache key covers.
 type KeyInputs struct {
@@ -21,6 +21,7 @@ type KeyInputs struct {
 	Builder  string // BuilderVersion
 	Compiler string // first line of `gcc --version`
 	Make     string // first line of `make --version`
+	Binutils string // first line of `ld --version`: the assembler and linker write every byte
 }
 
 // Key derives the cache key: SHA-256, in hex, over each input prefixed by its
@@ -37,6 +38,7 @@ func Key(in KeyInputs) string {
 		{"builder", []byte(in.Builder)},
 		{"compiler", []byte(in.Compiler)},
 		{"make", []byte(in.Make)},
+		{"binutils", []byte(in.Binutils)},
 	} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(f.val)))
@@ -66,6 +68,7 @@ type Record struct {
 	Builder        string
 	Compiler       string
 	Make           string
+	Binutils       string // "" in records older than builder 2
 	BzImageSHA256  string
 	BzImageSize    int64
 	ConfigSHA256   string
@@ -93,6 +96,7 @@ var recordFields = []struct {
 	{"builder", func(r *Record) *string { return &r.Builder }},
 	{"compiler", func(r *Record) *string { return &r.Compiler }},
 	{"make", func(r *Record) *string { return &r.Make }},
+	{"binutils", func(r *Record) *string { return &r.Binutils }},
 	{"bzimage-sha256", func(r *Record) *string { return &r.BzImageSHA256 }},
 	{"config-sha256", func(r *Record) *string { return &r.ConfigSHA256 }},
 	{"kernel-version", func(r *Record) *string { return &r.KernelVersion }},

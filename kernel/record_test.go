@@ -13,10 +13,11 @@ func TestKey(t *testing.T) {
 		Builder:  "lockstep-kernel-builder 1",
 		Compiler: "gcc (Debian 12.2.0-14+deb12u1) 12.2.0",
 		Make:     "GNU Make 4.3",
+		Binutils: "GNU ld (GNU Binutils for Debian) 2.40",
 	}
 	// The derivation is fixed: a change here invalidates every cache.
 	// Computed independently: python3 -c "import hashlib,struct; …" (name + 8-byte big-endian length + value, per field).
-	const golden = "5b4ce096f1f298b902f37425a1fddcda2ffb99ed6459fbecadc6f897dc219327"
+	const golden = "7a3a294e532a2cecc3e313992de7dbb9a6d76c18d59c0d9719bc5a24af599cee"
 	got := Key(base)
 	if len(got) != 64 || strings.Trim(got, "0123456789abcdef") != "" {
 		t.Fatalf("Key = %q, want 64 hex digits", got)
@@ -33,6 +34,7 @@ func TestKey(t *testing.T) {
 		"Builder":    func(k *KeyInputs) { k.Builder = "lockstep-kernel-builder 2" },
 		"Compiler":   func(k *KeyInputs) { k.Compiler = "gcc (Debian 12.2.0-14+deb12u2) 12.2.0" },
 		"Make":       func(k *KeyInputs) { k.Make = "GNU Make 4.4" },
+		"Binutils":   func(k *KeyInputs) { k.Binutils = "GNU ld (GNU Binutils for Debian) 2.41" },
 		"ShiftBytes": func(k *KeyInputs) { k.Compiler, k.Make = k.Compiler+"G", strings.TrimPrefix(k.Make, "G") },
 		"EmptyFrag":  func(k *KeyInputs) { k.Fragment = nil },
 	}
@@ -55,15 +57,15 @@ func TestBuilderKeyUsesToolchain(t *testing.T) {
 	if err != nil {
 		t.Skipf("no toolchain on this machine: %v", err)
 	}
-	if !strings.Contains(tc.Compiler, "gcc") || !strings.Contains(tc.Make, "Make") {
-		t.Errorf("toolchain() = %+v, want gcc and GNU Make first lines", tc)
+	if !strings.Contains(tc.Compiler, "gcc") || !strings.Contains(tc.Make, "Make") || !strings.Contains(tc.Binutils, "ld") {
+		t.Errorf("toolchain() = %+v, want gcc, GNU Make and ld first lines", tc)
 	}
 	pin, _ := Lookup(DefaultPin)
 	got, err := (&Builder{}).Key(pin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Key(KeyInputs{PinRow: pin.Row, Fragment: Fragment(), Builder: BuilderVersion, Compiler: tc.Compiler, Make: tc.Make})
+	want := Key(KeyInputs{PinRow: pin.Row, Fragment: Fragment(), Builder: BuilderVersion, Compiler: tc.Compiler, Make: tc.Make, Binutils: tc.Binutils})
 	if got != want {
 		t.Errorf("Builder.Key = %s, want %s", got, want)
 	}
@@ -77,7 +79,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	r := &Record{
 		Key: strings.Repeat("a", 64), Pin: "7.2.13 abi=10", Version: "7.2.13", ABI: 10, Source: "debian x",
 		SourceSHA256: strings.Repeat("b", 64), FragmentSHA256: strings.Repeat("c", 64), Builder: BuilderVersion,
-		Compiler: "gcc: 12", Make: "GNU Make 4.3", BzImageSHA256: strings.Repeat("d", 64), BzImageSize: 2345678,
+		Compiler: "gcc: 12", Make: "GNU Make 4.3", Binutils: "GNU ld 2.40", BzImageSHA256: strings.Repeat("d", 64), BzImageSize: 2345678,
 		ConfigSHA256: strings.Repeat("e", 64), KernelVersion: "7.2.13 (lockstep@lockstep) #1 SMP", Duration: "7m31s",
 		BuildDuration: "7m1s", BuildCPU: "13m40s", Jobs: 2, Built: "2026-11-29T09:00:00Z",
 	}

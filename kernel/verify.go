@@ -49,15 +49,26 @@ type Verified struct {
 	Record        *Record
 	HeaderVersion string
 	Options       int // required options checked
+	// Recorded is the row of the recorded-bzImage table the bzImage
+	// matched; nil when no row records the key (unrecorded: build.txt
+	// alone vouched for the bzImage).
+	Recorded *RecordedImage
 }
 
 // VerifyDir checks a cache entry against pin, key (the expected cache key,
 // "" to skip) and the required options: build.txt parses and names this pin
-// and key; the bzImage's SHA-256 equals build.txt's; every required option is
-// in the stored config and its SHA-256 equals build.txt's; the version string
-// the bzImage's setup header points to starts with the pin's version. Every
+// and key; the bzImage's SHA-256 equals the one the embedded table
+// (RecordedImages) records for key, when a row does, and build.txt's; every
+// required option is in the stored config and its SHA-256 equals build.txt's;
+// the version string the bzImage's setup header points to starts with the
+// pin's version. With key "", the key build.txt names picks the row. Every
 // failed check is reported, in one *VerifyError.
 func VerifyDir(dir string, pin Pin, key string, required []string) (*Verified, error) {
+	return verifyDir(dir, pin, key, required, RecordedImages())
+}
+
+// verifyDir is VerifyDir with the recorded-bzImage table given.
+func verifyDir(dir string, pin Pin, key string, required []string, recorded []RecordedImage) (*Verified, error) {
 	v := &Verified{Dir: dir, BzImage: filepath.Join(dir, BzImageName), Config: filepath.Join(dir, ConfigName), Options: len(required)}
 	var fail []string
 	unfit := false
@@ -85,11 +96,22 @@ func VerifyDir(dir string, pin Pin, key string, required []string) (*Verified, e
 		failf("build.txt key is %s, want %s", rec.Key, key)
 	}
 
+	rowKey := key
+	if rowKey == "" {
+		rowKey = rec.Key
+	}
+	row := lookupRecorded(recorded, rowKey)
 	img, err := safefile.ReadFile(v.BzImage, 256<<20)
 	if err != nil {
 		failf("bzImage: %v", err)
 	} else {
-		if got := sha256Hex(img); got != rec.BzImageSHA256 {
+		got := sha256Hex(img)
+		// The table first: build.txt sits beside the bzImage and whoever
+		// rewrote one can rewrite the other.
+		if row != nil && got != row.BzImageSHA256 {
+			failf("bzImage sha256 is %s, %s records %s for this pin, fragment and toolchain (key %s)", got, row.Where(), row.BzImageSHA256, rowKey)
+		}
+		if got != rec.BzImageSHA256 {
 			failf("bzImage sha256 is %s, build.txt says %s", got, rec.BzImageSHA256)
 		}
 		hv, err := HeaderVersion(bytes.NewReader(img))
@@ -120,6 +142,7 @@ func VerifyDir(dir string, pin Pin, key string, required []string) (*Verified, e
 	if len(fail) > 0 {
 		return nil, refuse()
 	}
+	v.Recorded = row
 	return v, nil
 }
 

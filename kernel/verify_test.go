@@ -153,7 +153,7 @@ func TestVerifyTampered(t *testing.T) {
 		{"OtherPin", func(t *testing.T, dir string) {}, func() Pin { p, _ := Lookup("7.2.9"); return p }(),
 			[]string{`build.txt version is "7.2.13", want "7.2.9"`, `header version is "` + hv + `", want it to start with "7.2.9"`}},
 		{"MissingRecord", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, RecordName)) }, pin,
-			[]string{"build.txt: open "}},
+			[]string{"build.txt: stat "}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.Name, func(t *testing.T) {

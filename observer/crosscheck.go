@@ -7,34 +7,11 @@ import (
 	"strconv"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
 )
-
-// blockerSections maps a filesystem or network blocker to the policy section
-// that grants it (as Phobos's audit.py maps them). Blockers no section can
-// grant (make_char, make_block, resolve_unix, scopes) are absent.
-var blockerSections = map[string]policy.Section{
-	"fs.execute":           policy.Execute,
-	"fs.write_file":        policy.Write,
-	"fs.truncate":          policy.Write,
-	"fs.read_file":         policy.Read,
-	"fs.read_dir":          policy.Read,
-	"fs.remove_dir":        policy.Delete,
-	"fs.remove_file":       policy.Delete,
-	"fs.make_reg":          policy.Create,
-	"fs.make_dir":          policy.Create,
-	"fs.make_sym":          policy.CreateSymlink,
-	"fs.make_sock":         policy.CreateIPC,
-	"fs.make_fifo":         policy.CreateIPC,
-	"fs.refer":             policy.Restructure,
-	"fs.ioctl_dev":         policy.Ioctl,
-	"net.bind_tcp":         policy.Bind,
-	"net.bind_udp":         policy.Bind,
-	"net.connect_tcp":      policy.Connect,
-	"net.connect_send_udp": policy.Connect,
-}
 
 // Comparison is the outcome of joining one run's strace refusals with its
 // audit records.
@@ -145,7 +122,7 @@ func line(r *attribute.Refusal) int {
 // (scope and implicit restrictions have no strace counterpart).
 func comparable(d *audit.Denial) bool {
 	for _, b := range d.Access.Blockers {
-		if bl, ok := audit.LookupBlocker(b); ok && (bl.Class == audit.ClassFS || bl.Class == audit.ClassNet) {
+		if c := landlock.Right(b).Class(); c == landlock.ClassFS || c == landlock.ClassNet {
 			return true
 		}
 	}
@@ -255,28 +232,23 @@ func objects(d *audit.Denial) []string {
 		return []string{a.Path}
 	}
 	for _, b := range a.Blockers {
-		bl, ok := audit.LookupBlocker(b)
-		if !ok || bl.Class != audit.ClassNet {
+		r := landlock.Right(b)
+		if r.Class() != landlock.ClassNet {
 			continue
 		}
-		s, transport := policy.Connect, "tcp"
-		if b == "net.bind_tcp" || b == "net.bind_udp" {
-			s = policy.Bind
-		}
-		if b == "net.bind_udp" || b == "net.connect_send_udp" {
-			transport = "udp"
-		}
-		return []string{fmt.Sprintf("%d/%s", netPort(a, s), transport)}
+		return []string{fmt.Sprintf("%d/%s", netPort(a, policy.Section(r.Section())), r.Transport())}
 	}
 	return []string{}
 }
 
-// sections maps blockers to their sorted, distinct sections.
+// sections maps blockers to the sorted, distinct sections that grant them
+// (landlock.Right.Section); a blocker no section grants (make_char,
+// make_block, a scope) adds none.
 func sections(blockers []string) []string {
 	var s []string
 	for _, b := range blockers {
-		if sec, ok := blockerSections[b]; ok {
-			s = append(s, string(sec))
+		if sec := landlock.Right(b).Section(); sec != "" {
+			s = append(s, sec)
 		}
 	}
 	return uniqueSorted(s)

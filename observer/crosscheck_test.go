@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -185,6 +186,20 @@ func TestCrossCheckDisagreements(t *testing.T) {
 				t.Errorf("audit-only = %+v, want %d", c.AuditOnly, tc.auditOnly)
 			}
 		})
+	}
+}
+
+// TestCrossCheckResolveUnix: a record that names fs.resolve_unix is
+// granted by [read], as the enforcer grants it and the attribution charges
+// it, so its audit-only entry says so.
+func TestCrossCheckResolveUnix(t *testing.T) {
+	refusals, res := captured(t, editRecord(`path="/etc/passwd"`, "blockers=fs.read_file", "blockers=fs.resolve_unix"))
+	c := CrossCheck(refusals, res.Denials())
+	if len(c.AuditOnly) != 1 || !slices.Equal(c.AuditOnly[0].Objects, []string{"/etc/passwd"}) || !slices.Equal(c.AuditOnly[0].Sections, []string{"read"}) {
+		t.Errorf("audit-only = %+v, want /etc/passwd with sections [read]", c.AuditOnly)
+	}
+	if len(c.Mismatches) != 1 || !reflect.DeepEqual(c.Mismatches[0].AuditForObject, [][]string{{"read"}}) {
+		t.Errorf("mismatches = %+v, want one whose record for the object names [read]", c.Mismatches)
 	}
 }
 

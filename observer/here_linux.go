@@ -15,14 +15,11 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/machine"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
 	"github.com/lockstep-sandbox/lockstep/pruner/control"
 )
-
-// abiAudit is the first Landlock ABI that writes audit records (and takes
-// --log-subprocesses).
-const abiAudit = 7
 
 // HereOptions configures ObserveHere and ObserveRun: one observed run on the
 // running kernel, rendered as an Observation.
@@ -75,18 +72,10 @@ func ObserveRun(ctx context.Context, opts HereOptions, run RunFunc) (*Observatio
 	if opts.Policy == nil {
 		return nil, errors.New("repro: a policy is required")
 	}
-	if opts.Wait == 0 {
-		opts.Wait = DefaultWait
-	}
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.DiscardHandler)
-	}
-	exe := opts.Exe
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("repro: %w", err)
-		}
+	opts.setDefaults()
+	exe, err := opts.exe()
+	if err != nil {
+		return nil, fmt.Errorf("repro: %w", err)
 	}
 	if _, err := exec.LookPath("strace"); err != nil {
 		return nil, fmt.Errorf("repro: strace is needed to observe the command: %w", err)
@@ -106,7 +95,7 @@ func ObserveRun(ctx context.Context, opts HereOptions, run RunFunc) (*Observatio
 		defer col.Close()
 	}
 	ob, err := RunObserved(ctx, Spec{Policy: opts.Policy, Exe: exe, Scratch: scratch, Stem: "policy", Kind: "observed",
-		LogSubprocesses: abi >= abiAudit, Collector: col, Wait: opts.Wait, Control: control.Options{NoCreate: true}, Run: run})
+		LogSubprocesses: abi >= landlock.ABIAuditRecords, Collector: col, Wait: opts.Wait, Control: control.Options{NoCreate: true}, Run: run})
 	if ferr := o.fill(ob, err, opts.Policy, abi); ferr != nil {
 		return nil, ferr
 	}
@@ -116,14 +105,32 @@ func ObserveRun(ctx context.Context, opts HereOptions, run RunFunc) (*Observatio
 	return o, nil
 }
 
+// setDefaults fills in the zero fields that stand for a default.
+func (opts *HereOptions) setDefaults() {
+	if opts.Wait == 0 {
+		opts.Wait = DefaultWait
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// exe is the lockstep binary that enforces the policy.
+func (opts *HereOptions) exe() (string, error) {
+	if opts.Exe != "" {
+		return opts.Exe, nil
+	}
+	return os.Executable()
+}
+
 // startCollector starts the audit collector where the kernel offers
 // records, or says in o why there is none.
 func startCollector(o *Observation, abi int, opts HereOptions) *audit.Collector {
 	switch {
 	case opts.NoAudit:
 		o.AuditReason = "audit collection was turned off"
-	case abi < abiAudit:
-		o.AuditReason = fmt.Sprintf("Landlock ABI %d writes no audit records (ABI %d does)", abi, abiAudit)
+	case abi < landlock.ABIAuditRecords:
+		o.AuditReason = fmt.Sprintf("Landlock ABI %d writes no audit records (ABI %d does)", abi, landlock.ABIAuditRecords)
 	default:
 		col, err := audit.Start(audit.Options{Log: opts.Log})
 		if err != nil {

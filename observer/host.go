@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 )
@@ -111,16 +112,8 @@ func Host(ctx context.Context, opts HostOptions) (*HostResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(results)
-	exAbs, _ := filepath.Abs(opts.Exercises)
-	psAbs, _ := filepath.Abs(opts.PathSets)
-	hopts := harness.Options{
-		Kernel: opts.Kernel,
-		Shares: []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: psAbs, GuestPath: guestPathSets}},
-		Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log,
-	}
-	opts.Sizing.Apply(&hopts)
-	if err := hopts.SetRole(GuestRole, GuestOptions{Key: opts.Key, Exercises: guestExercises, PathSets: guestPathSets,
-		Out: proto.ResultsDir, WantABI: opts.WantABI, WantRelease: opts.WantRelease}); err != nil {
+	hopts, err := guestRun(opts, results)
+	if err != nil {
 		return nil, fmt.Errorf("observe: %w", err)
 	}
 	run, err := harness.Run(ctx, hopts)
@@ -172,6 +165,28 @@ func Host(ctx context.Context, opts HostOptions) (*HostResult, error) {
 		}
 	}
 	return res, writeRunJSON(opts, res, start)
+}
+
+// guestRun is the guest run of Host: the guest observer (GuestRole) reading
+// the exercises and path sets from 9P shares and writing to results.
+func guestRun(opts HostOptions, results string) (harness.Options, error) {
+	exAbs, _ := filepath.Abs(opts.Exercises)
+	psAbs, _ := filepath.Abs(opts.PathSets)
+	// The guest's root is hashed here, where it is a plain directory; in
+	// the guest it is a 9p share under an overlay, far slower to read.
+	digest, err := rootdigest.Of(rootdigest.RootOr(opts.Root))
+	if err != nil {
+		return harness.Options{}, err
+	}
+	hopts := harness.Options{
+		Kernel: opts.Kernel,
+		Shares: []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: psAbs, GuestPath: guestPathSets}},
+		Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log,
+	}
+	opts.Sizing.Apply(&hopts)
+	err = hopts.SetRole(GuestRole, GuestOptions{Key: opts.Key, Exercises: guestExercises, PathSets: guestPathSets,
+		Out: proto.ResultsDir, WantABI: opts.WantABI, WantRelease: opts.WantRelease, RootDigest: digest})
+	return hopts, err
 }
 
 // clearStale removes the key's .abi10 files (record, sidecar, trace) from dir.

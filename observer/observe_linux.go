@@ -58,6 +58,7 @@ func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 	}
 	o.abi = rep.ABI
 	o.prov = record.NewProvenance(time.Now(), rep.ABI, record.StraceVersion(ctx))
+	o.prov.RootDigest = opts.RootDigest
 	if st, err := col.Status(); err == nil {
 		sum.Audit.LostBefore = st.Lost
 	}

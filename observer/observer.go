@@ -75,6 +75,9 @@ type GuestOptions struct {
 	// BacklogLimit is the kernel's audit backlog limit to set; 0 is the
 	// collector's default (8192). Tests lower it to provoke loss.
 	BacklogLimit uint32 `json:"backlog_limit,omitempty"`
+	// RootDigest is provenance.root_digest of the records: the digest of
+	// the guest's root file system, taken by the host (internal/rootdigest).
+	RootDigest string `json:"root_digest,omitempty"`
 	// Progress receives one line per step of each exercise; nil discards.
 	Progress io.Writer `json:"-"`
 	// Log receives debug messages; nil discards them.

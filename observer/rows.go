@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
 )
@@ -30,7 +31,7 @@ func Rows(bind []string, denials []audit.Denial, held []policy.BindRule) (rows [
 	var lines []string
 	for i := range denials {
 		a := &denials[i].Access
-		if !a.HasBlocker("net.bind_udp") {
+		if !a.HasBlocker(string(landlock.BindUDP)) {
 			continue
 		}
 		refused[netPort(a, policy.Bind)] = true

@@ -36,46 +36,9 @@ func ReproPage(res *repro.Result, m Meta) *Page {
 	default:
 		p.Verdict, p.Headline = Indeterminate, "Indeterminate: "+res.Reason
 	}
-	mx := &Matrix{Corner: "kernel", Columns: []string{"Landlock ABI", "audit", "status", "refusals", "outcome"}}
-	for side, o := range res.Kernels {
-		audit := "records"
-		if !o.Audit {
-			audit = "none: " + o.AuditReason
-		}
-		out := Cell{Verdict: Pass, Text: "observed"}
-		switch {
-		case o.Indeterminate != "":
-			out = Cell{Verdict: Indeterminate, Text: "indeterminate"}
-		case len(o.Unenforceable) > 0:
-			out = Cell{Verdict: Fail, Text: "policy unenforceable"}
-		case differs(res, side):
-			out = Cell{Verdict: Fail, Text: "refused differently", Anchor: "difference-1"}
-		}
-		mx.Rows = append(mx.Rows, MatrixRow{Name: fmt.Sprintf("%s (%s)", o.Kernel, o.Release), Cells: []Cell{
-			{Verdict: "none", Text: fmt.Sprint(o.ABI)}, {Verdict: "none", Text: audit},
-			{Verdict: "none", Text: fmt.Sprint(o.Status)}, {Verdict: "none", Text: fmt.Sprint(len(o.Refusals))}, out}})
-	}
-	p.Matrix = mx
+	p.Matrix = reproMatrix(res)
 	for i, d := range res.Differences {
-		s := Section{ID: fmt.Sprintf("difference-%d", i+1), Title: fmt.Sprintf("Difference %d: %s", i+1, d.Kind), Verdict: Differ,
-			Notes: []string{d.Summary}}
-		for side, r := range []*observer.Refusal{d.A, d.B} {
-			o := res.Kernels[side]
-			switch {
-			case d.Kind == repro.KindUnenforceable:
-			case r == nil:
-				s.Pairs = append(s.Pairs, Pair{Side: o.Kernel, Kind: "allowed", Note: "no refusal, no record"})
-			default:
-				s.Pairs = append(s.Pairs, refusalPair(o, r))
-				s.Rows = appendNew(s.Rows, r.Grant...)
-			}
-		}
-		for _, r := range d.Rules {
-			s.Checks = append(s.Checks, Check{Name: r.Rule, Verdict: Fail,
-				Detail: fmt.Sprintf("%s (Landlock ABI %d) cannot enforce it: needs ABI %d (%s); the enforcer refused, nothing ran",
-					res.Kernels[d.Side].Kernel, res.Kernels[d.Side].ABI, r.NeedABI, r.Why)})
-		}
-		p.Sections = append(p.Sections, s)
+		p.Sections = append(p.Sections, differenceSection(res, i, d))
 	}
 	if len(res.Same) > 0 {
 		s := Section{ID: "alike", Title: "Refused alike on both kernels", Verdict: Same}
@@ -104,6 +67,55 @@ func ReproPage(res *repro.Result, m Meta) *Page {
 		p.Provenance = append(p.Provenance, KV{"wall time", fmt.Sprintf("%.1f s", m.Seconds)})
 	}
 	return p
+}
+
+// reproMatrix has one row per kernel: its ABI, audit, status, refusals
+// and outcome.
+func reproMatrix(res *repro.Result) *Matrix {
+	mx := &Matrix{Corner: "kernel", Columns: []string{"Landlock ABI", "audit", "status", "refusals", "outcome"}}
+	for side, o := range res.Kernels {
+		audit := "records"
+		if !o.Audit {
+			audit = "none: " + o.AuditReason
+		}
+		out := Cell{Verdict: Pass, Text: "observed"}
+		switch {
+		case o.Indeterminate != "":
+			out = Cell{Verdict: Indeterminate, Text: "indeterminate"}
+		case len(o.Unenforceable) > 0:
+			out = Cell{Verdict: Fail, Text: "policy unenforceable"}
+		case differs(res, side):
+			out = Cell{Verdict: Fail, Text: "refused differently", Anchor: "difference-1"}
+		}
+		mx.Rows = append(mx.Rows, MatrixRow{Name: fmt.Sprintf("%s (%s)", o.Kernel, o.Release), Cells: []Cell{
+			{Verdict: "none", Text: fmt.Sprint(o.ABI)}, {Verdict: "none", Text: audit},
+			{Verdict: "none", Text: fmt.Sprint(o.Status)}, {Verdict: "none", Text: fmt.Sprint(len(o.Refusals))}, out}})
+	}
+	return mx
+}
+
+// differenceSection shows difference i: each kernel's refusal (or none)
+// with the rows that would grant it, or the rules a kernel cannot enforce.
+func differenceSection(res *repro.Result, i int, d repro.Difference) Section {
+	s := Section{ID: fmt.Sprintf("difference-%d", i+1), Title: fmt.Sprintf("Difference %d: %s", i+1, d.Kind), Verdict: Differ,
+		Notes: []string{d.Summary}}
+	for side, r := range []*observer.Refusal{d.A, d.B} {
+		o := res.Kernels[side]
+		switch {
+		case d.Kind == repro.KindUnenforceable:
+		case r == nil:
+			s.Pairs = append(s.Pairs, Pair{Side: o.Kernel, Kind: "allowed", Note: "no refusal, no record"})
+		default:
+			s.Pairs = append(s.Pairs, refusalPair(o, r))
+			s.Rows = appendNew(s.Rows, r.Grant...)
+		}
+	}
+	for _, r := range d.Rules {
+		s.Checks = append(s.Checks, Check{Name: r.Rule, Verdict: Fail,
+			Detail: fmt.Sprintf("%s (Landlock ABI %d) cannot enforce it: needs ABI %d (%s); the enforcer refused, nothing ran",
+				res.Kernels[d.Side].Kernel, res.Kernels[d.Side].ABI, r.NeedABI, r.Why)})
+	}
+	return s
 }
 
 func differs(res *repro.Result, side int) bool {

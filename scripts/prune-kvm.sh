@@ -21,9 +21,15 @@
 #                            it should stand for the container kernels, below
 #                            Landlock ABI 10), `host` (this machine's kernel, only in
 #                            a disposable machine: CI, or LOCKSTEP_DISPOSABLE=1), or
-#                            `container` (host kernel inside images/prune/Dockerfile).
+#                            `container` (host kernel inside images/prune/Dockerfile,
+#                            with docker, else podman; $LOCKSTEP_CONTAINER_ENGINE
+#                            chooses; $LOCKSTEP_PRUNE_BASE is the Dockerfile's BASE).
+#                            The container's root is exported to
+#                            <out>/prune-root/root.tar for the observers.
 #                            Unset: lockstep prune's own default.   [$PRUNE_KERNEL]
 #   --root DIR | --image NAME  guest root for prune and observe (default: host /)
+#   --root-tar FILE          observe: unpack the prune's exported root (root.tar)
+#                            into <out>/prune-root/root and boot the guest from it
 #   observe: --name N --mem MB --cpus N   one observer run into <out>/kvm-<N>
 #   merge:   --kvm N (twice)  the observer runs to compare and merge
 #                            [all: small and large; merge alone: every <out>/kvm-*]
@@ -55,7 +61,7 @@ all | prune | observe | merge | check | summary) stage=$1 && shift ;;
 esac
 
 key='' source=fixture exercises=$repo/testdata/exercises out='' pin=7.2.13
-prune_kernel=${PRUNE_KERNEL:-} root='' image='' name='' mem='' cpus=''
+prune_kernel=${PRUNE_KERNEL:-} root='' image='' root_tar='' name='' mem='' cpus=''
 kvms=()
 while (($#)); do
 	case $1 in
@@ -67,6 +73,7 @@ while (($#)); do
 	--prune-kernel) prune_kernel=${2?--prune-kernel needs a value} && shift 2 ;;
 	--root) root=${2:?--root needs a value} && shift 2 ;;
 	--image) image=${2:?--image needs a value} && shift 2 ;;
+	--root-tar) root_tar=${2:?--root-tar needs a value} && shift 2 ;;
 	--name) name=${2:?--name needs a value} && shift 2 ;;
 	--mem) mem=${2:?--mem needs a value} && shift 2 ;;
 	--cpus) cpus=${2:?--cpus needs a value} && shift 2 ;;
@@ -89,6 +96,11 @@ command -v lockstep >/dev/null || die "lockstep is not on PATH and $repo/bin/loc
 if [[ -n $image ]]; then
 	[[ -z $root ]] || { echo "prune-kvm: give --root or --image, not both" >&2 && usage; }
 	root=$(lockstep image path "$image")
+fi
+if [[ -n $root_tar ]]; then
+	[[ -z $root && -z $image ]] || { echo "prune-kvm: give one of --root, --image and --root-tar" >&2 && usage; }
+	[[ -f $root_tar ]] || die "--root-tar $root_tar is not a file"
+	root=$out/prune-root/root
 fi
 root_args=()
 if [[ -n $root ]]; then
@@ -128,14 +140,19 @@ do_prune() {
 			env LOCKSTEP_DISPOSABLE=1 lockstep prune --on-host --key "$key" --exercises "$exercises" --out "$dir"
 		;;
 	container)
-		command -v docker >/dev/null || die "--prune-kernel container needs docker"
-		step prune-image "build the prune image from images/prune/Dockerfile" \
-			docker build --quiet -f "$repo/images/prune/Dockerfile" -t lockstep-prune:local "$repo/images"
+		local engine
+		engine=$(container_engine) || die "--prune-kernel container needs docker or podman (a working one: '<engine> info' must answer)"
+		step prune-image "build the prune image from images/prune/Dockerfile ($engine${LOCKSTEP_PRUNE_BASE:+, base $LOCKSTEP_PRUNE_BASE})" \
+			"$engine" build --quiet ${LOCKSTEP_PRUNE_BASE:+--build-arg "BASE=$LOCKSTEP_PRUNE_BASE"} \
+			-f "$repo/images/prune/Dockerfile" -t lockstep-prune:local "$repo/images"
 		# As Compose starts it: no network, cgroup limits, no extra privilege.
+		# lockstep is mounted under /run, outside the root's digest
+		# (docs/orchestrate.md): the exported root has no lockstep in it.
 		step prune "default prune of $key in the prune container on this machine's kernel $(uname -r)" \
-			docker run --rm --network none --memory 3g --pids-limit 1024 -e LOCKSTEP_DISPOSABLE=1 \
-			-v "$(command -v lockstep):/usr/local/bin/lockstep:ro" -v "$exercises:/exercises:ro" -v "$dir:/out" \
-			lockstep-prune:local lockstep prune --on-host --key "$key" --exercises /exercises --out /out
+			"$engine" run --rm --network none --memory 3g --pids-limit 1024 -e LOCKSTEP_DISPOSABLE=1 \
+			-v "$(command -v lockstep):/run/lockstep/bin/lockstep:ro" -v "$exercises:/exercises:ro" -v "$dir:/out" \
+			lockstep-prune:local /run/lockstep/bin/lockstep prune --on-host --key "$key" --exercises /exercises --out /out
+		step prune-root "export the prune container's root file system for the observers" export_root "$engine"
 		;;
 	'')
 		step prune "default prune of $key in a guest (lockstep prune's default kernel)" \
@@ -149,6 +166,40 @@ do_prune() {
 	compgen -G "$dir/${key}_*.cfg" >/dev/null || die "the default prune wrote no $key policy into $dir"
 }
 
+# container_engine prints docker or podman, whichever answers (docker first),
+# or $LOCKSTEP_CONTAINER_ENGINE.
+container_engine() {
+	local e
+	for e in ${LOCKSTEP_CONTAINER_ENGINE:-docker podman}; do
+		if command -v "$e" >/dev/null && "$e" info >/dev/null 2>&1; then
+			echo "$e"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# export_root ENGINE: the prune image's root file system, as a container of
+# it that never ran, into <out>/prune-root/root.tar; the observers boot it.
+export_root() {
+	local engine=$1 c=lockstep-prune-root-$$ dir=$out/prune-root
+	rm -rf "$dir" && mkdir -p "$dir"
+	"$engine" create --name "$c" lockstep-prune:local /bin/true >/dev/null
+	local rc=0
+	"$engine" export -o "$dir/root.tar" "$c" || rc=$?
+	"$engine" rm "$c" >/dev/null || true
+	return "$rc"
+}
+
+# unpack_root: <out>/prune-root/root from --root-tar, with modes as recorded
+# (-p: setuid bits survive an unprivileged unpack) and without /dev, whose
+# nodes an unprivileged user cannot make and the guest mounts afresh.
+unpack_root() {
+	rm -rf "$root" && mkdir -p "$root"
+	tar -x -p -f "$root_tar" -C "$root" --exclude='./dev/*' --exclude='dev/*'
+	echo "prune-kvm: guest root $root ($(lockstep image digest "$root"))" >&2
+}
+
 # do_observe NAME MEM CPUS: the observer in a guest of that size, on the
 # default prune's results, into <out>/kvm-NAME.
 do_observe() {
@@ -157,6 +208,10 @@ do_observe() {
 	[[ -d $out/default-prune ]] || die "no default prune in $out/default-prune: run the prune stage first"
 	rm -rf "$dir" && mkdir -p "$dir"
 	cp -R "$out/default-prune/." "$dir/"
+	if [[ -n $root_tar && ! -e $root/.lockstep-unpacked ]]; then
+		step "unpack-root-$n" "unpack the prune's root for the guest" unpack_root
+		touch "$root/.lockstep-unpacked"
+	fi
 	step "observe-$n" "observer $n: guest of $c vCPU and $m MB on kernel $pin" \
 		lockstep observe --key "$key" --exercises "$exercises" --path-sets "$dir" --kernel "$pin" \
 		--mem "$m" --cpus "$c" "${root_args[@]}"
@@ -302,6 +357,11 @@ all)
 	rm -rf "$out/status" "$out/summary.json" "$out/summary.md" "$out/orchestrate.md" && mkdir -p "$out/status"
 	trap 'do_summary >/dev/null 2>&1 || true' EXIT
 	do_prune
+	if [[ $prune_kernel == container ]]; then
+		# One root for every stage: the observers boot the prune's own.
+		root_tar=$out/prune-root/root.tar root=$out/prune-root/root
+		root_args=(--root "$root")
+	fi
 	do_observe small 1024 1
 	do_observe large 2048 2
 	kvms=(small large)

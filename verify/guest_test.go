@@ -52,7 +52,8 @@ func TestVerifyGuest(t *testing.T) {
 		if c.Verdict == Indeterminate {
 			// What the guest's console said last: the cause of a cell
 			// that never came (an OOM kill, a panic) is only there.
-			t.Errorf("%s × %s = indeterminate (%s); the guest console's last lines:\n%s", c.Kernel, c.Exercise, c.Why, strings.Join(c.Console, "\n"))
+			t.Errorf("%s × %s = indeterminate (%s); the guest console's last lines:\n%s\nlockstep verify's stderr (the guests' progress):\n%s",
+				c.Kernel, c.Exercise, c.Why, strings.Join(c.Console, "\n"), errb.String())
 		}
 	}
 	if code != 1 || res.Status != StatusFail || len(res.Cells) != 4 {

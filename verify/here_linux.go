@@ -46,21 +46,8 @@ type HereOptions struct {
 // failures to start at all; the outcome is in the cell.
 func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	t0 := time.Now()
-	if opts.JointRuns == 0 {
-		opts.JointRuns = DefaultJointRuns
-	}
-	if opts.WorkDir == "" {
-		opts.WorkDir = exercise.DefaultWorkDir
-	}
-	if opts.Progress == nil {
-		opts.Progress = func(string, ...any) {}
-	}
-	if opts.Exe == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("verify: %w", err)
-		}
-		opts.Exe = exe
+	if err := opts.setDefaults(); err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
 	}
 	abi, err := enforcer.HostABI()
 	if err != nil {
@@ -72,12 +59,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	if err != nil {
 		return nil, err
 	}
-	row, _ := enforcer.Row(abi)
-	for _, u := range enforcer.CheckEnforceable(opts.Policy, row) {
-		c.Unenforceable = append(c.Unenforceable, observer.Rule{Rule: u.Rule, NeedABI: u.NeedABI, Why: u.Why})
-	}
-	if len(c.Unenforceable) > 0 {
-		c.Verdict, c.Why = Fail, fmt.Sprintf("this kernel (Landlock ABI %d) cannot enforce %d rule(s) of the policy: %s", abi, len(c.Unenforceable), c.Unenforceable[0])
+	if c.unenforceable(opts.Policy) {
 		return c, nil
 	}
 	run := func(prefix []string) (*exercise.Result, error) {
@@ -102,41 +84,109 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	if err := os.WriteFile(cfg, opts.Policy.Render(), 0o644); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
+	held, err := c.jointRuns(opts, ex.Name, run, ref, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if !held {
+		if err := c.diagnose(ctx, opts, ex.Name, run); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	if err := c.checkContainment(ctx, opts, ex.Name, scratch); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// runFunc runs the exercise once behind prefix (nil: on its own).
+type runFunc func(prefix []string) (*exercise.Result, error)
+
+// setDefaults fills in the zero fields that stand for a default.
+func (opts *HereOptions) setDefaults() error {
+	if opts.JointRuns == 0 {
+		opts.JointRuns = DefaultJointRuns
+	}
+	if opts.WorkDir == "" {
+		opts.WorkDir = exercise.DefaultWorkDir
+	}
+	if opts.Progress == nil {
+		opts.Progress = func(string, ...any) {}
+	}
+	if opts.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		opts.Exe = exe
+	}
+	return nil
+}
+
+// unenforceable fails the cell when this kernel cannot enforce a rule of p,
+// and reports whether it did.
+func (c *Cell) unenforceable(p *policy.Policy) bool {
+	row, _ := enforcer.Row(c.ABI)
+	for _, u := range enforcer.CheckEnforceable(p, row) {
+		c.Unenforceable = append(c.Unenforceable, observer.Rule{Rule: u.Rule, NeedABI: u.NeedABI, Why: u.Why})
+	}
+	if len(c.Unenforceable) == 0 {
+		return false
+	}
+	c.Verdict, c.Why = Fail, fmt.Sprintf("this kernel (Landlock ABI %d) cannot enforce %d rule(s) of the policy: %s", c.ABI, len(c.Unenforceable), c.Unenforceable[0])
+	return true
+}
+
+// jointRuns runs the exercise under the policy in cfg opts.JointRuns times
+// and reports whether every run started and agreed with the reference.
+func (c *Cell) jointRuns(opts HereOptions, name string, run runFunc, ref *exercise.Result, cfg string) (bool, error) {
 	held := true
 	for i := 1; i <= opts.JointRuns; i++ {
-		opts.Progress("%s: joint run %d/%d", ex.Name, i, opts.JointRuns)
+		opts.Progress("%s: joint run %d/%d", name, i, opts.JointRuns)
 		res, err := run(enforcer.Command(enforcer.Prefix(opts.Exe, false), cfg))
 		if err != nil {
-			return nil, fmt.Errorf("verify: joint run: %w", err)
+			return false, fmt.Errorf("verify: joint run: %w", err)
 		}
 		agrees := res.Started && res.Verdict.Same(ref.Verdict)
 		c.Joint = append(c.Joint, JointRun{Verdict: oneLine(res.Verdict), Status: res.Status, Agrees: agrees, Seconds: res.Duration.Seconds()})
 		held = held && agrees
 	}
-	if !held {
-		opts.Progress("%s: a joint run disagreed with the reference: diagnosis run (strace + audit where offered)", ex.Name)
-		obs, err := observer.ObserveRun(ctx, observer.HereOptions{Kernel: opts.Kernel, Policy: opts.Policy, Exe: opts.Exe, Log: opts.Log},
-			func(ctx context.Context, prefix []string) (int, string, error) {
-				res, err := run(prefix)
-				if err != nil {
-					return 0, "", err
-				}
-				return res.Status, string(res.Log), nil
-			})
-		if err != nil {
-			return nil, fmt.Errorf("verify: diagnosis run: %w", err)
-		}
-		c.Diagnosis = obs
-		c.Verdict, c.Why = Fail, failWhy(obs)
-		if obs.Indeterminate != "" && len(obs.Refusals) == 0 {
-			c.Verdict, c.Why = Indeterminate, "the joint runs disagreed with the reference and the diagnosis run was not observed: "+obs.Indeterminate
-		}
-		return c, nil
+	return held, nil
+}
+
+// diagnose runs the exercise once more, observed, to say why the joint
+// runs disagreed: the cell fails with the refusals seen, or is
+// indeterminate when the run could not be observed.
+func (c *Cell) diagnose(ctx context.Context, opts HereOptions, name string, run runFunc) error {
+	opts.Progress("%s: a joint run disagreed with the reference: diagnosis run (strace + audit where offered)", name)
+	obs, err := observer.ObserveRun(ctx, observer.HereOptions{Kernel: opts.Kernel, Policy: opts.Policy, Exe: opts.Exe, Log: opts.Log},
+		func(ctx context.Context, prefix []string) (int, string, error) {
+			res, err := run(prefix)
+			if err != nil {
+				return 0, "", err
+			}
+			return res.Status, string(res.Log), nil
+		})
+	if err != nil {
+		return fmt.Errorf("verify: diagnosis run: %w", err)
 	}
-	opts.Progress("%s: containment checks", ex.Name)
+	c.Diagnosis = obs
+	c.Verdict, c.Why = Fail, failWhy(obs)
+	if obs.Indeterminate != "" && len(obs.Refusals) == 0 {
+		c.Verdict, c.Why = Indeterminate, "the joint runs disagreed with the reference and the diagnosis run was not observed: "+obs.Indeterminate
+	}
+	return nil
+}
+
+// checkContainment runs the containment checks; the cell passes when each held or
+// was skipped.
+func (c *Cell) checkContainment(ctx context.Context, opts HereOptions, name, scratch string) error {
+	opts.Progress("%s: containment checks", name)
+	var err error
 	c.Containment, err = containment(ctx, opts.Policy, opts.Exe, opts.WorkDir, scratch)
 	if err != nil {
-		return nil, fmt.Errorf("verify: containment: %w", err)
+		return fmt.Errorf("verify: containment: %w", err)
 	}
 	c.Verdict = Pass
 	for _, ch := range c.Containment {
@@ -145,7 +195,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 			break
 		}
 	}
-	return c, nil
+	return nil
 }
 
 func failWhy(obs *observer.Observation) string {

@@ -72,20 +72,15 @@ func Host(ctx context.Context, opts HostOptions) (*Result, error) {
 	if opts.Progress == nil {
 		opts.Progress = func(string, ...any) {}
 	}
-	found, err := exercise.ForKey(opts.Exercises, opts.Key)
+	if opts.JointRuns == 0 {
+		opts.JointRuns = DefaultJointRuns
+	}
+	names, err := exerciseNames(opts)
 	if err != nil {
-		return nil, fmt.Errorf("verify: %w", err)
+		return nil, err
 	}
-	res := &Result{Schema: ResultSchema, Key: opts.Key, PolicyHash: opts.Policy.Hash(), Policies: opts.Policies, Parallel: opts.Parallel}
-	if len(found) == 0 {
-		return nil, fmt.Errorf("verify: no exercise for key %q under %s", opts.Key, opts.Exercises)
-	}
-	if found, err = exercise.Named(found, opts.Only...); err != nil {
-		return nil, fmt.Errorf("verify: %w (under %s)", err, opts.Exercises)
-	}
-	for _, f := range found {
-		res.Exercises = append(res.Exercises, f.Name)
-	}
+	res := &Result{Schema: ResultSchema, Key: opts.Key, PolicyHash: opts.Policy.Hash(), Policies: opts.Policies, Parallel: opts.Parallel,
+		Exercises: names}
 	exAbs, err := filepath.Abs(opts.Exercises)
 	if err != nil {
 		return nil, err
@@ -102,45 +97,11 @@ func Host(ctx context.Context, opts HostOptions) (*Result, error) {
 	if err := os.WriteFile(filepath.Join(share, "policy.cfg"), opts.Policy.Render(), 0o644); err != nil {
 		return nil, err
 	}
-	joint := opts.JointRuns
-	if joint == 0 {
-		joint = DefaultJointRuns
+	runs, err := guestRuns(opts, res, dir, exAbs, share)
+	if err != nil {
+		return nil, err
 	}
-	var runs []harness.Options
-	for ki, k := range opts.Kernels {
-		res.Kernels = append(res.Kernels, KernelInfo{Name: k.Name, Pin: k.Pin, BzImage: k.BzImage, ABI: k.ABI})
-		for ei, ex := range res.Exercises {
-			results := filepath.Join(dir, fmt.Sprintf("results-%d-%d", ki, ei))
-			if err := os.Mkdir(results, 0o755); err != nil {
-				return nil, err
-			}
-			run := harness.Options{Kernel: k.BzImage, Init: opts.Exe, ResultsDir: results,
-				Shares: []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: share, GuestPath: guestPolicy}},
-				Stdout: opts.Stderr, Stderr: opts.Stderr, Verbose: opts.Verbose, Log: opts.Log}
-			opts.Sizing.Apply(&run)
-			run.CPUs = max(run.CPUs, 1)
-			if err := run.SetRole(GuestRole, GuestOptions{Kernel: k.Name, Configs: []string{guestPolicy + "/policy.cfg"},
-				Exercises: guestExercises, Key: opts.Key, Exercise: ex, JointRuns: joint, Out: proto.ResultsDir}); err != nil {
-				return nil, fmt.Errorf("verify: %w", err)
-			}
-			runs = append(runs, run)
-		}
-	}
-	pool := harness.NewPool(opts.Parallel)
-	res.Cells = make([]*Cell, len(runs))
-	done := make(chan int, len(runs))
-	for i := range runs {
-		go func() {
-			run, err := pool.Run(ctx, runs[i])
-			res.Cells[i] = cellOf(runs[i].ResultsDir, res, i, run, err)
-			done <- i
-		}()
-	}
-	for range runs {
-		i := <-done
-		c := res.Cells[i]
-		opts.Progress("%s × %s: %s %s", c.Kernel, c.Exercise, c.Verdict, c.Why)
-	}
+	runCells(ctx, opts, res, runs)
 	for _, c := range res.Cells {
 		if c.Guest != nil {
 			res.GuestSeconds += c.Guest.Timings.Total.Seconds()
@@ -156,6 +117,83 @@ func Host(ctx context.Context, opts HostOptions) (*Result, error) {
 	res.Status = status(res.Cells)
 	res.WallSeconds = time.Since(t0).Seconds()
 	return res, nil
+}
+
+// exerciseNames are the names of the key's exercises, opts.Only's if given.
+func exerciseNames(opts HostOptions) ([]string, error) {
+	found, err := exercise.ForKey(opts.Exercises, opts.Key)
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("verify: no exercise for key %q under %s", opts.Key, opts.Exercises)
+	}
+	if found, err = exercise.Named(found, opts.Only...); err != nil {
+		return nil, fmt.Errorf("verify: %w (under %s)", err, opts.Exercises)
+	}
+	var names []string
+	for _, f := range found {
+		names = append(names, f.Name)
+	}
+	return names, nil
+}
+
+// guestRuns lists the kernels in res and returns one guest run per cell,
+// kernel by kernel, each with its results directory under dir; the guest
+// sees the exercises (exAbs) and the policy (share) read-only.
+func guestRuns(opts HostOptions, res *Result, dir, exAbs, share string) ([]harness.Options, error) {
+	var runs []harness.Options
+	shares := []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: share, GuestPath: guestPolicy}}
+	for ki, k := range opts.Kernels {
+		res.Kernels = append(res.Kernels, KernelInfo{Name: k.Name, Pin: k.Pin, BzImage: k.BzImage, ABI: k.ABI})
+		for ei, ex := range res.Exercises {
+			results := filepath.Join(dir, fmt.Sprintf("results-%d-%d", ki, ei))
+			if err := os.Mkdir(results, 0o755); err != nil {
+				return nil, err
+			}
+			run, err := guestRun(opts, k, ex, results, shares)
+			if err != nil {
+				return nil, err
+			}
+			runs = append(runs, run)
+		}
+	}
+	return runs, nil
+}
+
+// guestRun is the guest run of one cell: kernel k, exercise ex, results
+// written to the host directory results, the inputs shared as shares.
+func guestRun(opts HostOptions, k Kernel, ex, results string, shares []harness.Share) (harness.Options, error) {
+	run := harness.Options{Kernel: k.BzImage, Init: opts.Exe, ResultsDir: results, Shares: shares,
+		Stdout: opts.Stderr, Stderr: opts.Stderr, Verbose: opts.Verbose, Log: opts.Log}
+	opts.Sizing.Apply(&run)
+	run.CPUs = max(run.CPUs, 1)
+	err := run.SetRole(GuestRole, GuestOptions{Kernel: k.Name, Configs: []string{guestPolicy + "/policy.cfg"},
+		Exercises: guestExercises, Key: opts.Key, Exercise: ex, JointRuns: opts.JointRuns, Out: proto.ResultsDir})
+	if err != nil {
+		return run, fmt.Errorf("verify: %w", err)
+	}
+	return run, nil
+}
+
+// runCells boots the guests through a pool and fills res.Cells, reporting
+// each cell as it finishes.
+func runCells(ctx context.Context, opts HostOptions, res *Result, runs []harness.Options) {
+	pool := harness.NewPool(opts.Parallel)
+	res.Cells = make([]*Cell, len(runs))
+	done := make(chan int, len(runs))
+	for i := range runs {
+		go func() {
+			run, err := pool.Run(ctx, runs[i])
+			res.Cells[i] = cellOf(runs[i].ResultsDir, res, i, run, err)
+			done <- i
+		}()
+	}
+	for range runs {
+		i := <-done
+		c := res.Cells[i]
+		opts.Progress("%s × %s: %s %s", c.Kernel, c.Exercise, c.Verdict, c.Why)
+	}
 }
 
 // cellOf reads a guest's cell, or makes an indeterminate one saying why

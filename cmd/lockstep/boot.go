@@ -81,121 +81,173 @@ func (s *shareFlag) Set(v string) error {
 	return nil
 }
 
+// bootArgs are boot's flags.
+type bootArgs struct {
+	fs                                                     *flag.FlagSet
+	shares                                                 shareFlag
+	kernel, root, rootImage, accel, results, machine, mods *string
+	mem, cpus                                              *int
+	timeout, bootTimeout                                   *time.Duration
+}
+
+// bootFlags declares boot's flags on fs and returns the verb.
 func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
-	var shares shareFlag
-	kernelArg := strictString(fs, "kernel", kernel.DefaultPin, "kernel `pin` (a version from kernel/pins.txt) or a bzImage file", wantKernel)
-	root := fs.String("root", "/", "host `dir`ectory that becomes the guest's read-only root")
-	rootImage := fs.String("root-image", "", "raw ext4 disk image `file` (as mkfs.ext4 -d makes) that becomes the guest's read-only root instead of --root; the kernel needs virtio-blk and ext4")
-	fs.Var(&shares, "share", "read-only host directory `src[:guestpath]` (repeatable)")
-	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
-	mem := fs.Int("mem", 512, "guest memory in `MiB`")
-	cpus := fs.Int("cpus", 1, "guest vCPUs")
-	timeout := fs.Duration("timeout", 0, "job `duration` limit (default 10m, ×10 under TCG)")
-	bootTimeout := fs.Duration("boot-timeout", 0, "`duration` from QEMU's start to the guest's first event (default 6s, ×10 under TCG)")
-	results := fs.String("results", "", "`dir`ectory for /run/lockstep/results, run.json and forensics")
-	machine := fs.String("machine", harness.MachineMicrovm, "QEMU `machine`: microvm or q35")
-	modules := fs.String("modules", "", "a distribution kernel's /lib/modules/<release> `dir`: load virtio, 9p and overlayfs from it (use with --machine q35)")
-	return func(ctx context.Context, io *stdio, args []string) int {
-		v := verbs["boot"]
-		if len(args) == 0 {
-			return usageExit(io, v, usagef("no command given after --"))
+	b := &bootArgs{fs: fs}
+	b.kernel = strictString(fs, "kernel", kernel.DefaultPin, "kernel `pin` (a version from kernel/pins.txt) or a bzImage file", wantKernel)
+	b.root = fs.String("root", "/", "host `dir`ectory that becomes the guest's read-only root")
+	b.rootImage = fs.String("root-image", "", "raw ext4 disk image `file` (as mkfs.ext4 -d makes) that becomes the guest's read-only root instead of --root; the kernel needs virtio-blk and ext4")
+	fs.Var(&b.shares, "share", "read-only host directory `src[:guestpath]` (repeatable)")
+	b.accel = fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
+	b.mem = fs.Int("mem", 512, "guest memory in `MiB`")
+	b.cpus = fs.Int("cpus", 1, "guest vCPUs")
+	b.timeout = fs.Duration("timeout", 0, "job `duration` limit (default 10m, ×10 under TCG)")
+	b.bootTimeout = fs.Duration("boot-timeout", 0, "`duration` from QEMU's start to the guest's first event (default 6s, ×10 under TCG)")
+	b.results = fs.String("results", "", "`dir`ectory for /run/lockstep/results, run.json and forensics")
+	b.machine = fs.String("machine", harness.MachineMicrovm, "QEMU `machine`: microvm or q35")
+	b.mods = fs.String("modules", "", "a distribution kernel's /lib/modules/<release> `dir`: load virtio, 9p and overlayfs from it (use with --machine q35)")
+	return b.run
+}
+
+// run checks the flags, boots the guest and reports how it went.
+func (b *bootArgs) run(ctx context.Context, io *stdio, args []string) int {
+	v := verbs["boot"]
+	if err := b.check(args); err != nil {
+		return usageExit(io, v, err)
+	}
+	log := bootLogger(io)
+	bz, err := resolveKernel(ctx, *b.kernel, log)
+	if err != nil {
+		return fail(io, "boot", exitFail, err) // as --help says: the kernel could not be had
+	}
+	rootDir, err := b.rootDir()
+	if err != nil {
+		return usageExit(io, v, err)
+	}
+	mods, err := b.modules()
+	if err != nil {
+		return fail(io, "boot", exitGuestSetup, err)
+	}
+	dir := ""
+	if rootDir == "/" {
+		dir, _ = os.Getwd()
+	}
+	res, err := harness.Run(ctx, harness.Options{
+		Kernel: bz, Root: rootDir, RootImage: *b.rootImage, Shares: b.shares, Accel: *b.accel, Machine: *b.machine,
+		MemMB: *b.mem, CPUs: *b.cpus, Timeout: *b.timeout, BootTimeout: *b.bootTimeout, Command: args, Dir: dir, Modules: mods,
+		Stdout: io.out, Stderr: io.err, ResultsDir: *b.results, Verbose: io.verbose, Log: log,
+	})
+	return bootExit(ctx, io, log, res, err)
+}
+
+// check refuses a missing command and out-of-range values.
+func (b *bootArgs) check(args []string) error {
+	if len(args) == 0 {
+		return usagef("no command given after --")
+	}
+	switch *b.accel {
+	case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
+	default:
+		return usagef("--accel %q: want auto, kvm or tcg", *b.accel)
+	}
+	switch {
+	case *b.mem < 64:
+		return usagef("--mem %d: want at least 64 (MiB)", *b.mem)
+	case *b.cpus < 1:
+		return usagef("--cpus %d: want at least 1", *b.cpus)
+	case *b.timeout < 0:
+		return usagef("--timeout %v: want a duration of 0 or more", *b.timeout)
+	case *b.bootTimeout < 0:
+		return usagef("--boot-timeout %v: want a duration of 0 or more", *b.bootTimeout)
+	}
+	return nil
+}
+
+// rootDir is the guest's root directory, "" when --root-image replaces it;
+// a usage error when both are given, or an image without a kernel that can
+// mount it.
+func (b *bootArgs) rootDir() (string, error) {
+	if *b.rootImage == "" {
+		return *b.root, nil
+	}
+	rootSet := false
+	b.fs.Visit(func(f *flag.Flag) { rootSet = rootSet || f.Name == "root" })
+	if rootSet {
+		return "", usagef("--root and --root-image exclude each other")
+	}
+	if *b.mods == "" {
+		if _, err := kernel.Lookup(*b.kernel); err == nil {
+			return "", usagef("--root-image needs a kernel with virtio-blk and ext4; pin %s has neither: give a distribution kernel with --kernel FILE --modules DIR", *b.kernel)
 		}
-		switch *accel {
-		case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
-		default:
-			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
-		}
+	}
+	return "", nil
+}
+
+// modules are the module files PID 1 loads from --modules: the guest's,
+// and a root image's too when there is one.
+func (b *bootArgs) modules() ([]string, error) {
+	if *b.mods == "" {
+		return nil, nil
+	}
+	names := harness.GuestModules
+	if *b.rootImage != "" {
+		names = append(slices.Clip(names), harness.RootImageModules...)
+	}
+	return harness.ResolveModules(*b.mods, names)
+}
+
+// bootExit reports a guest run and returns boot's exit status.
+func bootExit(ctx context.Context, io *stdio, log *slog.Logger, res *harness.Result, err error) int {
+	if res == nil {
 		switch {
-		case *mem < 64:
-			return usageExit(io, v, usagef("--mem %d: want at least 64 (MiB)", *mem))
-		case *cpus < 1:
-			return usageExit(io, v, usagef("--cpus %d: want at least 1", *cpus))
-		case *timeout < 0:
-			return usageExit(io, v, usagef("--timeout %v: want a duration of 0 or more", *timeout))
-		case *bootTimeout < 0:
-			return usageExit(io, v, usagef("--boot-timeout %v: want a duration of 0 or more", *bootTimeout))
+		case errors.Is(err, harness.ErrGuestSetup):
+			return fail(io, "boot", exitGuestSetup, err)
+		case errors.Is(err, harness.ErrNoQEMU), errors.Is(err, harness.ErrKVMUnusable):
+			return fail(io, "boot", exitFail, err) // as --help says: QEMU could not be had, KVM asked for and unusable
 		}
-		log := bootLogger(io)
-		bz, err := resolveKernel(ctx, *kernelArg, log)
-		if err != nil {
-			return fail(io, "boot", exitFail, err) // as --help says: the kernel could not be had
-		}
-		rootDir := *root
-		if *rootImage != "" {
-			rootSet := false
-			fs.Visit(func(f *flag.Flag) { rootSet = rootSet || f.Name == "root" })
-			if rootSet {
-				return usageExit(io, v, usagef("--root and --root-image exclude each other"))
-			}
-			if *modules == "" {
-				if _, err := kernel.Lookup(*kernelArg); err == nil {
-					return usageExit(io, v, usagef("--root-image needs a kernel with virtio-blk and ext4; pin %s has neither: give a distribution kernel with --kernel FILE --modules DIR", *kernelArg))
-				}
-			}
-			rootDir = ""
-		}
-		var mods []string
-		if *modules != "" {
-			names := harness.GuestModules
-			if *rootImage != "" {
-				names = append(slices.Clip(names), harness.RootImageModules...)
-			}
-			if mods, err = harness.ResolveModules(*modules, names); err != nil {
-				return fail(io, "boot", exitGuestSetup, err)
-			}
-		}
-		dir := ""
-		if rootDir == "/" {
-			dir, _ = os.Getwd()
-		}
-		res, err := harness.Run(ctx, harness.Options{
-			Kernel: bz, Root: rootDir, RootImage: *rootImage, Shares: shares, Accel: *accel, Machine: *machine,
-			MemMB: *mem, CPUs: *cpus, Timeout: *timeout, BootTimeout: *bootTimeout, Command: args, Dir: dir, Modules: mods,
-			Stdout: io.out, Stderr: io.err, ResultsDir: *results, Verbose: io.verbose, Log: log,
-		})
-		if res == nil {
-			switch {
-			case errors.Is(err, harness.ErrGuestSetup):
-				return fail(io, "boot", exitGuestSetup, err)
-			case errors.Is(err, harness.ErrNoQEMU), errors.Is(err, harness.ErrKVMUnusable):
-				return fail(io, "boot", exitFail, err) // as --help says: QEMU could not be had, KVM asked for and unusable
-			}
-			return fail(io, "boot", exitIndeterminate, err)
-		}
-		if io.verbose && err == nil {
-			fmt.Fprintf(io.err, "lockstep boot: guest console, last %d lines:\n", len(res.ConsoleTail))
-			for _, l := range res.ConsoleTail {
-				fmt.Fprintf(io.err, "  | %s\n", l)
-			}
-		}
-		if io.verbose {
-			log.Info("guest finished", "status", res.Status, "accel", res.Accel, "boot", res.Timings.Boot.Round(time.Millisecond),
-				"job", res.Timings.Job.Round(time.Millisecond), "total", res.Timings.Total.Round(time.Millisecond))
-		}
-		if err != nil {
-			tail := res.ConsoleTail
-			if !io.verbose && len(tail) > 20 {
-				tail = tail[len(tail)-20:]
-			}
-			if len(tail) > 0 {
-				fmt.Fprintf(io.err, "lockstep boot: guest console, last %d lines:\n", len(tail))
-				for _, l := range tail {
-					fmt.Fprintf(io.err, "  | %s\n", l)
-				}
-			}
-			if res.ForensicsFile != "" {
-				fmt.Fprintf(io.err, "lockstep boot: forensics saved in %s\n", res.ForensicsFile)
-			}
-			if ctx.Err() == nil {
-				fmt.Fprintf(io.err, "lockstep boot: to replay the boot: %s\n", res.QEMUCommand)
-			}
-			code := exitIndeterminate
-			if errors.Is(err, harness.ErrGuestSetup) {
-				code = exitGuestSetup
-			}
-			return fail(io, "boot", code, err)
-		}
-		return res.Status
+		return fail(io, "boot", exitIndeterminate, err)
+	}
+	if io.verbose && err == nil {
+		printConsole(io, res.ConsoleTail)
+	}
+	if io.verbose {
+		log.Info("guest finished", "status", res.Status, "accel", res.Accel, "boot", res.Timings.Boot.Round(time.Millisecond),
+			"job", res.Timings.Job.Round(time.Millisecond), "total", res.Timings.Total.Round(time.Millisecond))
+	}
+	if err != nil {
+		return bootFailed(ctx, io, res, err)
+	}
+	return res.Status
+}
+
+// bootFailed shows what there is to see of a guest that did not report
+// trustworthily: the console's tail (20 lines unless -v), the forensics and
+// the QEMU command line to replay it.
+func bootFailed(ctx context.Context, io *stdio, res *harness.Result, err error) int {
+	tail := res.ConsoleTail
+	if !io.verbose && len(tail) > 20 {
+		tail = tail[len(tail)-20:]
+	}
+	if len(tail) > 0 {
+		printConsole(io, tail)
+	}
+	if res.ForensicsFile != "" {
+		fmt.Fprintf(io.err, "lockstep boot: forensics saved in %s\n", res.ForensicsFile)
+	}
+	if ctx.Err() == nil {
+		fmt.Fprintf(io.err, "lockstep boot: to replay the boot: %s\n", res.QEMUCommand)
+	}
+	code := exitIndeterminate
+	if errors.Is(err, harness.ErrGuestSetup) {
+		code = exitGuestSetup
+	}
+	return fail(io, "boot", code, err)
+}
+
+// printConsole prints lines of the guest's console on stderr.
+func printConsole(io *stdio, lines []string) {
+	fmt.Fprintf(io.err, "lockstep boot: guest console, last %d lines:\n", len(lines))
+	for _, l := range lines {
+		fmt.Fprintf(io.err, "  | %s\n", l)
 	}
 }
 

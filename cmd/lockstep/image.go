@@ -9,12 +9,13 @@ import (
 	"log/slog"
 
 	"github.com/lockstep-sandbox/lockstep/images"
+	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
 )
 
 func init() {
 	register(&verb{
 		Name:  "image",
-		Usage: "image {build|list|path} [--rebuild] [--lock] [--json] [<name>]",
+		Usage: "image {build|list|path|digest} [--rebuild] [--lock] [--json] [<name>|<dir>]",
 		Short: "build, list and locate pinned guest root file systems",
 		Long: `Guest root file systems are recipes in images/<name>/packages.txt (a Debian suite
 and every package of the root at an exact version), built into the binary.
@@ -29,6 +30,10 @@ and every package of the root at an exact version), built into the binary.
   list          every recipe, and the images in the cache.
   path <name>   the root directory of the built image, after checking its packages
                 against its manifest; use it as --root of boot, observe and prune.
+  digest <dir>  the content digest of the root file system at <dir> (sha256:<hex> over
+                a manifest of its programs, libraries and configuration; see
+                docs/orchestrate.md): the provenance.root_digest that prune and observe
+                record for a guest booted with --root <dir>.
 
 Images live in $XDG_CACHE_HOME/lockstep/images/<name>-<key> (default ~/.cache).`,
 		Example: `# Build the generic guest root and boot a command in it
@@ -41,7 +46,7 @@ $ lockstep boot --root "$(lockstep image path generic)" -- bash -c 'dpkg -l | wc
 			return func(ctx context.Context, io *stdio, args []string) int {
 				v := verbs["image"]
 				if len(args) == 0 {
-					return usageExit(io, v, usagef("missing subcommand: build, list or path"))
+					return usageExit(io, v, usagef("missing subcommand: build, list, path or digest"))
 				}
 				// Flags may also follow the subcommand: image build --rebuild generic.
 				sub := args[0]
@@ -63,6 +68,16 @@ $ lockstep boot --root "$(lockstep image path generic)" -- bash -c 'dpkg -l | wc
 						return usageExit(io, v, usagef("list takes no arguments, got %q", rest))
 					}
 					return imageList(io, opts, *asJSON)
+				case "digest":
+					if len(rest) != 1 {
+						return usageExit(io, v, usagef("digest takes one root directory, got %q", rest))
+					}
+					d, err := rootdigest.Of(rest[0])
+					if err != nil {
+						return fail(io, "image", exitFail, err)
+					}
+					fmt.Fprintln(io.out, d)
+					return exitOK
 				case "build", "path":
 					if len(rest) != 1 {
 						return usageExit(io, v, usagef("%s takes one image name (one of: %v)", sub, images.Names()))
@@ -89,7 +104,7 @@ $ lockstep boot --root "$(lockstep image path generic)" -- bash -c 'dpkg -l | wc
 					}
 					return imagePrint(io, sub, img, *lock, *asJSON, r.Suite)
 				default:
-					return usageExit(io, v, usagef("unknown subcommand %q: want build, list or path", sub))
+					return usageExit(io, v, usagef("unknown subcommand %q: want build, list, path or digest", sub))
 				}
 			}
 		},

@@ -21,8 +21,11 @@ func init() {
 		Long: `Subcommands:
   build   fetch, check, configure, build and verify the pin's kernel unless it is
           cached; a cache hit is verified too. Prints the bzImage and what was checked.
-  verify  check the cached kernel without building: bzImage and config SHA-256
-          against build.txt, every required option, the header version string.
+  verify  check the cached kernel without building: the bzImage SHA-256 against
+          kernel/bzimages.txt's row for this pin, fragment and toolchain (the
+          key) and against build.txt, the config SHA-256 against build.txt,
+          every required option, the header version string. A key with no row
+          is "unrecorded": accepted with a warning, on build.txt's word.
   list    every pin, its source, and what the cache holds for it (and stale entries).
   path    print only the verified bzImage's path, building it if needed (for scripts).
   key     print the pin's content key (the cache directory's name; CI cache keys use it).
@@ -34,7 +37,8 @@ The cache is $XDG_CACHE_HOME/lockstep/kernels (default ~/.cache/lockstep/kernels
 Progress goes to stderr every few seconds while fetching or building; -v also
 prints every external command as a shell line.
 
-Exit status: 0 ok, 1 failed (fetch, hash, build, or a refused cached kernel),
+Exit status: 0 ok (unrecorded included), 1 failed (fetch, hash, build, a fresh build
+whose bzImage differs from its recorded row, or a refused cached kernel),
 2 usage, 3 the configuration lacks required options (all are listed).`,
 		Example: `# Build (or restore and verify) the default kernel
 $ lockstep kernel build --pin 7.2.13
@@ -101,6 +105,11 @@ func kernelExit(io *stdio, err error) int {
 	if errors.As(err, &be) && be.Tail != "" {
 		fmt.Fprintf(io.err, "lockstep kernel: last lines of %s:\n%s\n", be.Log, be.Tail)
 	}
+	var ve *kernel.VerifyError
+	if errors.As(err, &ve) {
+		// The message ends in the failed checks; say what happens next first.
+		fmt.Fprintf(io.err, "lockstep kernel: the kernel in %s is not used; remove that directory to build it afresh\n", ve.Dir)
+	}
 	switch {
 	case errors.Is(err, kernel.ErrUnfit):
 		return fail(io, "kernel", exitIndeterminate, err)
@@ -124,10 +133,22 @@ func kernelBuild(ctx context.Context, io *stdio, b *kernel.Builder, o *kernelOpt
 		how = "cache hit"
 	}
 	fmt.Fprintf(io.out, "kernel %s: %s\n", r.Pin.Version, r.BzImage)
-	fmt.Fprintf(io.out, "  %s, verified in %s total: bzImage and config SHA-256 match build.txt, %d required options present, header version %q\n",
-		how, r.Elapsed.Round(time.Millisecond), r.Options, r.HeaderVersion)
-	fmt.Fprintf(io.out, "  key %s, bzImage %d bytes, Landlock ABI %d expected\n", r.Key, r.Record.BzImageSize, r.Pin.ABI)
+	fmt.Fprintf(io.out, "  %s, verified in %s total: %s, config SHA-256 matches build.txt, %d required options present, header version %q\n",
+		how, r.Elapsed.Round(time.Millisecond), bzImageCheck(r), r.Options, r.HeaderVersion)
+	fmt.Fprintf(io.out, "  key %s, bzImage %d bytes, sha256 %s, Landlock ABI %d expected\n", r.Key, r.Record.BzImageSize, r.Record.BzImageSHA256, r.Pin.ABI)
+	if r.NewRow != nil {
+		fmt.Fprintf(io.out, "  unrecorded: %s has no row for this key; when a second build in an empty cache gives the same SHA-256, record it with:\n%s\n",
+			kernel.BzImagesFile, r.NewRow.Row())
+	}
 	return exitOK
+}
+
+// bzImageCheck says what the bzImage's SHA-256 was checked against.
+func bzImageCheck(r *kernel.Result) string {
+	if r.Recorded != nil {
+		return "bzImage SHA-256 matches " + r.Recorded.Where() + " (recorded for this pin, fragment and toolchain) and build.txt"
+	}
+	return "bzImage SHA-256 matches build.txt only (unrecorded: " + kernel.BzImagesFile + " has no row for this key)"
 }
 
 // kernelFragment prints the fragment as the pin's build applies it.
@@ -165,7 +186,12 @@ func kernelVerify(ctx context.Context, io *stdio, b *kernel.Builder, o *kernelOp
 		return kernelExit(io, err)
 	}
 	fmt.Fprintf(io.out, "kernel %s: verified %s in %s\n", r.Pin.Version, r.Dir, r.Elapsed.Round(time.Millisecond))
-	fmt.Fprintf(io.out, "  ok  bzImage sha256 %s (build.txt)\n", r.Record.BzImageSHA256)
+	if r.Recorded != nil {
+		fmt.Fprintf(io.out, "  ok  bzImage sha256 %s (%s, recorded for this pin, fragment and toolchain; build.txt agrees)\n", r.Record.BzImageSHA256, r.Recorded.Where())
+	} else {
+		fmt.Fprintf(io.out, "  unrecorded  bzImage sha256 %s (build.txt only: %s has no row for key %s)\n", r.Record.BzImageSHA256, kernel.BzImagesFile, r.Key)
+		fmt.Fprintf(io.err, "lockstep kernel: warning: kernel %s is unrecorded; it was checked against its own build.txt, which whoever wrote the cache entry also wrote\n", r.Pin.Version)
+	}
 	fmt.Fprintf(io.out, "  ok  config sha256 %s (build.txt)\n", r.Record.ConfigSHA256)
 	fmt.Fprintf(io.out, "  ok  %d required options in config\n", r.Options)
 	fmt.Fprintf(io.out, "  ok  header version %q starts with %s\n", r.HeaderVersion, r.Pin.Version)

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,6 +85,61 @@ func TestKernelVerbRefusesTampered(t *testing.T) {
 		code, out, errOut := runCLI(t, "kernel", sub, "--cache", cache)
 		if code != exitFail || out != "" || !strings.Contains(errOut, "refused: bzImage sha256 is ") {
 			t.Errorf("kernel %s on a flipped byte = %d\nstdout: %s\nstderr: %s\nwant 1 naming the bzImage sha256 check", sub, code, out, errOut)
+		}
+	}
+}
+
+// TestKernelVerbRewrittenEntry writes what a hostile cache writer can: under
+// the key this machine computes for the default pin, a bzImage of its own
+// and a build.txt and config that agree with it. When kernel/bzimages.txt
+// records that key, verify, path and build refuse it; when it does not,
+// verify accepts it and says it is unrecorded. Before the table, all three
+// called it verified.
+func TestKernelVerbRewrittenEntry(t *testing.T) {
+	pin, err := kernel.Lookup(kernel.DefaultPin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := (&kernel.Builder{}).Key(pin)
+	if err != nil {
+		t.Skipf("cannot compute the cache key here: %v", err)
+	}
+	cache := t.TempDir()
+	dir := filepath.Join(cache, key)
+	img := make([]byte, 0x400)
+	binary.LittleEndian.PutUint16(img[0x1FE:], 0xAA55)
+	copy(img[0x202:], "HdrS")
+	binary.LittleEndian.PutUint16(img[0x20E:], 0x100)
+	copy(img[0x300:], pin.Version+" (lockstep@lockstep) #1 SMP\x00not the recorded kernel")
+	cfg := []byte(strings.Join(kernel.RequiredOptions(kernel.Fragment()), "\n") + "\n")
+	sum := func(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+	rec := &kernel.Record{Key: key, Pin: pin.Row, Version: pin.Version, ABI: pin.ABI, BzImageSHA256: sum(img), ConfigSHA256: sum(cfg)}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{kernel.BzImageName: img, kernel.ConfigName: cfg, kernel.RecordName: rec.Marshal()} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var row *kernel.RecordedImage
+	for _, r := range kernel.RecordedImages() {
+		if r.Key == key {
+			row = &r
+		}
+	}
+	if row == nil {
+		code, out, errOut := runCLI(t, "kernel", "verify", "--cache", cache)
+		if code != exitOK || !strings.Contains(out, "unrecorded  bzImage sha256 "+sum(img)) || !strings.Contains(errOut, "is unrecorded") {
+			t.Errorf("kernel verify of an unrecorded key = %d\nstdout: %s\nstderr: %s\nwant 0, reported unrecorded", code, out, errOut)
+		}
+		return
+	}
+	want := "refused: bzImage sha256 is " + sum(img) + ", " + row.Where() + " records " + row.BzImageSHA256
+	for _, sub := range []string{"verify", "path", "build"} {
+		code, out, errOut := runCLI(t, "kernel", sub, "--cache", cache)
+		if code != exitFail || out != "" || !strings.Contains(errOut, want) || !strings.Contains(errOut, "is not used") {
+			t.Errorf("kernel %s on a rewritten entry = %d\nstdout: %s\nstderr: %s\nwant 1 containing %q", sub, code, out, errOut, want)
 		}
 	}
 }

@@ -72,6 +72,7 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 	wantRelease := fs.String("want-release", "", "with --in-guest: the `release` uname -r must say (empty: not checked)")
 	html := fs.String("html", "", "also write a self-contained HTML report of the run to `file`")
 	backlog := fs.Uint("backlog-limit", 0, "with --in-guest: the audit backlog `limit` to set (default 8192; tests lower it)")
+	rootDigest := fs.String("root-digest", "", "with --in-guest: provenance.root_digest of the records, the `digest` the host took of the guest's root (default: taken of / here)")
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["observe"]
 		if len(args) > 0 {
@@ -95,8 +96,12 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 				}
 				dir = proto.ResultsDir
 			}
+			digest, err := rootDigestFlag(*rootDigest)
+			if err != nil {
+				return rootDigestExit(io, v, err)
+			}
 			return observeHere(ctx, io, observer.GuestOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets, Out: dir,
-				WantABI: *wantABI, WantRelease: *wantRelease, BacklogLimit: uint32(*backlog)})
+				WantABI: *wantABI, WantRelease: *wantRelease, BacklogLimit: uint32(*backlog), RootDigest: digest})
 		}
 		switch *accel {
 		case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
@@ -113,7 +118,13 @@ func observeHere(ctx context.Context, io *stdio, opts observer.GuestOptions) int
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return fail(io, "observe", exitIndeterminate, err)
 	}
-	opts.Progress, opts.Log = io.err, guestLogger(io, "observe")
+	// The role's options carry the host's digest; a job without one
+	// (run by hand) takes the digest of / here, as --in-guest does.
+	digest, err := rootDigestFlag(opts.RootDigest)
+	if err != nil {
+		return fail(io, "observe", exitIndeterminate, err)
+	}
+	opts.RootDigest, opts.Progress, opts.Log = digest, io.err, guestLogger(io, "observe")
 	sum, err := observer.Guest(ctx, opts)
 	if err != nil {
 		return fail(io, "observe", exitIndeterminate, err)

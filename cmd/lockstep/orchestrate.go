@@ -46,89 +46,114 @@ it is opened before the merge and must be a regular file (or a new one).
 See docs/orchestrate.md.`,
 		Example: `# merge one language after a container prune and two guest runs
 $ lockstep orchestrate --langs java --path-dir path_sets --kvm-dir kvm-24.04 --kvm-dir kvm-26.04 --core-dir core --summary "$GITHUB_STEP_SUMMARY"`,
-		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
-			langs := fs.String("langs", "", "comma-separated language `keys`, in order")
-			pathDir := fs.String("path-dir", "", "`dir`ectory of the pruner's <lang>_<ex>.{cfg,json} (and ABI-10 files without --kvm-dir)")
-			coreDir := fs.String("core-dir", "", "output tree `dir`ectory, replaced atomically")
-			var kvmDirs multiFlag
-			fs.Var(&kvmDirs, "kvm-dir", "observer results `dir`ectory (repeatable; two or more must agree row for row)")
-			chdir := fs.String("runtime-chdir", orchestrate.DefaultRuntimeChdir, "working `dir`ectory written to TailPhobos.cfg")
-			asJSON := fs.Bool("json", false, "print one JSON summary document on stdout")
-			summary := fs.String("summary", "", "append a Markdown summary to `file` (e.g. $GITHUB_STEP_SUMMARY)")
-			return func(ctx context.Context, io *stdio, args []string) int {
-				v := verbs["orchestrate"]
-				if len(args) > 0 {
-					return usageExit(io, v, usagef("unexpected arguments %q", args))
-				}
-				if *langs == "" || *pathDir == "" || *coreDir == "" {
-					return usageExit(io, v, usagef("--langs, --path-dir and --core-dir are required"))
-				}
-				var keys []string
-				for _, k := range strings.Split(*langs, ",") {
-					if k = strings.TrimSpace(k); k != "" {
-						keys = append(keys, k)
-					}
-				}
-				// The summary is opened before the merge, so that a path that
-				// cannot take it (a directory, a FIFO) fails while the
-				// previous tree is still in place.
-				var md *os.File
-				if *summary != "" {
-					f, err := safefile.OpenAppend(*summary, 0o644)
-					if err != nil {
-						return fail(io, "orchestrate", exitFail, fmt.Errorf("--summary: %w; nothing was written", err))
-					}
-					defer f.Close()
-					md = f
-				}
-				level := slog.LevelWarn
-				if io.verbose {
-					level = slog.LevelInfo
-				}
-				sum, err := orchestrate.Run(orchestrate.Options{
-					Langs: keys, PathDir: *pathDir, CoreDir: *coreDir, KVMDirs: kvmDirs,
-					RuntimeChdir: *chdir,
-					Log:          slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: level})),
-				})
-				var ref *orchestrate.Refusal
-				switch {
-				case errors.As(err, &ref):
-					for _, p := range ref.Problems {
-						fmt.Fprintf(io.err, "lockstep orchestrate: %s\n", p)
-					}
-					fmt.Fprintf(io.err, "lockstep orchestrate: refused (%d problems); nothing was written\n", len(ref.Problems))
-					if code := appendSummary(io, md, ref.Markdown(), false); code != exitOK {
-						return code
-					}
-					if *asJSON {
-						return writeJSON(io, map[string]any{"schema_version": orchestrate.SummarySchema, "refused": true, "problems": ref.Problems}, exitFail)
-					}
-					return exitFail
-				case err != nil:
-					return fail(io, "orchestrate", exitFail, err)
-				}
-				for _, w := range sum.Warnings {
-					fmt.Fprintf(io.err, "lockstep orchestrate: warning: %s\n", w)
-				}
-				if code := appendSummary(io, md, sum.Markdown(), true); code != exitOK {
-					return code
-				}
-				if *asJSON {
-					doc := struct {
-						*orchestrate.Summary
-						Refused  bool     `json:"refused"`
-						Problems []string `json:"problems"`
-					}{sum, false, []string{}}
-					return writeJSON(io, doc, exitOK)
-				}
-				for _, l := range sum.Languages {
-					fmt.Fprintf(io.out, "%s: %d exercises, base %d rows, %d ABI-10 rows, %s\n", l.Name, len(l.Exercises), l.BaseRows, len(l.ABI10Rows), l.BaseHash)
-				}
-				fmt.Fprintf(io.out, "wrote %d files to %s\n", len(sum.Files), sum.CoreDir)
-				return exitOK
-			}
-		},
+		Flags: orchestrateFlags,
 	})
+}
+
+// orchestrateArgs are orchestrate's flags.
+type orchestrateArgs struct {
+	langs, pathDir, coreDir, chdir, summary *string
+	kvmDirs                                 multiFlag
+	asJSON                                  *bool
+}
+
+// orchestrateFlags declares orchestrate's flags on fs and returns the verb.
+func orchestrateFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+	o := &orchestrateArgs{}
+	o.langs = fs.String("langs", "", "comma-separated language `keys`, in order")
+	o.pathDir = fs.String("path-dir", "", "`dir`ectory of the pruner's <lang>_<ex>.{cfg,json} (and ABI-10 files without --kvm-dir)")
+	o.coreDir = fs.String("core-dir", "", "output tree `dir`ectory, replaced atomically")
+	fs.Var(&o.kvmDirs, "kvm-dir", "observer results `dir`ectory (repeatable; two or more must agree row for row)")
+	o.chdir = fs.String("runtime-chdir", orchestrate.DefaultRuntimeChdir, "working `dir`ectory written to TailPhobos.cfg")
+	o.asJSON = fs.Bool("json", false, "print one JSON summary document on stdout")
+	o.summary = fs.String("summary", "", "append a Markdown summary to `file` (e.g. $GITHUB_STEP_SUMMARY)")
+	return o.run
+}
+
+// run checks the flags, merges and reports.
+func (o *orchestrateArgs) run(ctx context.Context, io *stdio, args []string) int {
+	v := verbs["orchestrate"]
+	if len(args) > 0 {
+		return usageExit(io, v, usagef("unexpected arguments %q", args))
+	}
+	if *o.langs == "" || *o.pathDir == "" || *o.coreDir == "" {
+		return usageExit(io, v, usagef("--langs, --path-dir and --core-dir are required"))
+	}
+	var keys []string
+	for _, k := range strings.Split(*o.langs, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	// The summary is opened before the merge, so that a path that
+	// cannot take it (a directory, a FIFO) fails while the
+	// previous tree is still in place.
+	var md *os.File
+	if *o.summary != "" {
+		f, err := safefile.OpenAppend(*o.summary, 0o644)
+		if err != nil {
+			return fail(io, "orchestrate", exitFail, fmt.Errorf("--summary: %w; nothing was written", err))
+		}
+		defer f.Close()
+		md = f
+	}
+	level := slog.LevelWarn
+	if io.verbose {
+		level = slog.LevelInfo
+	}
+	sum, err := orchestrate.Run(orchestrate.Options{
+		Langs: keys, PathDir: *o.pathDir, CoreDir: *o.coreDir, KVMDirs: o.kvmDirs,
+		RuntimeChdir: *o.chdir,
+		Log:          slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: level})),
+	})
+	var ref *orchestrate.Refusal
+	switch {
+	case errors.As(err, &ref):
+		return o.refused(io, md, ref)
+	case err != nil:
+		return fail(io, "orchestrate", exitFail, err)
+	}
+	return o.merged(io, md, sum)
+}
+
+// refused reports a refusal's problems: on stderr, in the Markdown summary
+// and, with --json, on stdout.
+func (o *orchestrateArgs) refused(io *stdio, md *os.File, ref *orchestrate.Refusal) int {
+	for _, p := range ref.Problems {
+		fmt.Fprintf(io.err, "lockstep orchestrate: %s\n", p)
+	}
+	fmt.Fprintf(io.err, "lockstep orchestrate: refused (%d problems); nothing was written\n", len(ref.Problems))
+	if code := appendSummary(io, md, ref.Markdown(), false); code != exitOK {
+		return code
+	}
+	if *o.asJSON {
+		return writeJSON(io, map[string]any{"schema_version": orchestrate.SummarySchema, "refused": true, "problems": ref.Problems}, exitFail)
+	}
+	return exitFail
+}
+
+// merged reports a written tree: its warnings on stderr, the Markdown
+// summary, and the JSON document or one line per language on stdout.
+func (o *orchestrateArgs) merged(io *stdio, md *os.File, sum *orchestrate.Summary) int {
+	for _, w := range sum.Warnings {
+		fmt.Fprintf(io.err, "lockstep orchestrate: warning: %s\n", w)
+	}
+	if code := appendSummary(io, md, sum.Markdown(), true); code != exitOK {
+		return code
+	}
+	if *o.asJSON {
+		doc := struct {
+			*orchestrate.Summary
+			Refused  bool     `json:"refused"`
+			Problems []string `json:"problems"`
+		}{sum, false, []string{}}
+		return writeJSON(io, doc, exitOK)
+	}
+	for _, l := range sum.Languages {
+		fmt.Fprintf(io.out, "%s: %d exercises, base %d rows, %d ABI-10 rows, %s\n", l.Name, len(l.Exercises), l.BaseRows, len(l.ABI10Rows), l.BaseHash)
+	}
+	fmt.Fprintf(io.out, "wrote %d files to %s\n", len(sum.Files), sum.CoreDir)
+	return exitOK
 }
 
 // appendSummary appends md to f (nil does nothing). written says the tree

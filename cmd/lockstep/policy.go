@@ -53,53 +53,61 @@ described in docs/policy.md.`,
 $ lockstep policy check --strict testdata/policies/BaseLanguage-java.cfg
 # the hash to pin with lockstep run --expect-hash
 $ lockstep policy hash BaseLanguage-java.cfg exercises/java_fixture.cfg`,
-		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
-			o := &policyOpts{}
-			fs.BoolVar(&o.json, "json", false, "check, hash: print one JSON document (schema 1) on stdout")
-			fs.BoolVar(&o.write, "w", false, "fmt: rewrite each file in canonical form")
-			fs.BoolVar(&o.list, "l", false, "fmt: list files that are not in canonical form")
-			fs.BoolVar(&o.exercise, "exercise", false, "check: require [read], [execute] and [ioctl] paths to exist (exercise config)")
-			fs.BoolVar(&o.strict, "strict", false, "check: any warning (a grant wider than it looks) exits 1")
-			fs.BoolVar(&o.normalise, "normalise", false, "union: raise paths whose rights are a strict subset of an ancestor's")
-			return func(ctx context.Context, io *stdio, args []string) int {
-				v := verbs["policy"]
-				if len(args) == 0 {
-					return usageExit(io, v, usagef("no subcommand; want one of check, fmt, hash, diff, union"))
-				}
-				sub := args[0]
-				// Flags may also follow the subcommand.
-				if err := fs.Parse(args[1:]); err != nil {
-					return usageExit(io, v, err)
-				}
-				files := fs.Args()
-				if len(files) == 0 {
-					return usageExit(io, v, usagef("policy %s: no files given", sub))
-				}
-				switch sub {
-				case "check":
-					return policyCheck(io, o, files)
-				case "fmt":
-					if o.write && o.list {
-						return usageExit(io, v, usagef("-w and -l exclude each other"))
-					}
-					return policyFmt(io, o, files)
-				case "hash":
-					return policyHash(io, o, files)
-				case "diff":
-					if len(files) != 2 {
-						return usageExit(io, v, usagef("policy diff takes exactly two files, got %d", len(files)))
-					}
-					return policyDiff(io, files[0], files[1])
-				case "union":
-					return policyUnion(io, o, files)
-				}
-				return usageExit(io, v, usagef("unknown subcommand %q; want one of check, fmt, hash, diff, union", sub))
-			}
-		},
+		Flags: policyFlags,
 	})
 }
 
+// policyFlags declares policy's flags on fs and returns the verb.
+func policyFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+	o := &policyOpts{fs: fs}
+	fs.BoolVar(&o.json, "json", false, "check, hash: print one JSON document (schema 1) on stdout")
+	fs.BoolVar(&o.write, "w", false, "fmt: rewrite each file in canonical form")
+	fs.BoolVar(&o.list, "l", false, "fmt: list files that are not in canonical form")
+	fs.BoolVar(&o.exercise, "exercise", false, "check: require [read], [execute] and [ioctl] paths to exist (exercise config)")
+	fs.BoolVar(&o.strict, "strict", false, "check: any warning (a grant wider than it looks) exits 1")
+	fs.BoolVar(&o.normalise, "normalise", false, "union: raise paths whose rights are a strict subset of an ancestor's")
+	return o.run
+}
+
+// run parses the flags that follow the subcommand and runs it.
+func (o *policyOpts) run(ctx context.Context, io *stdio, args []string) int {
+	v := verbs["policy"]
+	if len(args) == 0 {
+		return usageExit(io, v, usagef("no subcommand; want one of check, fmt, hash, diff, union"))
+	}
+	sub := args[0]
+	// Flags may also follow the subcommand.
+	if err := o.fs.Parse(args[1:]); err != nil {
+		return usageExit(io, v, err)
+	}
+	files := o.fs.Args()
+	if len(files) == 0 {
+		return usageExit(io, v, usagef("policy %s: no files given", sub))
+	}
+	switch sub {
+	case "check":
+		return policyCheck(io, o, files)
+	case "fmt":
+		if o.write && o.list {
+			return usageExit(io, v, usagef("-w and -l exclude each other"))
+		}
+		return policyFmt(io, o, files)
+	case "hash":
+		return policyHash(io, o, files)
+	case "diff":
+		if len(files) != 2 {
+			return usageExit(io, v, usagef("policy diff takes exactly two files, got %d", len(files)))
+		}
+		return policyDiff(io, files[0], files[1])
+	case "union":
+		return policyUnion(io, o, files)
+	}
+	return usageExit(io, v, usagef("unknown subcommand %q; want one of check, fmt, hash, diff, union", sub))
+}
+
+// policyOpts are policy's flags.
 type policyOpts struct {
+	fs                                             *flag.FlagSet
 	json, write, list, exercise, normalise, strict bool
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/machine"
 	"github.com/lockstep-sandbox/lockstep/kernel"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 )
 
 func init() {
@@ -66,7 +67,7 @@ func probeFacts(ctx context.Context) *machine.Facts {
 	f := machine.Probe(ctx)
 	f.Cgroup.EnforcerCaps = enforcer.CgroupCaps()
 	if f.Landlock.Error == "" {
-		for _, g := range enforcer.Unrestricted(f.Landlock.ABI) {
+		for _, g := range landlock.Unrestricted(f.Landlock.ABI) {
 			f.Landlock.Unrestricted = append(f.Landlock.Unrestricted, g.Name)
 		}
 	}
@@ -108,7 +109,7 @@ func probeAccel(ctx context.Context, io *stdio, f *machine.Facts, boot bool, ker
 // goes unrestricted and the ABI that closes it ("" for none).
 func gapsText(abi int) string {
 	var parts []string
-	for _, g := range enforcer.Unrestricted(abi) {
+	for _, g := range landlock.Unrestricted(abi) {
 		parts = append(parts, fmt.Sprintf("%s (%s; ABI %d+)", g.Name, g.What, g.Since()))
 	}
 	if len(parts) == 0 {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/internal/machine"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 )
 
 // TestProbeVerb: `lockstep probe --json` prints exactly one document with the
@@ -31,7 +31,7 @@ func TestProbeVerb(t *testing.T) {
 	if f.SchemaVersion != machine.SchemaVersion || f.Cgroup.EnforcerCaps == "" {
 		t.Errorf("schema_version %d, enforcer_caps %q; want %d and a value", f.SchemaVersion, f.Cgroup.EnforcerCaps, machine.SchemaVersion)
 	}
-	gaps := enforcer.GapNames(enforcer.Unrestricted(f.Landlock.ABI))
+	gaps := landlock.GapNames(landlock.Unrestricted(f.Landlock.ABI))
 	if got := strings.Join(f.Landlock.Unrestricted, ","); got != gaps {
 		t.Errorf("landlock.unrestricted = %q, want %q (ABI %d)", got, gaps, f.Landlock.ABI)
 	}
@@ -39,7 +39,7 @@ func TestProbeVerb(t *testing.T) {
 	if code := run(t.Context(), []string{"probe"}, &stdio{out: &out, err: &errb}); code != exitOK {
 		t.Fatalf("probe = %d", code)
 	}
-	for _, g := range enforcer.Unrestricted(f.Landlock.ABI) {
+	for _, g := range landlock.Unrestricted(f.Landlock.ABI) {
 		if !strings.Contains(out.String(), fmt.Sprintf("%s (%s; ABI %d+)", g.Name, g.What, g.Since())) {
 			t.Errorf("probe table does not say ABI %d leaves %s unrestricted:\n%s", f.Landlock.ABI, g.Name, out.String())
 		}

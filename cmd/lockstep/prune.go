@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
@@ -84,6 +85,7 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 	only := fs.String("only", "", "prune only the `exercise` of this folder name")
 	workDir := fs.String("work-dir", exercise.DefaultWorkDir, "working `dir`ectory of every run (with --in-guest or --on-host)")
 	skipContain := fs.Bool("skip-containment", false, "leave out the containment checks (recorded; for development)")
+	rootDigest := fs.String("root-digest", "", "with --in-guest or --on-host: provenance.root_digest of the records, the `digest` of the root the prune runs on (default: taken of / here)")
 	minimal := fs.Bool("check-minimality", false, "after verifying, drop each grant in turn and record whether the exercise still passes (one run per grant)")
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["prune"]
@@ -102,25 +104,9 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 		default:
 			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
 		}
-		found, err := exercise.ForKey(*root, *key)
-		if err != nil {
-			var de *exercise.DiscoveryError
-			if errors.As(err, &de) {
-				for _, l := range de.Lines() {
-					fmt.Fprintf(io.err, "lockstep prune: %s\n", l)
-				}
-				fmt.Fprintf(io.err, "lockstep prune: the testing root %s was refused; nothing was pruned\n", *root)
-				return exitFail
-			}
-			return fail(io, "prune", exitFail, err)
-		}
-		if len(found) == 0 {
-			return fail(io, "prune", exitFail, fmt.Errorf("no exercise of key %q under %s", *key, *root))
-		}
-		if *only != "" {
-			if found, err = exercise.Named(found, *only); err != nil {
-				return fail(io, "prune", exitUsage, usagef("--only %v", err))
-			}
+		found, code := pruneExercises(io, *root, *key, *only)
+		if code != exitOK {
+			return code
 		}
 		// The key's earlier artefacts are removed (as Phobos does) only once
 		// nothing more can refuse the prune: a refusal leaves --out as it was.
@@ -129,15 +115,47 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 			if err := prune.Disposable(); err != nil {
 				return fail(io, "prune", exitRefused, err)
 			}
+			digest, err := rootDigestFlag(*rootDigest)
+			if err != nil {
+				return rootDigestExit(io, v, err)
+			}
 			if err := out.prepare(); err != nil {
 				return fail(io, "prune", exitFail, err)
 			}
-			opts := prune.Options{WorkDir: *workDir, SeedDir: *seeds, SkipContainment: *skipContain, CheckMinimality: *minimal, Log: guestLogger(io, "prune")}
+			opts := prune.Options{WorkDir: *workDir, SeedDir: *seeds, SkipContainment: *skipContain, CheckMinimality: *minimal,
+				RootDigest: digest, Log: guestLogger(io, "prune")}
 			return pruneHere(ctx, io, found, opts, out.dir)
 		}
 		return pruneGuests(ctx, io, found, pruneGuestArgs{key: *key, root: *root, out: out, kernel: *kernelArg,
 			rootDir: *rootDir, accel: *accel, seeds: *seeds, skipContain: *skipContain, minimal: *minimal})
 	}
+}
+
+// pruneExercises are the key's exercises under root (only the one named
+// only, if given), and exitOK; another exit status when there are none to
+// prune or the testing root was refused, each of its problems printed.
+func pruneExercises(io *stdio, root, key, only string) ([]exercise.Found, int) {
+	found, err := exercise.ForKey(root, key)
+	if err != nil {
+		var de *exercise.DiscoveryError
+		if errors.As(err, &de) {
+			for _, l := range de.Lines() {
+				fmt.Fprintf(io.err, "lockstep prune: %s\n", l)
+			}
+			fmt.Fprintf(io.err, "lockstep prune: the testing root %s was refused; nothing was pruned\n", root)
+			return nil, exitFail
+		}
+		return nil, fail(io, "prune", exitFail, err)
+	}
+	if len(found) == 0 {
+		return nil, fail(io, "prune", exitFail, fmt.Errorf("no exercise of key %q under %s", key, root))
+	}
+	if only != "" {
+		if found, err = exercise.Named(found, only); err != nil {
+			return nil, fail(io, "prune", exitUsage, usagef("--only %v", err))
+		}
+	}
+	return found, exitOK
 }
 
 // pruneOut is the prune's --out: made if missing and, for a prune of the
@@ -191,7 +209,7 @@ func pruneHere(ctx context.Context, io *stdio, found []exercise.Found, opts prun
 		ex, err := exercise.Read(f)
 		var res *prune.Result
 		if err != nil {
-			res = pruneRefused(ctx, f, err)
+			res = pruneRefused(ctx, f, err, opts.RootDigest)
 		} else if res, err = prune.Prune(ctx, ex, opts); err != nil {
 			return fail(io, "prune", exitFail, fmt.Errorf("%s_%s: %w", f.Key, f.Name, err))
 		}
@@ -211,13 +229,14 @@ func pruneHere(ctx context.Context, io *stdio, found []exercise.Found, opts prun
 }
 
 // pruneRefused is the abort of an exercise that does not meet the contract.
-func pruneRefused(ctx context.Context, f exercise.Found, err error) *prune.Result {
-	abi := -1
+func pruneRefused(ctx context.Context, f exercise.Found, err error, rootDigest string) *prune.Result {
+	prov := record.NewProvenance(time.Now(), -1, record.StraceVersion(ctx))
+	prov.RootDigest = rootDigest
 	return &prune.Result{Key: f.Key, Exercise: f.Name, Aborted: &record.Aborted{
 		SchemaVersion: record.ExerciseSchema, Key: f.Key, Exercise: f.Name, Stage: record.StageAll,
 		Aborted:    strings.ReplaceAll(err.Error(), "\n", "; "),
 		Evidence:   map[string]any{"record": []any{}},
-		Provenance: record.NewProvenance(time.Now(), abi, record.StraceVersion(ctx)),
+		Provenance: prov,
 	}}
 }
 
@@ -240,7 +259,13 @@ func pruneGuests(ctx context.Context, io *stdio, found []exercise.Found, a prune
 		return fail(io, "prune", exitFail, err)
 	}
 	shares := []harness.Share{{Source: rootAbs, GuestPath: pruneGuestExercises}}
-	cmd := []string{proto.GuestBinary, "prune", "--in-guest", "--key", a.key, "--exercises", pruneGuestExercises, "--out", proto.ResultsDir}
+	// The guest's root is hashed here, where it is a plain directory.
+	digest, err := rootdigest.Of(rootdigest.RootOr(a.rootDir))
+	if err != nil {
+		return fail(io, "prune", exitFail, err)
+	}
+	cmd := []string{proto.GuestBinary, "prune", "--in-guest", "--key", a.key, "--exercises", pruneGuestExercises, "--out", proto.ResultsDir,
+		"--root-digest", digest}
 	if a.seeds != "" {
 		s, err := filepath.Abs(a.seeds)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -48,91 +49,121 @@ $ lockstep repro --kernel host --kernel 7.2.13 --config udp.cfg -- /usr/bin/pyth
 	})
 }
 
+// reproArgs are repro's flags.
+type reproArgs struct {
+	kernels, configs                      multiFlag
+	baseDir, root, accel, html, name, out *string
+	cpus, mem                             *int
+	timeout, bootTimeout, wait            *time.Duration
+	asJSON, inGuest                       *bool
+}
+
+// reproFlags declares repro's flags on fs and returns the verb.
 func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
-	var kernels, configs multiFlag
-	fs.Var(strictList{&kernels, wantKernelOrHost}, "kernel", "`kernel`: host, a pin or a bzImage file (exactly twice)")
-	fs.Var(&configs, "config", "policy `file` (repeatable)")
-	baseDir := strictString(fs, "base-dir", "", "`dir`ectory whose Base*.cfg files come first", wantBaseDir)
-	root := fs.String("root", "", "host `dir`ectory exported read-only as the guests' root (default /)")
-	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
-	cpus := fs.Int("cpus", 1, "vCPUs per guest")
-	mem := fs.Int("mem", 512, "guest memory in `MiB`")
-	timeout := fs.Duration("timeout", 0, "bound on each guest's job (default: harness's, scaled to the accelerator)")
-	bootTimeout := fs.Duration("boot-timeout", 0, "bound on each guest's boot (default: harness's, 60s under TCG)")
-	wait := fs.Duration("wait", 0, "bound on the wait for each domain's deallocation record (default 30s)")
-	html := fs.String("html", "", "write a self-contained HTML report to `file`")
-	asJSON := fs.Bool("json", false, "print the result as one JSON document (schema 1)")
-	inGuest := fs.Bool("in-guest", false, "internal: observe on the running kernel and write the observation to --out")
-	name := fs.String("name", repro.HostKernel, "with --in-guest: the kernel's `name` in the observation")
-	out := fs.String("out", "", "with --in-guest: `dir`ectory for the observation")
-	return func(ctx context.Context, io *stdio, args []string) int {
-		v := verbs["repro"]
-		if len(args) == 0 {
-			return usageExit(io, v, usagef("no command: give it after --"))
-		}
-		if *baseDir == "" && len(configs) == 0 {
-			return usageExit(io, v, usagef("no policy: give --config (or --base-dir)"))
-		}
-		p, err := policy.Load(*baseDir, configs)
-		if err != nil {
-			return fail(io, "repro", exitUsage, err)
-		}
-		if *inGuest {
-			dir := *out
-			if dir == "" {
-				if os.Getenv("LOCKSTEP_GUEST") != "1" {
-					return usageExit(io, v, usagef("--in-guest outside a guest needs --out"))
-				}
-				dir = proto.ResultsDir
-			}
-			return reproHere(ctx, io, repro.GuestOptions{Kernel: *name, Policy: p, Command: args, Wait: *wait, Out: dir})
-		}
-		if len(kernels) != 2 {
-			return usageExit(io, v, usagef("--kernel given %d time(s): want exactly two kernels", len(kernels)))
-		}
-		switch *accel {
-		case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
-		default:
-			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
-		}
-		log := guestLogger(io, "repro")
-		opts := repro.HostOptions{Policy: p, Command: args, Wait: *wait, Verbose: io.verbose, Log: log,
-			Sizing: harness.Sizing{Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout, BootTimeout: *bootTimeout}}
-		if io.verbose {
-			opts.Stderr = io.err
-		}
-		for i, k := range kernels {
-			opts.Kernels[i] = repro.Kernel{Name: k}
-			if k == repro.HostKernel {
-				continue
-			}
-			bz, err := resolveKernel(ctx, k, log)
-			if err != nil {
-				return fail(io, "repro", exitIndeterminate, err)
-			}
-			opts.Kernels[i].BzImage = bz
-			if _, err := kernel.Lookup(k); err == nil {
-				opts.Kernels[i].Pin = k
-			}
-		}
-		t0 := time.Now()
-		res, err := repro.Host(ctx, opts)
-		if err != nil {
-			return fail(io, "repro", exitIndeterminate, err)
-		}
-		if err := writeReport(*html, func() ([]byte, error) {
-			return report.Repro(res, report.Meta{Title: "lockstep repro", Started: t0, Seconds: time.Since(t0).Seconds()})
-		}); err != nil {
-			return fail(io, "repro", exitIndeterminate, err)
-		}
-		if *asJSON {
-			b, _ := json.MarshalIndent(res, "", "  ")
-			fmt.Fprintf(io.out, "%s\n", b)
-		} else {
-			printRepro(io, res)
-		}
-		return res.Status
+	a := &reproArgs{}
+	fs.Var(strictList{&a.kernels, wantKernelOrHost}, "kernel", "`kernel`: host, a pin or a bzImage file (exactly twice)")
+	fs.Var(&a.configs, "config", "policy `file` (repeatable)")
+	a.baseDir = strictString(fs, "base-dir", "", "`dir`ectory whose Base*.cfg files come first", wantBaseDir)
+	a.root = fs.String("root", "", "host `dir`ectory exported read-only as the guests' root (default /)")
+	a.accel = fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
+	a.cpus = fs.Int("cpus", 1, "vCPUs per guest")
+	a.mem = fs.Int("mem", 512, "guest memory in `MiB`")
+	a.timeout = fs.Duration("timeout", 0, "bound on each guest's job (default: harness's, scaled to the accelerator)")
+	a.bootTimeout = fs.Duration("boot-timeout", 0, "bound on each guest's boot (default: harness's, 60s under TCG)")
+	a.wait = fs.Duration("wait", 0, "bound on the wait for each domain's deallocation record (default 30s)")
+	a.html = fs.String("html", "", "write a self-contained HTML report to `file`")
+	a.asJSON = fs.Bool("json", false, "print the result as one JSON document (schema 1)")
+	a.inGuest = fs.Bool("in-guest", false, "internal: observe on the running kernel and write the observation to --out")
+	a.name = fs.String("name", repro.HostKernel, "with --in-guest: the kernel's `name` in the observation")
+	a.out = fs.String("out", "", "with --in-guest: `dir`ectory for the observation")
+	return a.run
+}
+
+// run checks the flags, observes the command on both kernels and prints
+// the comparison.
+func (a *reproArgs) run(ctx context.Context, io *stdio, args []string) int {
+	v := verbs["repro"]
+	if len(args) == 0 {
+		return usageExit(io, v, usagef("no command: give it after --"))
 	}
+	if *a.baseDir == "" && len(a.configs) == 0 {
+		return usageExit(io, v, usagef("no policy: give --config (or --base-dir)"))
+	}
+	p, err := policy.Load(*a.baseDir, a.configs)
+	if err != nil {
+		return fail(io, "repro", exitUsage, err)
+	}
+	if *a.inGuest {
+		return a.inGuestRun(ctx, io, v, p, args)
+	}
+	if len(a.kernels) != 2 {
+		return usageExit(io, v, usagef("--kernel given %d time(s): want exactly two kernels", len(a.kernels)))
+	}
+	switch *a.accel {
+	case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
+	default:
+		return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *a.accel))
+	}
+	log := guestLogger(io, "repro")
+	opts := repro.HostOptions{Policy: p, Command: args, Wait: *a.wait, Verbose: io.verbose, Log: log,
+		Sizing: harness.Sizing{Root: *a.root, Accel: *a.accel, CPUs: *a.cpus, MemMB: *a.mem, Timeout: *a.timeout, BootTimeout: *a.bootTimeout}}
+	if io.verbose {
+		opts.Stderr = io.err
+	}
+	if opts.Kernels, err = reproKernels(ctx, a.kernels, log); err != nil {
+		return fail(io, "repro", exitIndeterminate, err)
+	}
+	t0 := time.Now()
+	res, err := repro.Host(ctx, opts)
+	if err != nil {
+		return fail(io, "repro", exitIndeterminate, err)
+	}
+	if err := writeReport(*a.html, func() ([]byte, error) {
+		return report.Repro(res, report.Meta{Title: "lockstep repro", Started: t0, Seconds: time.Since(t0).Seconds()})
+	}); err != nil {
+		return fail(io, "repro", exitIndeterminate, err)
+	}
+	if *a.asJSON {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintf(io.out, "%s\n", b)
+	} else {
+		printRepro(io, res)
+	}
+	return res.Status
+}
+
+// inGuestRun is --in-guest: the guest side run by hand, on any machine
+// given --out.
+func (a *reproArgs) inGuestRun(ctx context.Context, io *stdio, v *verb, p *policy.Policy, args []string) int {
+	dir := *a.out
+	if dir == "" {
+		if os.Getenv("LOCKSTEP_GUEST") != "1" {
+			return usageExit(io, v, usagef("--in-guest outside a guest needs --out"))
+		}
+		dir = proto.ResultsDir
+	}
+	return reproHere(ctx, io, repro.GuestOptions{Kernel: *a.name, Policy: p, Command: args, Wait: *a.wait, Out: dir})
+}
+
+// reproKernels resolves the two --kernel values: host as is, a pin or a
+// bzImage file to its bzImage.
+func reproKernels(ctx context.Context, kernels []string, log *slog.Logger) ([2]repro.Kernel, error) {
+	var out [2]repro.Kernel
+	for i, k := range kernels {
+		out[i] = repro.Kernel{Name: k}
+		if k == repro.HostKernel {
+			continue
+		}
+		bz, err := resolveKernel(ctx, k, log)
+		if err != nil {
+			return out, err
+		}
+		out[i].BzImage = bz
+		if _, err := kernel.Lookup(k); err == nil {
+			out[i].Pin = k
+		}
+	}
+	return out, nil
 }
 
 // reproHere is the in-guest side (repro.GuestRole, or --in-guest, which

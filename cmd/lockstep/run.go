@@ -14,6 +14,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy/wide"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,7 +58,7 @@ $ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1
 			fs.Var(&configs, "config", "policy `file` (repeatable; applied after the bases, in order)")
 			baseDir := strictString(fs, "base-dir", "", "`dir`ectory whose Base*.cfg files are combined first, in sorted order", wantBaseDir)
 			expect := strictString(fs, "expect-hash", "", "refuse unless the combined policy hashes to this `sha256:<hex>` (lockstep policy hash)", wantHash)
-			logSub := fs.Bool("log-subprocesses", false, "audit-log Landlock denials after exec too (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON, ABI 7+)")
+			logSub := fs.Bool("log-subprocesses", false, fmt.Sprintf("audit-log Landlock denials after exec too (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON, ABI %d+)", landlock.ABIAuditRecords))
 			quiet := fs.Bool("q", false, "leave out the status line")
 			requireABI := fs.Int("require-abi", 0, "refuse (125) on a kernel whose Landlock ABI is below `n`")
 			var envs, envFiles multiFlag

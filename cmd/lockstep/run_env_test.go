@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 )
 
 // runBin runs the lockstep binary with args and extra environment, and
@@ -110,11 +111,11 @@ func TestRunUnrestrictedAndRequireABI(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errs := runBin(t, bin, nil, "run", "--config", cfg, "--", "true")
-	gaps := enforcer.GapNames(enforcer.Unrestricted(abi))
+	gaps := landlock.GapNames(landlock.Unrestricted(abi))
 	if code != 0 || gaps != "" && !strings.Contains(errs, " unrestricted="+gaps) {
 		t.Errorf("lockstep run = %d, status line %q; want unrestricted=%s (ABI %d)", code, errs, gaps, abi)
 	}
-	if abi < enforcer.ABIUDP && !strings.Contains(gaps, "udp") {
+	if abi < landlock.ABIUDP && !strings.Contains(gaps, "udp") {
 		t.Errorf("ABI %d: unrestricted=%s does not name udp", abi, gaps)
 	}
 	code, _, errs = runBin(t, bin, nil, "run", "--require-abi", fmt.Sprint(abi), "--config", cfg, "--", "true")
@@ -126,10 +127,10 @@ func TestRunUnrestrictedAndRequireABI(t *testing.T) {
 	if code != exitRefused || !strings.Contains(errs, want) || !strings.Contains(errs, "Nothing ran") {
 		t.Errorf("--require-abi %d on ABI %d = %d, stderr %q; want %d with %q", abi+1, abi, code, errs, exitRefused, want)
 	}
-	if abi < enforcer.ABIResolveUnix {
-		code, _, errs = runBin(t, bin, nil, "run", "--require-abi", fmt.Sprint(enforcer.ABIResolveUnix), "--config", cfg, "--", "true")
+	if abi < landlock.ABIResolveUnix {
+		code, _, errs = runBin(t, bin, nil, "run", "--require-abi", fmt.Sprint(landlock.ABIResolveUnix), "--config", cfg, "--", "true")
 		if code != exitRefused || !strings.Contains(errs, "unix-connect (") {
-			t.Errorf("--require-abi %d on ABI %d = %d, stderr %q; want %d naming unix-connect", enforcer.ABIResolveUnix, abi, code, errs, exitRefused)
+			t.Errorf("--require-abi %d on ABI %d = %d, stderr %q; want %d naming unix-connect", landlock.ABIResolveUnix, abi, code, errs, exitRefused)
 		}
 	}
 }

@@ -171,11 +171,9 @@ func selftestGuest(ctx context.Context, io *stdio, b selftestBoot, asJSON bool) 
 	if err != nil {
 		return fail(io, "selftest", exitIndeterminate, err)
 	}
-	var mods []string
-	if b.modules != "" {
-		if mods, err = harness.ResolveModules(b.modules, harness.GuestModules); err != nil {
-			return fail(io, "selftest", exitIndeterminate, err)
-		}
+	mods, err := guestModules(b.modules)
+	if err != nil {
+		return fail(io, "selftest", exitIndeterminate, err)
 	}
 	wantABI, err := selftestPinABI(b.kernel)
 	if err != nil {
@@ -214,24 +212,44 @@ func selftestGuest(ctx context.Context, io *stdio, b selftestBoot, asJSON bool) 
 		}
 		return fail(io, "selftest", code, fmt.Errorf("guest on %s: %w", filepath.Base(bz), err))
 	}
-	data, err := safefile.ReadFile(filepath.Join(dir, selftestReport), 0)
+	rep, err := selftestGuestReport(dir, res.Status)
 	if err != nil {
-		return fail(io, "selftest", exitIndeterminate, fmt.Errorf("the guest wrote no report (status %d): %w", res.Status, err))
-	}
-	var rep proof.Report
-	if err := json.Unmarshal(data, &rep); err != nil || rep.Schema != proof.Schema {
-		return fail(io, "selftest", exitIndeterminate, fmt.Errorf("the guest's %s is not a schema-%d report: %v", selftestReport, proof.Schema, err))
-	}
-	if rep.Status != res.Status {
-		return fail(io, "selftest", exitIndeterminate, fmt.Errorf("the guest exited %d but its report says status %d", res.Status, rep.Status))
+		return fail(io, "selftest", exitIndeterminate, err)
 	}
 	if !asJSON {
 		fmt.Fprintf(io.out, "kernel %s (%s), accel %s\n", release, filepath.Base(bz), res.Accel)
 	}
-	if err := selftestPrint(io.out, &rep, asJSON); err != nil {
+	if err := selftestPrint(io.out, rep, asJSON); err != nil {
 		return fail(io, "selftest", exitIndeterminate, err)
 	}
 	return rep.Status
+}
+
+// guestModules are the modules a distribution kernel's guest loads from
+// dir, none when dir is "".
+func guestModules(dir string) ([]string, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	return harness.ResolveModules(dir, harness.GuestModules)
+}
+
+// selftestGuestReport reads the report the guest wrote into dir, which
+// must be a report of this schema whose status is the one the guest
+// exited with.
+func selftestGuestReport(dir string, status int) (*proof.Report, error) {
+	data, err := safefile.ReadFile(filepath.Join(dir, selftestReport), 0)
+	if err != nil {
+		return nil, fmt.Errorf("the guest wrote no report (status %d): %w", status, err)
+	}
+	var rep proof.Report
+	if err := json.Unmarshal(data, &rep); err != nil || rep.Schema != proof.Schema {
+		return nil, fmt.Errorf("the guest's %s is not a schema-%d report: %v", selftestReport, proof.Schema, err)
+	}
+	if rep.Status != status {
+		return nil, fmt.Errorf("the guest exited %d but its report says status %d", status, rep.Status)
+	}
+	return &rep, nil
 }
 
 // selftestLogger is verbLogger for selftest.

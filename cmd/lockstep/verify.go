@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -53,105 +54,144 @@ $ lockstep verify --base BaseLanguage-generic.cfg --kernel 7.2.13 --kernel 6.12.
 	})
 }
 
+// verifyArgs are verify's flags.
+type verifyArgs struct {
+	kernels, configs, only                  multiFlag
+	base, exercises, key, root, accel, html *string
+	name, out                               *string
+	joint, parallel, cpus, mem              *int
+	timeout, bootTimeout                    *time.Duration
+	asJSON, inGuest                         *bool
+}
+
+// verifyFlags declares verify's flags on fs and returns the verb.
 func verifyFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
-	var kernels, configs, only multiFlag
-	base := fs.String("base", "", "base policy `file` (required)")
-	fs.Var(&configs, "config", "further policy `file` (repeatable)")
-	fs.Var(strictList{&kernels, wantKernel}, "kernel", "kernel `pin` or bzImage file (repeatable, at least one)")
-	exercises := fs.String("exercises", "", "testing root `dir`ectory, <root>/<family>/<exercise> (required)")
-	key := fs.String("key", "", "the `key` whose exercises to verify (default: the only key under --exercises)")
-	fs.Var(&only, "exercise", "verify only the exercise `name`d (repeatable)")
-	joint := fs.Int("joint-runs", verify.DefaultJointRuns, "runs under the policy per exercise")
-	parallel := fs.Int("parallel", 0, "guests at once (0: as many as the host's CPUs allow; 1: one after another)")
-	root := fs.String("root", "", "host `dir`ectory exported read-only as the guests' root (default /)")
-	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
-	cpus := fs.Int("cpus", 1, "vCPUs per guest")
-	mem := fs.Int("mem", 512, "guest memory in `MiB`")
-	timeout := fs.Duration("timeout", 0, "bound on each guest's job (default: harness's, scaled to the accelerator)")
-	bootTimeout := fs.Duration("boot-timeout", 0, "bound on each guest's boot (default: harness's, 60s under TCG)")
-	asJSON := fs.Bool("json", false, "print the result as one JSON document (schema 1)")
-	html := fs.String("html", "", "write a self-contained HTML report to `file`")
-	inGuest := fs.Bool("in-guest", false, "internal: verify one exercise on the running kernel, the cell to --out")
-	name := fs.String("name", "", "with --in-guest: the kernel's `name` in the cell")
-	out := fs.String("out", "", "with --in-guest: `dir`ectory for the cell")
-	return func(ctx context.Context, io *stdio, args []string) int {
-		v := verbs["verify"]
-		if len(args) > 0 {
-			return usageExit(io, v, usagef("unexpected arguments %q", args))
-		}
-		if *inGuest {
-			return verifyInGuest(ctx, io, *name, *out, configs, *exercises, *key, only, *joint)
-		}
-		if *base == "" || *exercises == "" || len(kernels) == 0 {
-			return usageExit(io, v, usagef("--base, --exercises and at least one --kernel are required"))
-		}
-		switch *accel {
-		case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
-		default:
-			return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *accel))
-		}
-		files := append([]string{*base}, configs...)
-		p, err := policy.Load("", files)
-		if err != nil {
-			return fail(io, "verify", exitUsage, err)
-		}
-		if *key == "" {
-			if *key, err = onlyKey(*exercises); err != nil {
-				return usageExit(io, v, err)
-			}
-		}
-		if len(only) > 0 {
-			// Named exercises are checked before any kernel is fetched.
-			found, err := exercise.ForKey(*exercises, *key)
-			if err == nil && len(found) == 0 {
-				err = fmt.Errorf("no exercise of key %q under %s", *key, *exercises)
-			}
-			if err == nil {
-				_, err = exercise.Named(found, only...)
-			}
-			if err != nil {
-				return usageExit(io, v, usagef("--exercise %v", err))
-			}
-		}
-		log := guestLogger(io, "verify")
-		opts := verify.HostOptions{Policy: p, Policies: files, Exercises: *exercises, Key: *key, Only: only, JointRuns: *joint,
-			Parallel: *parallel, Verbose: io.verbose, Log: log,
-			Sizing: harness.Sizing{Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout, BootTimeout: *bootTimeout}}
-		if io.verbose {
-			opts.Stderr = io.err
-		}
-		if io.errTTY || io.verbose {
-			opts.Progress = func(format string, a ...any) { fmt.Fprintf(io.err, "lockstep verify: "+format+"\n", a...) }
-		}
-		for _, k := range kernels {
-			bz, err := resolveKernel(ctx, k, log)
-			if err != nil {
-				return fail(io, "verify", exitIndeterminate, err)
-			}
-			kk := verify.Kernel{Name: k, BzImage: bz}
-			if pin, err := kernel.Lookup(k); err == nil {
-				kk.Pin, kk.ABI = k, pin.ABI
-			}
-			opts.Kernels = append(opts.Kernels, kk)
-		}
-		t0 := time.Now()
-		res, err := verify.Host(ctx, opts)
-		if err != nil {
-			return fail(io, "verify", exitIndeterminate, err)
-		}
-		if err := writeReport(*html, func() ([]byte, error) {
-			return report.Verify(res, report.Meta{Title: "lockstep verify: " + res.Key, Started: t0, Seconds: res.WallSeconds})
-		}); err != nil {
-			return fail(io, "verify", exitIndeterminate, err)
-		}
-		if *asJSON {
-			b, _ := json.MarshalIndent(res, "", "  ")
-			fmt.Fprintf(io.out, "%s\n", b)
-		} else {
-			printVerify(io, res)
-		}
-		return res.Status
+	a := &verifyArgs{}
+	a.base = fs.String("base", "", "base policy `file` (required)")
+	fs.Var(&a.configs, "config", "further policy `file` (repeatable)")
+	fs.Var(strictList{&a.kernels, wantKernel}, "kernel", "kernel `pin` or bzImage file (repeatable, at least one)")
+	a.exercises = fs.String("exercises", "", "testing root `dir`ectory, <root>/<family>/<exercise> (required)")
+	a.key = fs.String("key", "", "the `key` whose exercises to verify (default: the only key under --exercises)")
+	fs.Var(&a.only, "exercise", "verify only the exercise `name`d (repeatable)")
+	a.joint = fs.Int("joint-runs", verify.DefaultJointRuns, "runs under the policy per exercise")
+	a.parallel = fs.Int("parallel", 0, "guests at once (0: as many as the host's CPUs allow; 1: one after another)")
+	a.root = fs.String("root", "", "host `dir`ectory exported read-only as the guests' root (default /)")
+	a.accel = fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
+	a.cpus = fs.Int("cpus", 1, "vCPUs per guest")
+	a.mem = fs.Int("mem", 512, "guest memory in `MiB`")
+	a.timeout = fs.Duration("timeout", 0, "bound on each guest's job (default: harness's, scaled to the accelerator)")
+	a.bootTimeout = fs.Duration("boot-timeout", 0, "bound on each guest's boot (default: harness's, 60s under TCG)")
+	a.asJSON = fs.Bool("json", false, "print the result as one JSON document (schema 1)")
+	a.html = fs.String("html", "", "write a self-contained HTML report to `file`")
+	a.inGuest = fs.Bool("in-guest", false, "internal: verify one exercise on the running kernel, the cell to --out")
+	a.name = fs.String("name", "", "with --in-guest: the kernel's `name` in the cell")
+	a.out = fs.String("out", "", "with --in-guest: `dir`ectory for the cell")
+	return a.run
+}
+
+// run checks the flags, verifies on every kernel and prints the matrix.
+func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
+	v := verbs["verify"]
+	if len(args) > 0 {
+		return usageExit(io, v, usagef("unexpected arguments %q", args))
 	}
+	if *a.inGuest {
+		return verifyInGuest(ctx, io, *a.name, *a.out, a.configs, *a.exercises, *a.key, a.only, *a.joint)
+	}
+	if *a.base == "" || *a.exercises == "" || len(a.kernels) == 0 {
+		return usageExit(io, v, usagef("--base, --exercises and at least one --kernel are required"))
+	}
+	switch *a.accel {
+	case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
+	default:
+		return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *a.accel))
+	}
+	files := append([]string{*a.base}, a.configs...)
+	p, err := policy.Load("", files)
+	if err != nil {
+		return fail(io, "verify", exitUsage, err)
+	}
+	if *a.key == "" {
+		if *a.key, err = onlyKey(*a.exercises); err != nil {
+			return usageExit(io, v, err)
+		}
+	}
+	if err := checkExercisesNamed(*a.exercises, *a.key, a.only); err != nil {
+		return usageExit(io, v, err)
+	}
+	log := guestLogger(io, "verify")
+	opts := a.options(io, p, files)
+	opts.Log = log
+	if opts.Kernels, err = verifyKernels(ctx, a.kernels, log); err != nil {
+		return fail(io, "verify", exitIndeterminate, err)
+	}
+	t0 := time.Now()
+	res, err := verify.Host(ctx, opts)
+	if err != nil {
+		return fail(io, "verify", exitIndeterminate, err)
+	}
+	if err := writeReport(*a.html, func() ([]byte, error) {
+		return report.Verify(res, report.Meta{Title: "lockstep verify: " + res.Key, Started: t0, Seconds: res.WallSeconds})
+	}); err != nil {
+		return fail(io, "verify", exitIndeterminate, err)
+	}
+	if *a.asJSON {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintf(io.out, "%s\n", b)
+	} else {
+		printVerify(io, res)
+	}
+	return res.Status
+}
+
+// options are verify's options from the flags, without the kernels.
+func (a *verifyArgs) options(io *stdio, p *policy.Policy, files []string) verify.HostOptions {
+	opts := verify.HostOptions{Policy: p, Policies: files, Exercises: *a.exercises, Key: *a.key, Only: a.only, JointRuns: *a.joint,
+		Parallel: *a.parallel, Verbose: io.verbose,
+		Sizing: harness.Sizing{Root: *a.root, Accel: *a.accel, CPUs: *a.cpus, MemMB: *a.mem, Timeout: *a.timeout, BootTimeout: *a.bootTimeout}}
+	if io.verbose {
+		opts.Stderr = io.err
+	}
+	if io.errTTY || io.verbose {
+		opts.Progress = func(format string, args ...any) { fmt.Fprintf(io.err, "lockstep verify: "+format+"\n", args...) }
+	}
+	return opts
+}
+
+// checkExercisesNamed refuses an --exercise the key does not have, before
+// any kernel is fetched.
+func checkExercisesNamed(root, key string, only []string) error {
+	if len(only) == 0 {
+		return nil
+	}
+	found, err := exercise.ForKey(root, key)
+	if err == nil && len(found) == 0 {
+		err = fmt.Errorf("no exercise of key %q under %s", key, root)
+	}
+	if err == nil {
+		_, err = exercise.Named(found, only...)
+	}
+	if err != nil {
+		return usagef("--exercise %v", err)
+	}
+	return nil
+}
+
+// verifyKernels resolves each --kernel to a bzImage, a pin with its ABI.
+func verifyKernels(ctx context.Context, kernels []string, log *slog.Logger) ([]verify.Kernel, error) {
+	var out []verify.Kernel
+	for _, k := range kernels {
+		bz, err := resolveKernel(ctx, k, log)
+		if err != nil {
+			return nil, err
+		}
+		kk := verify.Kernel{Name: k, BzImage: bz}
+		if pin, err := kernel.Lookup(k); err == nil {
+			kk.Pin, kk.ABI = k, pin.ABI
+		}
+		out = append(out, kk)
+	}
+	return out, nil
 }
 
 // onlyKey is the key of every exercise under root, if there is one.

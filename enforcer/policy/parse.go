@@ -237,33 +237,63 @@ func isSpace(r rune) bool {
 
 func trim(s string) string { return strings.TrimFunc(s, isSpace) }
 
+// line reads line n: a comment, a section header or a row of the current
+// section.
 func (p *parser) line(n int, raw []byte) {
-	if i := bytes.IndexByte(raw, 0); i >= 0 {
-		p.errorf(n, "holds a NUL byte (column %d); a policy is text", i+1)
+	if !p.isText(n, raw) {
 		p.pending = nil
 		return
+	}
+	content, comment, hasComment := strings.Cut(string(raw), "#")
+	content = trim(content)
+	if content == "" {
+		p.comment(comment, hasComment)
+		return
+	}
+	note := p.takeNote(comment, hasComment)
+	if len(content) > 2 && content[0] == '[' && content[len(content)-1] == ']' {
+		p.header(n, Section(content[1:len(content)-1]))
+		return
+	}
+	if p.skip {
+		return
+	}
+	p.row(n, content, strings.Join(note, "\n"))
+}
+
+// isText reports whether line n is text a policy may hold (no NUL, no
+// CR), naming the problem when it is not.
+func (p *parser) isText(n int, raw []byte) bool {
+	if i := bytes.IndexByte(raw, 0); i >= 0 {
+		p.errorf(n, "holds a NUL byte (column %d); a policy is text", i+1)
+		return false
 	}
 	if bytes.IndexByte(raw, '\r') >= 0 {
 		p.errorf(n, "has a Windows line ending (CR); save the file with LF line endings")
+		return false
+	}
+	return true
+}
+
+// comment takes a line without content: its comment belongs to the header
+// before the first section and to the next row after it; an empty line
+// drops the comments pending for the next row.
+func (p *parser) comment(comment string, hasComment bool) {
+	if !hasComment {
 		p.pending = nil
 		return
 	}
-	s := string(raw)
-	content, comment, hasComment := strings.Cut(s, "#")
-	content = trim(content)
-	if content == "" {
-		if !hasComment {
-			p.pending = nil
-			return
-		}
-		text := escapeComment(trim(comment))
-		if !p.started {
-			p.pol.Header = append(p.pol.Header, text)
-		} else {
-			p.pending = append(p.pending, text)
-		}
-		return
+	text := escapeComment(trim(comment))
+	if !p.started {
+		p.pol.Header = append(p.pol.Header, text)
+	} else {
+		p.pending = append(p.pending, text)
 	}
+}
+
+// takeNote returns the comments pending for this line plus its own, and
+// clears the pending ones.
+func (p *parser) takeNote(comment string, hasComment bool) []string {
 	var note []string
 	if len(p.pending) > 0 {
 		note = p.pending
@@ -274,13 +304,11 @@ func (p *parser) line(n int, raw []byte) {
 		}
 	}
 	p.pending = nil
-	if len(content) > 2 && content[0] == '[' && content[len(content)-1] == ']' {
-		p.header(n, Section(content[1:len(content)-1]))
-		return
-	}
-	if p.skip {
-		return
-	}
+	return note
+}
+
+// row reads a row of the current section, with note as its comment.
+func (p *parser) row(n int, content, note string) {
 	if p.section == "" {
 		if content[0] == '[' {
 			p.errorf(n, "%q is not a section header; write [name] with one of: %s", content, sectionList)
@@ -293,16 +321,15 @@ func (p *parser) line(n int, raw []byte) {
 		p.errorf(n, "%q is not a section header; write [name] with one of: %s", content, sectionList)
 		return
 	}
-	c := strings.Join(note, "\n")
 	switch p.section {
 	case Connect:
-		p.connect(n, content, c)
+		p.connect(n, content, note)
 	case Bind:
-		p.bind(n, content, c)
+		p.bind(n, content, note)
 	case Limits:
 		p.limit(n, content)
 	default:
-		p.path(n, content, c)
+		p.path(n, content, note)
 	}
 }
 

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	libaudit "github.com/elastic/go-libaudit/v2"
+
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/lockstep-sandbox/lockstep/internal/auditnl"
 	"golang.org/x/sys/unix"
 )
 
@@ -242,7 +244,7 @@ func probeAudit() Audit {
 		return a
 	}
 	defer c.Close()
-	st, err := c.GetStatus()
+	st, err := auditnl.Status(c, 5*time.Second)
 	if err != nil {
 		a.Error = fmt.Sprintf("AUDIT_GET: %v", err)
 		a.RegisterReason = "audit is not reachable"

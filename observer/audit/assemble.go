@@ -62,68 +62,91 @@ func (r *Result) Denials() []Denial {
 // accepted domain that does not decode is a problem too.
 func Assemble(recs []Record, owns func(pid int) bool) *Result {
 	res := &Result{}
-	syscalls := map[uint64]*Syscall{}
-	byID := map[uint64]*DomainLog{}
-	dealloc := map[uint64]*DomainStatus{}
-	var accesses []Record
-	var problems []string
+	a := &assembly{syscalls: map[uint64]*Syscall{}, byID: map[uint64]*DomainLog{}, dealloc: map[uint64]*DomainStatus{}}
+	a.read(recs, owns)
+	a.attachDenials(res)
+	a.checkDomains(res)
+	res.Problems = a.problems
+	return res
+}
+
+// assembly is Assemble's state: the records read, by kind.
+type assembly struct {
+	syscalls map[uint64]*Syscall      // by serial
+	byID     map[uint64]*DomainLog    // the accepted domains
+	dealloc  map[uint64]*DomainStatus // deallocation records by domain
+	accesses []Record                 // denial records, in arrival order
+	problems []string
+}
+
+// read sorts the records: SYSCALL records by serial, the domains owns
+// accepts, deallocations, and the denials for later.
+func (a *assembly) read(recs []Record, owns func(pid int) bool) {
 	for i := range recs {
 		r := &recs[i]
 		switch r.Type {
 		case TypeSyscall:
 			s, err := r.Syscall()
 			if err == nil {
-				syscalls[r.Serial] = &s
+				a.syscalls[r.Serial] = &s
 			}
 		case TypeLandlockDomain:
 			d, err := r.Domain()
 			if err != nil {
-				problems = append(problems, fmt.Sprintf("undecodable domain record: %v", err))
+				a.problems = append(a.problems, fmt.Sprintf("undecodable domain record: %v", err))
 				continue
 			}
 			switch d.Status {
 			case StatusAllocated:
-				if _, dup := byID[d.Domain]; !dup && owns(d.Pid) {
-					byID[d.Domain] = &DomainLog{Allocated: d}
+				if _, dup := a.byID[d.Domain]; !dup && owns(d.Pid) {
+					a.byID[d.Domain] = &DomainLog{Allocated: d}
 				}
 			case StatusDeallocated:
-				dealloc[d.Domain] = &d
+				a.dealloc[d.Domain] = &d
 			}
 		case TypeLandlockAccess:
-			accesses = append(accesses, *r)
+			a.accesses = append(a.accesses, *r)
 		}
 	}
-	for _, r := range accesses {
-		a, err := r.Access()
+}
+
+// attachDenials gives each accepted domain its denials, each with the
+// SYSCALL record of its serial; others' denials are counted as foreign.
+func (a *assembly) attachDenials(res *Result) {
+	for _, r := range a.accesses {
+		acc, err := r.Access()
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("undecodable denial record: %v", err))
+			a.problems = append(a.problems, fmt.Sprintf("undecodable denial record: %v", err))
 			continue
 		}
-		d, ok := byID[a.Domain]
+		d, ok := a.byID[acc.Domain]
 		if !ok {
 			res.Foreign++
 			continue
 		}
-		d.Denials = append(d.Denials, Denial{Access: a, Record: r, Syscall: syscalls[r.Serial]})
+		d.Denials = append(d.Denials, Denial{Access: acc, Record: r, Syscall: a.syscalls[r.Serial]})
 	}
-	ids := make([]uint64, 0, len(byID))
-	for id := range byID {
+}
+
+// checkDomains lists the accepted domains in id order, each with its
+// deallocation record, which must have arrived and count its denials.
+func (a *assembly) checkDomains(res *Result) {
+	ids := make([]uint64, 0, len(a.byID))
+	for id := range a.byID {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
-		d := byID[id]
+		d := a.byID[id]
 		res.Domains = append(res.Domains, d)
-		d.Deallocated = dealloc[id]
+		d.Deallocated = a.dealloc[id]
 		switch {
 		case d.Deallocated == nil:
 			res.Pending = append(res.Pending, id)
-			problems = append(problems, fmt.Sprintf("domain %x (pid %d): no deallocation record arrived", id, d.Allocated.Pid))
+			a.problems = append(a.problems, fmt.Sprintf("domain %x (pid %d): no deallocation record arrived", id, d.Allocated.Pid))
 		case d.Deallocated.Denials != uint64(len(d.Denials)):
-			problems = append(problems, fmt.Sprintf("domain %x (pid %d): the kernel counted %d denials, %d records arrived: records were lost or not logged",
+			a.problems = append(a.problems, fmt.Sprintf("domain %x (pid %d): the kernel counted %d denials, %d records arrived: records were lost or not logged",
 				id, d.Allocated.Pid, d.Deallocated.Denials, len(d.Denials)))
 		}
 	}
-	res.Problems = problems
-	return res
 }

@@ -189,7 +189,7 @@ func checkCase(t *testing.T, c captureCase, d *DomainLog, withSyscall bool) {
 		if !ok {
 			b, _ = LookupBlocker("net." + c.Name)
 		}
-		wantBlockers = b.Name
+		wantBlockers = string(b.Right)
 	}
 	if blockers != wantBlockers {
 		t.Errorf("%s: blockers %s, want %s", name, blockers, wantBlockers)

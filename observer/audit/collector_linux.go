@@ -16,6 +16,8 @@ import (
 	"time"
 
 	libaudit "github.com/elastic/go-libaudit/v2"
+
+	"github.com/lockstep-sandbox/lockstep/internal/auditnl"
 )
 
 // DefaultBacklogLimit is the audit backlog the collector sets: Landlock
@@ -114,7 +116,18 @@ func Start(opts Options) (_ *Collector, err error) {
 			reader.Close()
 		}
 	}()
-	st, err := reader.GetStatus()
+	// Status on its own socket: once registered, the reader's socket
+	// carries records, which a status query there would skip and lose.
+	ctl, err := libaudit.NewAuditClient(nil)
+	if err != nil {
+		return nil, fmt.Errorf("audit collector: open control socket: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			ctl.Close()
+		}
+	}()
+	st, err := auditnl.Status(ctl, 0)
 	if err != nil {
 		return nil, fmt.Errorf("audit collector: get status: %w", err)
 	}
@@ -149,7 +162,7 @@ func Start(opts Options) (_ *Collector, err error) {
 		}
 		return nil, fmt.Errorf("audit collector: register as audit daemon: %w", err)
 	}
-	if prev, err = reader.GetStatus(); err != nil {
+	if prev, err = auditnl.Status(ctl, 0); err != nil {
 		prev = nil
 		return nil, fmt.Errorf("audit collector: get status: %w", err)
 	}
@@ -168,10 +181,6 @@ func Start(opts Options) (_ *Collector, err error) {
 		if err := reader.SetBacklogWaitTime(0, libaudit.WaitForReply); err != nil {
 			return nil, fmt.Errorf("audit collector: set backlog wait time 0: %w", err)
 		}
-	}
-	ctl, err := libaudit.NewAuditClient(nil)
-	if err != nil {
-		return nil, fmt.Errorf("audit collector: open control socket: %w", err)
 	}
 	c := &Collector{
 		reader: reader, ctl: ctl, raw: opts.Raw, log: log,
@@ -283,7 +292,7 @@ func (c *Collector) Received() uint64 {
 func (c *Collector) Status() (Status, error) {
 	c.ctlMu.Lock()
 	defer c.ctlMu.Unlock()
-	st, err := c.ctl.GetStatus()
+	st, err := auditnl.Status(c.ctl, 0)
 	if err != nil {
 		return Status{}, fmt.Errorf("audit status: %w", err)
 	}
@@ -333,7 +342,7 @@ func (c *Collector) sendUser(text string) error {
 		return fmt.Errorf("audit barrier: send user message: %w", err)
 	}
 	for tries := 0; tries < 100; tries++ {
-		msgs, err := c.ctl.Netlink.Receive(true, parseOne)
+		msgs, err := c.ctl.Netlink.Receive(true, auditnl.ParseOne)
 		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
 			time.Sleep(5 * time.Millisecond)
 			continue
@@ -351,25 +360,6 @@ func (c *Collector) sendUser(text string) error {
 		return nil
 	}
 	return errors.New("audit barrier: no ack for the user message in 500ms")
-}
-
-func parseOne(buf []byte) ([]syscall.NetlinkMessage, error) {
-	if len(buf) < syscall.NLMSG_HDRLEN {
-		return nil, syscall.EINVAL
-	}
-	var h syscall.NlMsghdr
-	h.Len = nativeUint32(buf[0:4])
-	h.Type = uint16(nativeUint32(buf[4:8]) & 0xffff)
-	h.Flags = uint16(nativeUint32(buf[4:8]) >> 16)
-	h.Seq = nativeUint32(buf[8:12])
-	h.Pid = nativeUint32(buf[12:16])
-	return []syscall.NetlinkMessage{{Header: h, Data: buf[syscall.NLMSG_HDRLEN:]}}, nil
-}
-
-// nativeUint32 reads a little-endian uint32 (every architecture lockstep's
-// guests run is little-endian).
-func nativeUint32(b []byte) uint32 {
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
 // Close stops reading, puts back the enabled flag, backlog limit and rate
@@ -485,7 +475,7 @@ func EnableWithoutDaemon() (restore func() error, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: open netlink socket: %w", err)
 	}
-	st, err := c.GetStatus()
+	st, err := auditnl.Status(c, 0)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("audit: get status: %w", err)

@@ -5,98 +5,36 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/landlock"
 )
 
 // Class is the kind of right a blocker names.
-type Class uint8
+type Class = landlock.Class
 
-// Blocker classes: a filesystem right (handled_access_fs bit), a network
-// right (handled_access_net bit), a scope (scoped bit), or an implicit
-// restriction with no bit (ptrace, fs.change_topology).
+// Blocker classes, as landlock names them.
 const (
-	ClassFS Class = iota + 1
-	ClassNet
-	ClassScope
-	ClassImplicit
+	ClassFS       = landlock.ClassFS
+	ClassNet      = landlock.ClassNet
+	ClassScope    = landlock.ClassScope
+	ClassImplicit = landlock.ClassImplicit
 )
 
-func (c Class) String() string {
-	switch c {
-	case ClassFS:
-		return "fs"
-	case ClassNet:
-		return "net"
-	case ClassScope:
-		return "scope"
-	case ClassImplicit:
-		return "implicit"
-	}
-	return "class(" + strconv.Itoa(int(c)) + ")"
-}
-
-// Blocker is one right as Landlock's audit records name it.
-type Blocker struct {
-	// Name as in the record's blockers= list, e.g. "fs.read_file".
-	Name  string
-	Class Class
-	// Bit is the right's bit in its class's mask (1<<Bit); meaningless for
-	// ClassImplicit.
-	Bit uint
-	// ABI is the Landlock ABI version that introduced the right.
-	ABI int
-}
-
-// Blockers lists every blocker Linux 7.2 writes (security/landlock/audit.c
-// fs_access_strings, net_access_strings, get_blocker), in the kernel's order.
-var Blockers = []Blocker{
-	{"fs.execute", ClassFS, 0, 1},
-	{"fs.write_file", ClassFS, 1, 1},
-	{"fs.read_file", ClassFS, 2, 1},
-	{"fs.read_dir", ClassFS, 3, 1},
-	{"fs.remove_dir", ClassFS, 4, 1},
-	{"fs.remove_file", ClassFS, 5, 1},
-	{"fs.make_char", ClassFS, 6, 1},
-	{"fs.make_dir", ClassFS, 7, 1},
-	{"fs.make_reg", ClassFS, 8, 1},
-	{"fs.make_sock", ClassFS, 9, 1},
-	{"fs.make_fifo", ClassFS, 10, 1},
-	{"fs.make_block", ClassFS, 11, 1},
-	{"fs.make_sym", ClassFS, 12, 1},
-	{"fs.refer", ClassFS, 13, 2},
-	{"fs.truncate", ClassFS, 14, 3},
-	{"fs.ioctl_dev", ClassFS, 15, 5},
-	{"fs.resolve_unix", ClassFS, 16, 9},
-	{"net.bind_tcp", ClassNet, 0, 4},
-	{"net.connect_tcp", ClassNet, 1, 4},
-	{"net.bind_udp", ClassNet, 2, 10},
-	{"net.connect_send_udp", ClassNet, 3, 10},
-	{"scope.abstract_unix_socket", ClassScope, 0, 6},
-	{"scope.signal", ClassScope, 1, 6},
-	{"ptrace", ClassImplicit, 0, 1},
-	{"fs.change_topology", ClassImplicit, 0, 1},
-}
-
-var blockerByName = func() map[string]Blocker {
-	m := make(map[string]Blocker, len(Blockers))
-	for _, b := range Blockers {
-		m[b.Name] = b
-	}
-	return m
-}()
+// Blocker is one right as Landlock's audit records name it: its row of
+// landlock.Rights.
+type Blocker = landlock.Fact
 
 // LookupBlocker returns the blocker named name; false for a name Linux 7.2
 // does not write (a newer kernel's right, or "unknown" after a kernel WARN).
-func LookupBlocker(name string) (Blocker, bool) {
-	b, ok := blockerByName[name]
-	return b, ok
-}
+func LookupBlocker(name string) (Blocker, bool) { return landlock.Lookup(name) }
 
 // Access is a LANDLOCK_ACCESS (1423) record: a denial. Fields the record did
 // not carry are zero; the kernel omits zero ports and addresses too.
 type Access struct {
 	// Domain is the youngest denying domain's ID.
 	Domain uint64
-	// Blockers are the rights that domain lacks, in the kernel's bit order.
+	// Blockers are the rights that domain lacks, in the kernel's bit order
+	// (landlock.Right names them).
 	Blockers []string
 
 	// Path is the object (d_path, decoded): the file, or the parent directory
@@ -157,39 +95,8 @@ func (r *Record) Access() (Access, error) {
 				}
 			}
 			haveBlockers = true
-		case "path":
-			a.Path, err = f.Decoded()
-		case "name":
-			a.Name, err = f.Decoded()
-		case "dev":
-			a.Dev, err = f.Decoded()
-		case "ino":
-			a.Ino, err = strconv.ParseUint(f.Value, 10, 64)
-			a.HasIno = true
-		case "ioctlcmd":
-			var v uint64
-			v, err = strconv.ParseUint(strings.TrimPrefix(f.Value, "0x"), 16, 16)
-			a.IoctlCmd, a.HasIoctlCmd = uint16(v), true
-		case "opid":
-			a.OPid, err = strconv.Atoi(f.Value)
-		case "ocomm":
-			a.OComm, err = f.Decoded()
-		case "laddr":
-			a.LAddr, err = netip.ParseAddr(f.Value)
-		case "faddr":
-			a.FAddr, err = netip.ParseAddr(f.Value)
-		case "saddr":
-			a.SAddr, err = netip.ParseAddr(f.Value)
-		case "daddr":
-			a.DAddr, err = netip.ParseAddr(f.Value)
-		case "lport":
-			a.LPort, err = parsePort(f.Value)
-		case "fport":
-			a.FPort, err = parsePort(f.Value)
-		case "src":
-			a.Src, err = parsePort(f.Value)
-		case "dest":
-			a.Dest, err = parsePort(f.Value)
+		default:
+			err = a.setObject(f)
 		}
 		if err != nil {
 			return Access{}, fmt.Errorf("LANDLOCK_ACCESS %s=%s: %w", f.Key, clip(f.Value), err)
@@ -199,6 +106,49 @@ func (r *Record) Access() (Access, error) {
 		return Access{}, fmt.Errorf("LANDLOCK_ACCESS record lacks domain= or blockers= (serial %d)", r.Serial)
 	}
 	return a, nil
+}
+
+// setObject decodes a field that describes the denied object: a file, an
+// ioctl, a process or a socket's addresses and ports. Other fields are
+// left alone.
+func (a *Access) setObject(f Field) error {
+	var err error
+	switch f.Key {
+	case "path":
+		a.Path, err = f.Decoded()
+	case "name":
+		a.Name, err = f.Decoded()
+	case "dev":
+		a.Dev, err = f.Decoded()
+	case "ino":
+		a.Ino, err = strconv.ParseUint(f.Value, 10, 64)
+		a.HasIno = true
+	case "ioctlcmd":
+		var v uint64
+		v, err = strconv.ParseUint(strings.TrimPrefix(f.Value, "0x"), 16, 16)
+		a.IoctlCmd, a.HasIoctlCmd = uint16(v), true
+	case "opid":
+		a.OPid, err = strconv.Atoi(f.Value)
+	case "ocomm":
+		a.OComm, err = f.Decoded()
+	case "laddr":
+		a.LAddr, err = netip.ParseAddr(f.Value)
+	case "faddr":
+		a.FAddr, err = netip.ParseAddr(f.Value)
+	case "saddr":
+		a.SAddr, err = netip.ParseAddr(f.Value)
+	case "daddr":
+		a.DAddr, err = netip.ParseAddr(f.Value)
+	case "lport":
+		a.LPort, err = parsePort(f.Value)
+	case "fport":
+		a.FPort, err = parsePort(f.Value)
+	case "src":
+		a.Src, err = parsePort(f.Value)
+	case "dest":
+		a.Dest, err = parsePort(f.Value)
+	}
+	return err
 }
 
 func parsePort(s string) (uint16, error) {

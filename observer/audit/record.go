@@ -570,46 +570,11 @@ func (r *Record) parseFields(s string) error {
 		if i == len(s) {
 			return nil
 		}
-		k := i
-		for i < len(s) && isKeyByte(s[i]) {
-			i++
+		sp, next, err := scanField(s, i)
+		if err != nil {
+			return err
 		}
-		if i == k || i == len(s) || s[i] != '=' {
-			end := strings.IndexByte(s[k:], ' ')
-			if end < 0 {
-				end = len(s) - k
-			}
-			return fmt.Errorf("%q is not key=value", clip(s[k:k+end]))
-		}
-		sp := span{k0: uint32(k), k1: uint32(i)}
-		key := s[k:i]
-		i++
-		if i < len(s) && (s[i] == '"' || s[i] == '\'') {
-			q := s[i]
-			end := strings.IndexByte(s[i+1:], q)
-			if end < 0 {
-				return fmt.Errorf("%s: quote not closed", key)
-			}
-			sp.q, sp.v0, sp.v1 = q, uint32(i+1), uint32(i+1+end)
-			for j := i + 1; j < i+1+end; j++ {
-				if s[j] < 0x20 {
-					return fmt.Errorf("%s: control byte %#x in a quoted value", key, s[j])
-				}
-			}
-			i += end + 2
-			if i < len(s) && s[i] != ' ' {
-				return fmt.Errorf("%s: text after the closing quote", key)
-			}
-		} else {
-			v := i
-			for i < len(s) && s[i] > ' ' {
-				i++
-			}
-			sp.v0, sp.v1 = uint32(v), uint32(i)
-			if i < len(s) && s[i] != ' ' {
-				return fmt.Errorf("%s: control byte %#x in a value", key, s[i])
-			}
-		}
+		i = next
 		if r.n < inlineFields {
 			r.inline[r.n] = sp
 		} else {
@@ -617,6 +582,58 @@ func (r *Record) parseFields(s string) error {
 		}
 		r.n++
 	}
+}
+
+// scanField scans the field that starts at s[i], returning its span and
+// the index just after it.
+func scanField(s string, i int) (span, int, error) {
+	k := i
+	for i < len(s) && isKeyByte(s[i]) {
+		i++
+	}
+	if i == k || i == len(s) || s[i] != '=' {
+		end := strings.IndexByte(s[k:], ' ')
+		if end < 0 {
+			end = len(s) - k
+		}
+		return span{}, 0, fmt.Errorf("%q is not key=value", clip(s[k:k+end]))
+	}
+	sp := span{k0: uint32(k), k1: uint32(i)}
+	key := s[k:i]
+	i++
+	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
+		return scanQuoted(s, i, key, sp)
+	}
+	v := i
+	for i < len(s) && s[i] > ' ' {
+		i++
+	}
+	sp.v0, sp.v1 = uint32(v), uint32(i)
+	if i < len(s) && s[i] != ' ' {
+		return span{}, 0, fmt.Errorf("%s: control byte %#x in a value", key, s[i])
+	}
+	return sp, i, nil
+}
+
+// scanQuoted scans key's quoted value, whose opening quote is s[i], into
+// sp and returns the index just after the closing quote.
+func scanQuoted(s string, i int, key string, sp span) (span, int, error) {
+	q := s[i]
+	end := strings.IndexByte(s[i+1:], q)
+	if end < 0 {
+		return span{}, 0, fmt.Errorf("%s: quote not closed", key)
+	}
+	sp.q, sp.v0, sp.v1 = q, uint32(i+1), uint32(i+1+end)
+	for j := i + 1; j < i+1+end; j++ {
+		if s[j] < 0x20 {
+			return span{}, 0, fmt.Errorf("%s: control byte %#x in a quoted value", key, s[j])
+		}
+	}
+	i += end + 2
+	if i < len(s) && s[i] != ' ' {
+		return span{}, 0, fmt.Errorf("%s: text after the closing quote", key)
+	}
+	return sp, i, nil
 }
 
 // digits parses a non-empty decimal number of at most max (< 1<<63 + 1), or

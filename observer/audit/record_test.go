@@ -224,25 +224,6 @@ func TestBodyRoundTrip(t *testing.T) {
 	}
 }
 
-func TestBlockersTable(t *testing.T) {
-	seen := map[[2]uint]bool{}
-	for i, b := range Blockers {
-		if got, ok := LookupBlocker(b.Name); !ok || got != b {
-			t.Errorf("LookupBlocker(%q) = %+v, %v", b.Name, got, ok)
-		}
-		if !strings.HasPrefix(b.Name, b.Class.String()+".") && b.Class != ClassImplicit {
-			t.Errorf("Blockers[%d] %q has class %v", i, b.Name, b.Class)
-		}
-		if b.Class != ClassImplicit {
-			k := [2]uint{uint(b.Class), b.Bit}
-			if seen[k] {
-				t.Errorf("Blockers[%d] %q reuses bit %d of %v", i, b.Name, b.Bit, b.Class)
-			}
-			seen[k] = true
-		}
-	}
-}
-
 // TestPhobosCapture parses Phobos's real dmesg capture from a 7.2.9 guest.
 func TestPhobosCapture(t *testing.T) {
 	recs := readCapture(t, "../../testdata/audit/phobos-linux-7.2.9.dmesg")

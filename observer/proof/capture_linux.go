@@ -21,9 +21,18 @@ import (
 	"unsafe"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"golang.org/x/sys/unix"
 )
+
+// specFS is a capture scenario Landlock denies with EACCES in a ruleset
+// handling the filesystem rights right.
+func specFS(right uint64, nr uintptr, act func(fixture) unix.Errno) spec {
+	sp := denied(nr, act)
+	sp.attr = ll.RulesetAttr{HandledAccessFS: right}
+	return sp
+}
 
 // Capture scenarios: refusals beyond the proof's that make the record forms
 // the parser must meet (hex and " (deleted)" paths, a rename's records,
@@ -104,8 +113,9 @@ var captureSpecs = map[string]spec{
 
 // captureABI is the ABI each capture scenario needs.
 var captureABI = map[string]int{
-	"capture.hex_path": 1, "capture.deleted": 3, "capture.rename_two": 2, "capture.rw_both": 1,
-	"capture.tcp_lport": 4, "capture.udp_lport": 10, "capture.udp_autobind": 10, "capture.abstract_unix": 6,
+	"capture.hex_path": landlock.ABIFirst, "capture.deleted": landlock.ABITruncate, "capture.rename_two": landlock.ABIRefer,
+	"capture.rw_both": landlock.ABIFirst, "capture.tcp_lport": landlock.ABINetwork, "capture.udp_lport": landlock.ABIUDP,
+	"capture.udp_autobind": landlock.ABIUDP, "capture.abstract_unix": landlock.ABIScope,
 }
 
 func init() {
@@ -265,8 +275,8 @@ func RunScenarios(ctx context.Context, opts CaptureOptions) error {
 
 func scenarioNames() ([]string, error) {
 	abi, err := ll.LandlockGetABIVersion()
-	if err != nil || abi < 7 {
-		return nil, fmt.Errorf("capture: Landlock ABI %d (%v): audit records need ABI 7", abi, err)
+	if err != nil || abi < landlock.ABIAuditRecords {
+		return nil, fmt.Errorf("capture: Landlock ABI %d (%v): audit records need ABI %d", abi, err, landlock.ABIAuditRecords)
 	}
 	var names []string
 	for _, r := range Refusals {
@@ -342,77 +352,117 @@ func capturePrintk(ctx context.Context, names []string, exe string, opts Capture
 		return fmt.Errorf("capture printk: %w", err)
 	}
 	defer restoreAudit()
-	const ratelimit = "/proc/sys/kernel/printk_ratelimit"
-	if old, err := os.ReadFile(ratelimit); err == nil {
-		if err := os.WriteFile(ratelimit, []byte("0\n"), 0o644); err == nil {
-			defer os.WriteFile(ratelimit, old, 0o644)
-		}
-	}
-	// Raw descriptors: an O_NONBLOCK os.File would wait in the poller
-	// instead of answering EAGAIN.
-	kmsg, err := unix.Open("/dev/kmsg", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	defer unlimitPrintk()()
+	k, err := openKmsg()
 	if err != nil {
-		return fmt.Errorf("capture printk: open /dev/kmsg: %w", err)
+		return fmt.Errorf("capture printk: %w", err)
 	}
-	defer unix.Close(kmsg)
-	if _, err := unix.Seek(kmsg, 0, io.SeekEnd); err != nil {
-		return fmt.Errorf("capture printk: seek /dev/kmsg: %w", err)
-	}
-	var lines []string
-	buf := make([]byte, 16384)
-	drain := func() error {
-		for {
-			n, err := unix.Read(kmsg, buf)
-			switch {
-			case errors.Is(err, unix.EAGAIN):
-				return nil
-			case errors.Is(err, unix.EINTR):
-				continue
-			case errors.Is(err, unix.EPIPE):
-				return errors.New("/dev/kmsg overwrote records before they were read")
-			case err != nil:
-				return fmt.Errorf("read /dev/kmsg: %w", err)
-			case n <= 0:
-				return nil
-			}
-			// One record per read; continuation lines (" KEY=value") follow it.
-			l, _, _ := strings.Cut(string(buf[:n]), "\n")
-			if strings.Contains(l, ";audit: type=") {
-				lines = append(lines, l)
-			}
-		}
-	}
+	defer unix.Close(k.fd)
 	err = capturePass(ctx, "printk", names, exe, opts, cases, func(ctx context.Context, run func() int) error {
 		pid := run()
-		// Wait for the child's domain to be deallocated (or the wait to end):
-		// its records are then all printed.
-		deadline := time.Now().Add(opts.Wait)
-		domain := ""
-		for time.Now().Before(deadline) {
-			if err := drain(); err != nil {
-				return err
-			}
-			for _, l := range lines {
-				if strings.Contains(l, "status=allocated") && strings.Contains(l, " pid="+strconv.Itoa(pid)+" ") {
-					domain = l[strings.Index(l, "domain="):]
-					domain = domain[:strings.IndexByte(domain, ' ')]
-				}
-				if domain != "" && strings.Contains(l, domain+" status=deallocated") {
-					return nil
-				}
-			}
-			time.Sleep(20 * time.Millisecond)
+		done, err := k.waitDeallocated(pid, opts.Wait)
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(cases, "#   printk: no deallocation of pid %d's domain within %v\n", pid, opts.Wait)
+		if !done {
+			fmt.Fprintf(cases, "#   printk: no deallocation of pid %d's domain within %v\n", pid, opts.Wait)
+		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("capture printk: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(opts.Out, "kmsg.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(opts.Out, "kmsg.txt"), []byte(strings.Join(k.lines, "\n")+"\n"), 0o644); err != nil {
 		return err
 	}
-	// dmesg(1) formats the same ring; keep its lines of the serials seen.
+	return writeDmesg(ctx, filepath.Join(opts.Out, "dmesg.txt"), k.lines)
+}
+
+// unlimitPrintk turns the kernel's printk rate limit off, where it can,
+// and returns what puts it back.
+func unlimitPrintk() (restore func()) {
+	const ratelimit = "/proc/sys/kernel/printk_ratelimit"
+	old, err := os.ReadFile(ratelimit)
+	if err != nil {
+		return func() {}
+	}
+	if err := os.WriteFile(ratelimit, []byte("0\n"), 0o644); err != nil {
+		return func() {}
+	}
+	return func() { os.WriteFile(ratelimit, old, 0o644) }
+}
+
+// kmsg reads the kernel's log from its end on, keeping the audit records.
+type kmsg struct {
+	fd    int
+	buf   []byte
+	lines []string
+}
+
+// openKmsg opens /dev/kmsg at its end. A raw descriptor: an O_NONBLOCK
+// os.File would wait in the poller instead of answering EAGAIN.
+func openKmsg() (*kmsg, error) {
+	fd, err := unix.Open("/dev/kmsg", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open /dev/kmsg: %w", err)
+	}
+	if _, err := unix.Seek(fd, 0, io.SeekEnd); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("seek /dev/kmsg: %w", err)
+	}
+	return &kmsg{fd: fd, buf: make([]byte, 16384)}, nil
+}
+
+// drain reads every record there is now.
+func (k *kmsg) drain() error {
+	for {
+		n, err := unix.Read(k.fd, k.buf)
+		switch {
+		case errors.Is(err, unix.EAGAIN):
+			return nil
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.EPIPE):
+			return errors.New("/dev/kmsg overwrote records before they were read")
+		case err != nil:
+			return fmt.Errorf("read /dev/kmsg: %w", err)
+		case n <= 0:
+			return nil
+		}
+		// One record per read; continuation lines (" KEY=value") follow it.
+		l, _, _ := strings.Cut(string(k.buf[:n]), "\n")
+		if strings.Contains(l, ";audit: type=") {
+			k.lines = append(k.lines, l)
+		}
+	}
+}
+
+// waitDeallocated reads until pid's domain is deallocated, when its
+// records are all printed, and reports whether that happened within wait.
+func (k *kmsg) waitDeallocated(pid int, wait time.Duration) (bool, error) {
+	deadline := time.Now().Add(wait)
+	domain := ""
+	for time.Now().Before(deadline) {
+		if err := k.drain(); err != nil {
+			return false, err
+		}
+		for _, l := range k.lines {
+			if strings.Contains(l, "status=allocated") && strings.Contains(l, " pid="+strconv.Itoa(pid)+" ") {
+				domain = l[strings.Index(l, "domain="):]
+				domain = domain[:strings.IndexByte(domain, ' ')]
+			}
+			if domain != "" && strings.Contains(l, domain+" status=deallocated") {
+				return true, nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false, nil
+}
+
+// writeDmesg writes to path the lines of dmesg(1), which formats the same
+// ring, that carry the serials of the records in lines.
+func writeDmesg(ctx context.Context, path string, lines []string) error {
 	serials := map[string]bool{}
 	for _, l := range lines {
 		if r, err := audit.ParseLine(l); err == nil {
@@ -431,7 +481,7 @@ func capturePrintk(ctx context.Context, names []string, exe string, opts Capture
 			keep = append(keep, sc.Text())
 		}
 	}
-	return os.WriteFile(filepath.Join(opts.Out, "dmesg.txt"), []byte(strings.Join(keep, "\n")+"\n"), 0o644)
+	return os.WriteFile(path, []byte(strings.Join(keep, "\n")+"\n"), 0o644)
 }
 
 func sortedKeys(m map[string]int) []string {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"golang.org/x/sys/unix"
 )
@@ -116,15 +117,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 	coll := opts.Collector
 	auditCheck := Check{Name: "audit", Gate: true}
-	if coll == nil && abi >= 7 {
+	if coll == nil && abi >= landlock.ABIAuditRecords {
 		coll, err = audit.Start(audit.Options{Raw: opts.Raw, Log: log})
 		if err == nil {
 			defer coll.Close()
 		}
 	}
 	switch {
-	case abi < 7:
-		auditCheck.Outcome, auditCheck.Detail = Failed, fmt.Sprintf("Landlock ABI %d writes no audit records (ABI 7 and later do)", abi)
+	case abi < landlock.ABIAuditRecords:
+		auditCheck.Outcome, auditCheck.Detail = Failed, fmt.Sprintf("Landlock ABI %d writes no audit records (ABI %d and later do)", abi, landlock.ABIAuditRecords)
 	case err != nil:
 		auditCheck.Outcome, auditCheck.Detail = Failed, err.Error()
 	default:
@@ -134,10 +135,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 	fxErr := prepareFixture(dir)
 	for i, rf := range Refusals {
-		c := Check{Name: rf.Name, Blocker: rf.Blocker}
+		c := Check{Name: rf.Name, Blocker: rf.Blocker()}
 		switch {
 		case rf.ABI() > abi:
-			c.Outcome, c.Detail = NotOffered, fmt.Sprintf("%s needs Landlock ABI %d, the kernel offers %d", rf.Blocker, rf.ABI(), abi)
+			c.Outcome, c.Detail = NotOffered, fmt.Sprintf("%s needs Landlock ABI %d, the kernel offers %d", rf.Blocker(), rf.ABI(), abi)
 		case auditCheck.Outcome != Held:
 			c.Outcome, c.Detail = Indeterminate, "not tried: audit is not collected"
 		case fxErr != nil:
@@ -249,31 +250,31 @@ func expectObject(rf Refusal, fx fixture, a *audit.Access) error {
 		return nil
 	}
 	loopback := netip.MustParseAddr("127.0.0.1")
-	switch rf.Name {
-	case "read_file", "write_file", "truncate":
+	switch rf.Right {
+	case landlock.ReadFile, landlock.WriteFile, landlock.Truncate:
 		return wantPath(fx.file)
-	case "read_dir", "make_reg", "make_dir", "remove_file", "make_sym":
+	case landlock.ReadDir, landlock.MakeReg, landlock.MakeDir, landlock.RemoveFile, landlock.MakeSym:
 		return wantPath(fx.dir)
-	case "execute":
+	case landlock.Execute:
 		return wantPath(fx.exe)
-	case "refer":
+	case landlock.Refer:
 		return wantPath(fx.dst)
-	case "ioctl_dev":
+	case landlock.IoctlDev:
 		if err := wantPath(devNull); err != nil {
 			return err
 		}
 		if !a.HasIoctlCmd || a.IoctlCmd != unix.TCGETS {
 			return fmt.Errorf("ioctlcmd=%#x, want %#x", a.IoctlCmd, unix.TCGETS)
 		}
-	case "bind_tcp", "bind_udp":
+	case landlock.BindTCP, landlock.BindUDP:
 		if a.Src != uint16(fx.port) || a.SAddr != loopback {
 			return fmt.Errorf("saddr=%v src=%d, want saddr=127.0.0.1 src=%d", a.SAddr, a.Src, fx.port)
 		}
-	case "connect_tcp", "connect_send_udp":
+	case landlock.ConnectTCP, landlock.ConnectSendUDP:
 		if a.Dest != uint16(fx.port) || a.DAddr != loopback {
 			return fmt.Errorf("daddr=%v dest=%d, want daddr=127.0.0.1 dest=%d", a.DAddr, a.Dest, fx.port)
 		}
-	case "scope.signal":
+	case landlock.Signal:
 		if a.OPid != os.Getpid() {
 			return fmt.Errorf("opid=%d, want this process %d", a.OPid, os.Getpid())
 		}
@@ -301,7 +302,7 @@ func runChild(ctx context.Context, name string, fx fixture) (pid int, stdout []b
 
 // refuse runs one refusal child and judges its records.
 func refuse(ctx context.Context, coll *audit.Collector, rf Refusal, fx fixture, wait time.Duration) Check {
-	c := Check{Name: rf.Name, Blocker: rf.Blocker}
+	c := Check{Name: rf.Name, Blocker: rf.Blocker()}
 	sp := specs[rf.Name]
 	run, err := coll.Begin(ctx)
 	if err != nil {
@@ -335,8 +336,8 @@ func refuse(ctx context.Context, coll *audit.Collector, rf Refusal, fx fixture, 
 	}
 	d := ds[0]
 	var problems []string
-	if len(d.Access.Blockers) != 1 || d.Access.Blockers[0] != rf.Blocker {
-		problems = append(problems, fmt.Sprintf("blockers=%s, want %s", strings.Join(d.Access.Blockers, ","), rf.Blocker))
+	if len(d.Access.Blockers) != 1 || d.Access.Blockers[0] != rf.Blocker() {
+		problems = append(problems, fmt.Sprintf("blockers=%s, want %s", strings.Join(d.Access.Blockers, ","), rf.Blocker()))
 	}
 	if err := expectObject(rf, fx, &d.Access); err != nil {
 		problems = append(problems, err.Error())
@@ -353,7 +354,7 @@ func refuse(ctx context.Context, coll *audit.Collector, rf Refusal, fx fixture, 
 		return c
 	}
 	c.Outcome = Held
-	c.Detail = fmt.Sprintf("1 record: %s %s; %s by pid %d, exit %d", rf.Blocker, object(&d.Access), syscallName(d.Syscall.Nr), pid, d.Syscall.Exit)
+	c.Detail = fmt.Sprintf("1 record: %s %s; %s by pid %d, exit %d", rf.Blocker(), object(&d.Access), syscallName(d.Syscall.Nr), pid, d.Syscall.Exit)
 	return c
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/lockstep-sandbox/lockstep/observer/audit"
 )
 
 func TestMain(m *testing.M) {
@@ -87,9 +88,10 @@ func TestRunHostKernel(t *testing.T) {
 // expectation (expectObject panics on a missing one).
 func TestSpecsCoverRefusals(t *testing.T) {
 	for _, r := range Refusals {
-		if _, ok := specs[r.Name]; !ok {
-			t.Errorf("refusal %s has no spec", r.Name)
+		if sp, ok := specs[r.Name]; !ok || sp.act == nil || sp.attr != attrOf(r.Right) {
+			t.Errorf("refusal %s has no spec, or one that does not handle %s alone", r.Name, r.Right)
 		}
+		expectObject(r, newFixture(t.TempDir(), "", 0), &audit.Access{})
 	}
 	for name := range captureABI {
 		if _, ok := specs[name]; !ok {

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,31 +75,56 @@ type spec struct {
 
 var atFDCWD = unix.AT_FDCWD
 
-func specFS(right uint64, nr uintptr, act func(fixture) unix.Errno) spec {
-	return spec{attr: ll.RulesetAttr{HandledAccessFS: right}, nr: nr, want: unix.EACCES, act: act}
+// denied is a refusal Landlock answers with EACCES: system call nr, made
+// by act.
+func denied(nr uintptr, act func(fixture) unix.Errno) spec {
+	return spec{nr: nr, want: unix.EACCES, act: act}
 }
 
-func specNet(right uint64, nr uintptr, act func(fixture) unix.Errno) spec {
-	return spec{attr: ll.RulesetAttr{HandledAccessNet: right}, nr: nr, want: unix.EACCES, act: act}
+// attrOf is the ruleset that handles r alone.
+func attrOf(r landlock.Right) ll.RulesetAttr {
+	switch r.Class() {
+	case landlock.ClassFS:
+		return ll.RulesetAttr{HandledAccessFS: r.Bit()}
+	case landlock.ClassNet:
+		return ll.RulesetAttr{HandledAccessNet: r.Bit()}
+	case landlock.ClassScope:
+		return ll.RulesetAttr{Scoped: r.Bit()}
+	}
+	return ll.RulesetAttr{}
 }
 
-var specs = map[string]spec{
-	"read_file": specFS(ll.AccessFSReadFile, unix.SYS_OPENAT, func(fx fixture) unix.Errno {
+// specs makes each refusal of Refusals (by its name, in a ruleset handling
+// its right alone) and each capture scenario (added by capture_linux.go).
+var specs = func() map[string]spec {
+	m := make(map[string]spec, len(Refusals))
+	for _, rf := range Refusals {
+		if sp, ok := rightSpecs[rf.Right]; ok {
+			sp.attr = attrOf(rf.Right)
+			m[rf.Name] = sp
+		}
+	}
+	return m
+}()
+
+// rightSpecs is how each right of Refusals is refused.
+var rightSpecs = map[landlock.Right]spec{
+	landlock.ReadFile: denied(unix.SYS_OPENAT, func(fx fixture) unix.Errno {
 		return openat(fx.file, unix.O_RDONLY, 0)
 	}),
-	"read_dir": specFS(ll.AccessFSReadDir, unix.SYS_OPENAT, func(fx fixture) unix.Errno {
+	landlock.ReadDir: denied(unix.SYS_OPENAT, func(fx fixture) unix.Errno {
 		return openat(fx.dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	}),
-	"write_file": specFS(ll.AccessFSWriteFile, unix.SYS_OPENAT, func(fx fixture) unix.Errno {
+	landlock.WriteFile: denied(unix.SYS_OPENAT, func(fx fixture) unix.Errno {
 		return openat(fx.file, unix.O_WRONLY, 0)
 	}),
-	"truncate": specFS(ll.AccessFSTruncate, unix.SYS_TRUNCATE, func(fx fixture) unix.Errno {
+	landlock.Truncate: denied(unix.SYS_TRUNCATE, func(fx fixture) unix.Errno {
 		p := cstr(fx.file)
 		_, _, e := unix.Syscall(unix.SYS_TRUNCATE, uintptr(unsafe.Pointer(p)), 0, 0)
 		runtime.KeepAlive(p)
 		return e
 	}),
-	"execute": specFS(ll.AccessFSExecute, unix.SYS_EXECVE, func(fx fixture) unix.Errno {
+	landlock.Execute: denied(unix.SYS_EXECVE, func(fx fixture) unix.Errno {
 		p := cstr(fx.exe)
 		argv := []*byte{p, nil}
 		envv := []*byte{nil}
@@ -107,32 +133,31 @@ var specs = map[string]spec{
 		runtime.KeepAlive(envv)
 		return e
 	}),
-	"make_reg": specFS(ll.AccessFSMakeReg, unix.SYS_OPENAT, func(fx fixture) unix.Errno {
+	landlock.MakeReg: denied(unix.SYS_OPENAT, func(fx fixture) unix.Errno {
 		return openat(filepath.Join(fx.dir, "new-file"), unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 	}),
-	"make_dir": specFS(ll.AccessFSMakeDir, unix.SYS_MKDIRAT, func(fx fixture) unix.Errno {
+	landlock.MakeDir: denied(unix.SYS_MKDIRAT, func(fx fixture) unix.Errno {
 		p := cstr(filepath.Join(fx.dir, "new-dir"))
 		_, _, e := unix.Syscall(unix.SYS_MKDIRAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(p)), 0o700)
 		runtime.KeepAlive(p)
 		return e
 	}),
-	"remove_file": specFS(ll.AccessFSRemoveFile, unix.SYS_UNLINKAT, func(fx fixture) unix.Errno {
+	landlock.RemoveFile: denied(unix.SYS_UNLINKAT, func(fx fixture) unix.Errno {
 		p := cstr(fx.victim)
 		_, _, e := unix.Syscall(unix.SYS_UNLINKAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(p)), 0)
 		runtime.KeepAlive(p)
 		return e
 	}),
-	"make_sym": specFS(ll.AccessFSMakeSym, unix.SYS_SYMLINKAT, func(fx fixture) unix.Errno {
+	landlock.MakeSym: denied(unix.SYS_SYMLINKAT, func(fx fixture) unix.Errno {
 		t, p := cstr("victim"), cstr(filepath.Join(fx.dir, "new-sym"))
 		_, _, e := unix.Syscall(unix.SYS_SYMLINKAT, uintptr(unsafe.Pointer(t)), uintptr(atFDCWD), uintptr(unsafe.Pointer(p)))
 		runtime.KeepAlive(t)
 		runtime.KeepAlive(p)
 		return e
 	}),
-	"refer": {
-		attr: ll.RulesetAttr{HandledAccessFS: ll.AccessFSRefer},
+	landlock.Refer: {
 		grant: func(fd int, fx fixture) error {
-			return addPathRule(fd, fx.src, ll.AccessFSRefer)
+			return addPathRule(fd, fx.src, landlock.FSRefer)
 		},
 		nr: unix.SYS_RENAMEAT, want: unix.EXDEV,
 		act: func(fx fixture) unix.Errno {
@@ -143,7 +168,7 @@ var specs = map[string]spec{
 			return e
 		},
 	},
-	"ioctl_dev": specFS(ll.AccessFSIoctlDev, unix.SYS_IOCTL, func(fx fixture) unix.Errno {
+	landlock.IoctlDev: denied(unix.SYS_IOCTL, func(fx fixture) unix.Errno {
 		fd, err := unix.Open(devNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return err.(unix.Errno)
@@ -152,21 +177,20 @@ var specs = map[string]spec{
 		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TCGETS, uintptr(unsafe.Pointer(&buf[0])))
 		return e
 	}),
-	"bind_tcp": specNet(ll.AccessNetBindTCP, unix.SYS_BIND, func(fx fixture) unix.Errno {
+	landlock.BindTCP: denied(unix.SYS_BIND, func(fx fixture) unix.Errno {
 		return sockCall(unix.SOCK_STREAM, unix.SYS_BIND, fx.port)
 	}),
-	"connect_tcp": specNet(ll.AccessNetConnectTCP, unix.SYS_CONNECT, func(fx fixture) unix.Errno {
+	landlock.ConnectTCP: denied(unix.SYS_CONNECT, func(fx fixture) unix.Errno {
 		return sockCall(unix.SOCK_STREAM, unix.SYS_CONNECT, fx.port)
 	}),
-	"bind_udp": specNet(ll.AccessNetBindUDP, unix.SYS_BIND, func(fx fixture) unix.Errno {
+	landlock.BindUDP: denied(unix.SYS_BIND, func(fx fixture) unix.Errno {
 		return sockCall(unix.SOCK_DGRAM, unix.SYS_BIND, fx.port)
 	}),
-	"connect_send_udp": specNet(ll.AccessNetConnectSendUDP, unix.SYS_CONNECT, func(fx fixture) unix.Errno {
+	landlock.ConnectSendUDP: denied(unix.SYS_CONNECT, func(fx fixture) unix.Errno {
 		return sockCall(unix.SOCK_DGRAM, unix.SYS_CONNECT, fx.port)
 	}),
-	"scope.signal": {
-		attr: ll.RulesetAttr{Scoped: ll.ScopeSignal},
-		nr:   unix.SYS_KILL, want: unix.EPERM,
+	landlock.Signal: {
+		nr: unix.SYS_KILL, want: unix.EPERM,
 		act: func(fixture) unix.Errno {
 			// Signal 0 only checks permission: nothing is delivered.
 			_, _, e := unix.Syscall(unix.SYS_KILL, uintptr(unix.Getppid()), 0, 0)
@@ -263,8 +287,8 @@ func RefusalMain() int {
 		return 2
 	}
 	var flags uint32
-	if abi, _ := ll.LandlockGetABIVersion(); abi >= 7 {
-		flags = ll.FlagRestrictSelfLogNewExecOn // logging flags are ABI 7+
+	if abi, _ := ll.LandlockGetABIVersion(); abi >= landlock.ABIAuditRecords {
+		flags = landlock.RestrictLogNewExecOn
 	}
 	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
 		fmt.Fprintf(os.Stderr, "lockstep proof: %s: restrict self: %v\n", name, err)

@@ -25,10 +25,10 @@ const Schema = 1
 
 // Check is one line of the proof.
 type Check struct {
-	// Name is "release", "lsm", "abi", "audit", or a right class such as
-	// "read_file" or "scope.signal".
+	// Name is "release", "lsm", "abi", "audit", or a right class
+	// (Refusal.Name: read_file, scope.signal, …).
 	Name string `json:"name"`
-	// Blocker is the record's blocker a refusal must name ("fs.read_file").
+	// Blocker is the record's blocker a refusal must name (a landlock.Right).
 	Blocker string  `json:"blocker,omitempty"`
 	Outcome Outcome `json:"outcome"`
 	// Detail says what was found; for a failure, also what was wanted.

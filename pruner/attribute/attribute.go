@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
@@ -33,33 +34,9 @@ func (l Layer) Grantable() bool { return l == Filesystem || l == Network }
 // Right is a Landlock access right, spelled as the kernel's audit records
 // spell their blockers, so a refusal compares directly with a record. A
 // refusal lists every right the call needs; a record's blockers are only
-// the missing ones, a subset of them.
-type Right string
-
-// The rights (security/landlock/audit.c).
-const (
-	Execute        Right = "fs.execute"
-	WriteFile      Right = "fs.write_file"
-	ReadFile       Right = "fs.read_file"
-	ReadDir        Right = "fs.read_dir"
-	RemoveDir      Right = "fs.remove_dir"
-	RemoveFile     Right = "fs.remove_file"
-	MakeChar       Right = "fs.make_char"
-	MakeDir        Right = "fs.make_dir"
-	MakeReg        Right = "fs.make_reg"
-	MakeSock       Right = "fs.make_sock"
-	MakeFifo       Right = "fs.make_fifo"
-	MakeBlock      Right = "fs.make_block"
-	MakeSym        Right = "fs.make_sym"
-	Refer          Right = "fs.refer"
-	Truncate       Right = "fs.truncate"
-	IoctlDev       Right = "fs.ioctl_dev"
-	ResolveUnix    Right = "fs.resolve_unix"
-	BindTCP        Right = "net.bind_tcp"
-	ConnectTCP     Right = "net.connect_tcp"
-	BindUDP        Right = "net.bind_udp"
-	ConnectSendUDP Right = "net.connect_send_udp"
-)
+// the missing ones, a subset of them. Package landlock names them and says
+// which section grants each.
+type Right = landlock.Right
 
 // Need is what one object needs: sections of a policy, and the rights they
 // stand for, on one path.
@@ -67,6 +44,18 @@ type Need struct {
 	Path     string
 	Sections []policy.Section
 	Rights   []Right
+}
+
+// NewNeed is what path needs for rights: the rights, and the sections that
+// grant them (landlock.Right.Section) in the order of the rights.
+func NewNeed(path string, rights ...Right) Need {
+	n := Need{Path: path, Rights: rights}
+	for _, r := range rights {
+		if s := policy.Section(r.Section()); !slices.Contains(n.Sections, s) {
+			n.Sections = append(n.Sections, s)
+		}
+	}
+	return n
 }
 
 // NetNeed is one network rule a refusal needs.
@@ -384,6 +373,8 @@ func fixed(op, format string, args ...any) *Refusal {
 	return &Refusal{Layer: Fixed, Op: op, Reason: fmt.Sprintf(format, args...)}
 }
 
+// refusal attributes a refused call: lockstep's own fixed rules first,
+// then what landlock.Syscalls says Landlock checks for it.
 func (a *Attributor) refusal(c *strace.Call) *Refusal {
 	switch c.Name {
 	case "setsid", "setpgid":
@@ -394,26 +385,42 @@ func (a *Attributor) refusal(c *strace.Call) *Refusal {
 		r.Op = c.Name
 		return r
 	}
-	switch c.Name {
-	case "rename", "renameat", "renameat2", "link", "linkat":
-		return a.move(c)
-	case "connect", "sendto", "sendmsg", "sendmmsg", "bind":
-		return a.network(c)
-	case "socket", "socketpair":
+	if c.Name == "socket" || c.Name == "socketpair" {
 		return fixed(c.Name, "creating a socket is refused by a fixed rule (raw, packet or unknown family)")
-	case "ioctl":
-		return a.ioctl(c)
-	case "ftruncate":
-		fd, ok := argFD(c, 0)
-		if !ok || fd.Path == "" {
-			return other("ftruncate on a descriptor without a path annotation")
-		}
-		return fsRefusal("truncate", Need{Path: fd.Path, Sections: []policy.Section{policy.Write}, Rights: []Right{Truncate}})
 	}
-	if c.Errno == "EXDEV" {
+	call, ok := landlock.Syscalls[c.Name]
+	switch {
+	case ok && call.Kind == landlock.KindMove:
+		return a.move(c, call)
+	case ok && call.Kind == landlock.KindAddr:
+		return a.network(c, call)
+	case ok && call.Kind == landlock.KindFD:
+		return a.fdCall(c, call)
+	case c.Errno == "EXDEV":
 		return other("EXDEV from %s is not a Landlock refer refusal (only rename and link are)", c.Name)
+	case !ok:
+		return other("no Landlock right governs %s; the refusal comes from permissions, mount options or another security module", c.Name)
 	}
-	return a.pathCall(c)
+	p, ok := a.path(c, call.Dir, call.Path)
+	if !ok {
+		return other("cannot resolve the path of %s (no -y annotation and no known working directory)", c.Name)
+	}
+	if call.Kind == landlock.KindOpen {
+		return a.open(c, call, p)
+	}
+	return a.pathRights(c, call, p)
+}
+
+// fdCall attributes a call on a descriptor's file: ftruncate, ioctl.
+func (a *Attributor) fdCall(c *strace.Call, call landlock.Syscall) *Refusal {
+	fd, ok := argFD(c, 0)
+	if !ok || fd.Path == "" {
+		return other("%s on a descriptor without a path annotation", c.Name)
+	}
+	if slices.Contains(call.Rights, landlock.IoctlDev) {
+		return a.ioctl(c, fd.Path)
+	}
+	return fsRefusal(call.Op, NewNeed(fd.Path, call.Rights...))
 }
 
 func fsRefusal(op string, needs ...Need) *Refusal {
@@ -483,57 +490,25 @@ func (a *Attributor) procSelf(c *strace.Call, p string) string {
 	return p
 }
 
-// pathArgs gives, per path call, the directory descriptor argument (-1 for
-// none) and the path argument.
-var pathArgs = map[string][2]int{
-	"open": {-1, 0}, "creat": {-1, 0}, "openat": {0, 1}, "openat2": {0, 1},
-	"mkdir": {-1, 0}, "mkdirat": {0, 1}, "mknod": {-1, 0}, "mknodat": {0, 1},
-	"symlink": {-1, 1}, "symlinkat": {1, 2},
-	"unlink": {-1, 0}, "unlinkat": {0, 1}, "rmdir": {-1, 0},
-	"truncate": {-1, 0}, "execve": {-1, 0}, "execveat": {0, 1},
-}
-
-func (a *Attributor) pathCall(c *strace.Call) *Refusal {
-	idx, ok := pathArgs[c.Name]
-	if !ok {
-		return other("no Landlock right governs %s; the refusal comes from permissions, mount options or another security module", c.Name)
-	}
-	p, ok := a.path(c, idx[0], idx[1])
-	if !ok {
-		return other("cannot resolve the path of %s (no -y annotation and no known working directory)", c.Name)
-	}
-	parent := path.Dir(p)
-	switch c.Name {
-	case "open", "openat", "openat2", "creat":
-		return a.open(c, p)
-	case "mkdir", "mkdirat":
-		return fsRefusal("create", Need{Path: parent, Sections: []policy.Section{policy.Create}, Rights: []Right{MakeDir}})
-	case "mknod", "mknodat":
-		mode := argAt(c, idx[1]+1)
-		switch {
-		case mode.HasFlag("S_IFCHR") || mode.HasFlag("S_IFBLK"):
-			return fixed("create", "creating a device node is never granted (make_char and make_block have no section)")
-		case mode.HasFlag("S_IFIFO"):
-			return fsRefusal("create", Need{Path: parent, Sections: []policy.Section{policy.CreateIPC}, Rights: []Right{MakeFifo}})
-		case mode.HasFlag("S_IFSOCK"):
-			return fsRefusal("create", Need{Path: parent, Sections: []policy.Section{policy.CreateIPC}, Rights: []Right{MakeSock}})
+// pathRights attributes a KindPath call on p: its rights, or those of the
+// first variant its flag argument carries, on p or p's parent.
+func (a *Attributor) pathRights(c *strace.Call, call landlock.Syscall, p string) *Refusal {
+	rights := call.Rights
+	for _, v := range call.Variants {
+		if argAt(c, call.Flags).HasFlag(v.Flag) {
+			rights = v.Rights
+			break
 		}
-		return fsRefusal("create", Need{Path: parent, Sections: []policy.Section{policy.Create}, Rights: []Right{MakeReg}})
-	case "symlink", "symlinkat":
-		return fsRefusal("create", Need{Path: parent, Sections: []policy.Section{policy.CreateSymlink}, Rights: []Right{MakeSym}})
-	case "unlink", "unlinkat":
-		if argAt(c, 2).HasFlag("AT_REMOVEDIR") {
-			return fsRefusal("delete", Need{Path: parent, Sections: []policy.Section{policy.Delete}, Rights: []Right{RemoveDir}})
-		}
-		return fsRefusal("delete", Need{Path: parent, Sections: []policy.Section{policy.Delete}, Rights: []Right{RemoveFile}})
-	case "rmdir":
-		return fsRefusal("delete", Need{Path: parent, Sections: []policy.Section{policy.Delete}, Rights: []Right{RemoveDir}})
-	case "truncate":
-		return fsRefusal("truncate", Need{Path: p, Sections: []policy.Section{policy.Write}, Rights: []Right{Truncate}})
-	case "execve", "execveat":
-		return fsRefusal("execute", Need{Path: p, Sections: []policy.Section{policy.Execute, policy.Read}, Rights: []Right{Execute, ReadFile}})
 	}
-	return other("no Landlock right governs %s", c.Name)
+	if call.Object == landlock.Parent {
+		p = path.Dir(p)
+	}
+	for _, r := range rights {
+		if r.Section() == "" {
+			return fixed(call.Op, "creating a device node is never granted (make_char and make_block have no section)")
+		}
+	}
+	return fsRefusal(call.Op, NewNeed(p, rights...))
 }
 
 func argAt(c *strace.Call, i int) strace.Arg {
@@ -543,61 +518,52 @@ func argAt(c *strace.Call, i int) strace.Arg {
 	return c.Args[i]
 }
 
-func (a *Attributor) open(c *strace.Call, p string) *Refusal {
-	var flags strace.Arg
-	switch c.Name {
-	case "open":
-		flags = argAt(c, 1)
-	case "openat":
-		flags = argAt(c, 2)
-	case "openat2":
-		flags, _ = argAt(c, 2).Field("flags")
-	case "creat":
-		flags = "O_WRONLY|O_CREAT|O_TRUNC"
+// openFlags reads the flags of an open call.
+func openFlags(c *strace.Call, call landlock.Syscall) strace.Arg {
+	if call.ImpliedFlags != "" {
+		return strace.Arg(call.ImpliedFlags)
 	}
+	flags := argAt(c, call.Flags)
+	if call.FlagsField != "" {
+		flags, _ = flags.Field(call.FlagsField)
+	}
+	return flags
+}
+
+func (a *Attributor) open(c *strace.Call, call landlock.Syscall, p string) *Refusal {
+	flags := openFlags(c, call)
 	if flags.HasFlag("O_PATH") {
 		return other("an O_PATH open needs no Landlock right")
 	}
 	if flags.HasFlag("O_TMPFILE") {
-		return fsRefusal("create",
-			Need{Path: p, Sections: []policy.Section{policy.Create}, Rights: []Right{MakeReg}},
-			Need{Path: p, Sections: []policy.Section{policy.Write}, Rights: []Right{WriteFile}})
+		return fsRefusal("create", NewNeed(p, landlock.MakeReg), NewNeed(p, landlock.WriteFile))
 	}
-	var sections []policy.Section
 	var rights []Right
 	write := flags.HasFlag("O_WRONLY") || flags.HasFlag("O_RDWR")
-	read := !flags.HasFlag("O_WRONLY")
-	if read {
-		sections = append(sections, policy.Read)
+	if !flags.HasFlag("O_WRONLY") {
 		if flags.HasFlag("O_DIRECTORY") || a.isDir(p) {
-			rights = append(rights, ReadDir)
+			rights = append(rights, landlock.ReadDir)
 		} else {
-			rights = append(rights, ReadFile)
+			rights = append(rights, landlock.ReadFile)
 		}
 	}
 	if write {
-		sections = append(sections, policy.Write)
-		rights = append(rights, WriteFile)
+		rights = append(rights, landlock.WriteFile)
 	}
 	if flags.HasFlag("O_CREAT") && !a.exists(p) {
 		// Landlock checks make_reg on the parent first; the new file's
 		// access mode is checked right after, so name it too.
-		return fsRefusal("create",
-			Need{Path: path.Dir(p), Sections: []policy.Section{policy.Create}, Rights: []Right{MakeReg}},
-			Need{Path: p, Sections: sections, Rights: rights})
+		return fsRefusal("create", NewNeed(path.Dir(p), landlock.MakeReg), NewNeed(p, rights...))
 	}
 	op := "read"
 	if write {
 		op = "write"
 	}
 	if flags.HasFlag("O_TRUNC") {
-		if !write {
-			sections = append(sections, policy.Write)
-		}
-		rights = append(rights, Truncate)
+		rights = append(rights, landlock.Truncate)
 		op = "write"
 	}
-	return fsRefusal(op, Need{Path: p, Sections: sections, Rights: rights})
+	return fsRefusal(op, NewNeed(p, rights...))
 }
 
 func (a *Attributor) exists(p string) bool {
@@ -610,71 +576,64 @@ func (a *Attributor) isDir(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// makeRight is the make_* right and section creating an object like p
-// needs (p's kind now; a regular file when p is gone).
-func (a *Attributor) makeRight(p string) (policy.Section, Right, Right) {
+// makeRight is the make_* right creating an object like p needs, and the
+// remove_* right removing it (p's kind now; a regular file when p is gone).
+func (a *Attributor) makeRight(p string) (mk, rm Right) {
 	fi, err := a.opts.Lstat(p)
 	if err != nil {
-		return policy.Create, MakeReg, RemoveFile
+		return landlock.MakeReg, landlock.RemoveFile
 	}
 	switch m := fi.Mode(); {
 	case m.IsDir():
-		return policy.Create, MakeDir, RemoveDir
+		return landlock.MakeDir, landlock.RemoveDir
 	case m&fs.ModeSymlink != 0:
-		return policy.CreateSymlink, MakeSym, RemoveFile
+		return landlock.MakeSym, landlock.RemoveFile
 	case m&fs.ModeNamedPipe != 0:
-		return policy.CreateIPC, MakeFifo, RemoveFile
+		return landlock.MakeFifo, landlock.RemoveFile
 	case m&fs.ModeSocket != 0:
-		return policy.CreateIPC, MakeSock, RemoveFile
+		return landlock.MakeSock, landlock.RemoveFile
 	}
-	return policy.Create, MakeReg, RemoveFile
+	return landlock.MakeReg, landlock.RemoveFile
+}
+
+// sortedNeed is NewNeed with the sections in the policy's canonical order.
+func sortedNeed(p string, rights ...Right) Need {
+	n := NewNeed(p, rights...)
+	n.Sections = sortSections(n.Sections...)
+	return n
 }
 
 // move attributes rename and link.
-func (a *Attributor) move(c *strace.Call) *Refusal {
-	var src, dst string
-	var ok1, ok2 bool
-	switch c.Name {
-	case "rename", "link":
-		src, ok1 = a.path(c, -1, 0)
-		dst, ok2 = a.path(c, -1, 1)
-	default:
-		src, ok1 = a.path(c, 0, 1)
-		dst, ok2 = a.path(c, 2, 3)
-	}
+func (a *Attributor) move(c *strace.Call, call landlock.Syscall) *Refusal {
+	src, ok1 := a.path(c, call.Dir, call.Path)
+	dst, ok2 := a.path(c, call.Dir2, call.Path2)
 	if !ok1 || !ok2 {
 		return other("cannot resolve both paths of %s", c.Name)
 	}
 	sp, dp := path.Dir(src), path.Dir(dst)
-	link := strings.HasPrefix(c.Name, "link")
-	op := "rename"
-	if link {
-		op = "link"
-	}
+	op := call.Op
 	if c.Errno == "EXDEV" {
 		if sp == dp {
 			return other("EXDEV within one directory is not Landlock's (a real cross-device %s)", op)
 		}
-		r := fsRefusal(op,
-			Need{Path: sp, Sections: []policy.Section{policy.Restructure}, Rights: []Right{Refer}},
-			Need{Path: dp, Sections: []policy.Section{policy.Restructure}, Rights: []Right{Refer}})
+		r := fsRefusal(op, NewNeed(sp, landlock.Refer), NewNeed(dp, landlock.Refer))
 		r.Reason = "Landlock answers EXDEV when the refer right is missing on either parent; grantable once the control replay finds both parents on one device"
 		return r
 	}
-	sec, mk, rm := a.makeRight(src)
-	if link {
-		return fsRefusal(op, Need{Path: dp, Sections: []policy.Section{sec}, Rights: []Right{mk}})
+	mk, rm := a.makeRight(src)
+	if op == "link" {
+		return fsRefusal(op, NewNeed(dp, mk))
 	}
-	exchange := argAt(c, 4).HasFlag("RENAME_EXCHANGE")
-	srcNeed := Need{Path: sp, Sections: []policy.Section{policy.Delete}, Rights: []Right{rm}}
-	dstNeed := Need{Path: dp, Sections: []policy.Section{sec}, Rights: []Right{mk}}
+	exchange := argAt(c, call.Flags).HasFlag("RENAME_EXCHANGE")
+	srcNeed := NewNeed(sp, rm)
+	dstNeed := NewNeed(dp, mk)
 	if exchange {
-		dsec, dmk, drm := a.makeRight(dst)
-		srcNeed = Need{Path: sp, Sections: sortSections(policy.Delete, dsec), Rights: []Right{rm, dmk}}
-		dstNeed = Need{Path: dp, Sections: sortSections(policy.Delete, sec), Rights: []Right{drm, mk}}
+		dmk, drm := a.makeRight(dst)
+		srcNeed = sortedNeed(sp, rm, dmk)
+		dstNeed = sortedNeed(dp, drm, mk)
 	} else if a.exists(dst) {
-		_, _, drm := a.makeRight(dst)
-		dstNeed = Need{Path: dp, Sections: sortSections(policy.Delete, sec), Rights: []Right{drm, mk}}
+		_, drm := a.makeRight(dst)
+		dstNeed = sortedNeed(dp, drm, mk)
 	}
 	if sp == dp {
 		return fsRefusal(op, mergeNeeds(srcNeed, dstNeed))
@@ -741,60 +700,31 @@ func isPty(p string) bool {
 	return false
 }
 
-func (a *Attributor) ioctl(c *strace.Call) *Refusal {
-	fd, ok := argFD(c, 0)
-	if !ok || fd.Path == "" {
-		return other("ioctl on a descriptor without a path annotation")
-	}
+// ioctl attributes an ioctl on the device at p: lockstep grants ioctl_dev
+// only for the pseudo-terminal requests the control replay can repeat.
+func (a *Attributor) ioctl(c *strace.Call, p string) *Refusal {
 	req := string(argAt(c, 1))
-	if isPty(fd.Path) && ptyRequests[req] {
-		r := fsRefusal("ioctl", Need{Path: fd.Path, Sections: []policy.Section{policy.Ioctl}, Rights: []Right{IoctlDev}})
+	if isPty(p) && ptyRequests[req] {
+		r := fsRefusal("ioctl", NewNeed(p, landlock.IoctlDev))
 		r.Detail = req
 		return r
 	}
-	r := fixed("ioctl", "a device ioctl (%s on %s) is granted only for the pseudo-terminal requests the control can repeat", req, fd.Path)
+	r := fixed("ioctl", "a device ioctl (%s on %s) is granted only for the pseudo-terminal requests the control can repeat", req, p)
 	r.Detail = req
-	r.Paths = []string{fd.Path}
+	r.Paths = []string{p}
 	return r
 }
 
-// network attributes connect, send and bind.
-func (a *Attributor) network(c *strace.Call) *Refusal {
-	var addrArg strace.Arg
-	switch c.Name {
-	case "connect", "bind", "sendmsg", "sendmmsg":
-		addrArg = argAt(c, 1)
-	case "sendto":
-		addrArg = argAt(c, 4)
-	}
-	sa, ok := addrArg.SockAddr()
+// network attributes connect, send and bind: the call's network right on
+// an INET socket, its filesystem right on a pathname UNIX socket.
+func (a *Attributor) network(c *strace.Call, call landlock.Syscall) *Refusal {
+	sa, ok := argAt(c, call.Addr).SockAddr()
 	if !ok {
 		return other("%s without a destination address is not a Landlock refusal", c.Name)
 	}
-	sock, _, known := a.socket(c)
-	bind := c.Name == "bind"
 	switch sa.Family {
 	case "AF_UNIX":
-		if sa.Abstract || sa.Path == "" {
-			return other("an abstract or unnamed UNIX socket is scoped (EPERM), never granted")
-		}
-		p := sa.Path
-		if !strings.HasPrefix(p, "/") {
-			d := a.cwd[c.PID]
-			if d == "" {
-				return other("cannot resolve the relative UNIX socket path")
-			}
-			p = d + "/" + p
-		}
-		p = path.Clean(p)
-		if bind {
-			r := fsRefusal("create", Need{Path: path.Dir(p), Sections: []policy.Section{policy.CreateIPC}, Rights: []Right{MakeSock}})
-			r.Detail = "AF_UNIX"
-			return r
-		}
-		r := fsRefusal("connect", Need{Path: p, Sections: []policy.Section{policy.Read}, Rights: []Right{ResolveUnix}})
-		r.Detail = "AF_UNIX"
-		return r
+		return a.unixSocket(c, call, sa)
 	case "AF_INET", "AF_INET6":
 	default:
 		return fixed(c.Name, "%s to family %s is refused by a fixed rule", c.Name, sa.Family)
@@ -802,6 +732,7 @@ func (a *Attributor) network(c *strace.Call) *Refusal {
 	if sa.Port < 0 {
 		return other("%s to %s without a port", c.Name, sa.Family)
 	}
+	sock, _, known := a.socket(c)
 	tr := sock.transport
 	if !known || tr == "" {
 		tr = policy.TCP
@@ -809,31 +740,47 @@ func (a *Attributor) network(c *strace.Call) *Refusal {
 			tr = policy.UDP
 		}
 	}
+	right := call.TCP
+	if tr == policy.UDP {
+		right = call.UDP
+	}
 	r := &Refusal{Layer: Network, Op: c.Name, Detail: sa.Family,
 		Reason: "Landlock governs this port; grantable once the control replay succeeds"}
-	if bind {
-		right := BindTCP
-		if tr == policy.UDP {
-			right = BindUDP
-		}
-		r.Net = []NetNeed{{Section: policy.Bind, Addr: sa.Addr, Port: sa.Port, Transport: tr, Right: right}}
-	} else {
-		right := ConnectTCP
-		if tr == policy.UDP {
-			right = ConnectSendUDP
-		}
-		r.Net = []NetNeed{{Section: policy.Connect, Addr: sa.Addr, Port: sa.Port, Transport: tr, Right: right}}
-		if tr == policy.UDP && !sock.bound {
-			// ABI 10 checks the autobind of an unbound UDP socket as a
-			// bind to port 0 before the destination.
-			r.Net = append(r.Net, NetNeed{Section: policy.Bind, Port: 0, Transport: policy.UDP, Right: BindUDP})
-		}
+	r.Net = []NetNeed{{Section: policy.Section(right.Section()), Addr: sa.Addr, Port: sa.Port, Transport: tr, Right: right}}
+	if right == landlock.ConnectSendUDP && !sock.bound {
+		// ABI 10 checks the autobind of an unbound UDP socket as a
+		// bind to port 0 before the destination.
+		r.Net = append(r.Net, NetNeed{Section: policy.Section(landlock.BindUDP.Section()), Port: 0, Transport: policy.UDP, Right: landlock.BindUDP})
 	}
 	r.Addr, r.Port, r.Transport = r.Net[0].Addr, r.Net[0].Port, r.Net[0].Transport
 	for _, n := range r.Net {
 		r.Rights = uniqRights(append(r.Rights, n.Right))
 		r.Sections = sortSections(append(r.Sections, n.Section)...)
 	}
+	return r
+}
+
+// unixSocket attributes a bind to, or a connect or send to, a UNIX socket:
+// the call's filesystem right on the socket file (or its parent, to bind).
+func (a *Attributor) unixSocket(c *strace.Call, call landlock.Syscall, sa strace.SockAddr) *Refusal {
+	if sa.Abstract || sa.Path == "" {
+		return other("an abstract or unnamed UNIX socket is scoped (EPERM), never granted")
+	}
+	p := sa.Path
+	if !strings.HasPrefix(p, "/") {
+		d := a.cwd[c.PID]
+		if d == "" {
+			return other("cannot resolve the relative UNIX socket path")
+		}
+		p = d + "/" + p
+	}
+	p = path.Clean(p)
+	op := "connect"
+	if call.Object == landlock.Parent {
+		p, op = path.Dir(p), "create"
+	}
+	r := fsRefusal(op, NewNeed(p, call.Rights...))
+	r.Detail = "AF_UNIX"
 	return r
 }
 

@@ -32,6 +32,11 @@
 //
 // # Where a need is charged
 //
+// Which rights a system call needs, and on which of its arguments, is
+// landlock.Syscalls; the sections are the ones landlock.Rights says grant
+// each right. This package reads the arguments and the flags and the
+// object's kind that decide between them.
+//
 // Creating and deleting are charged to the parent directory, a rename to
 // the parents of both names ([restructure] on both for EXDEV, else
 // [delete] on the source's and [create] on the destination's), a link to

@@ -264,10 +264,19 @@ func Plan(p *policy.Policy, o PlanOptions) ([]Check, []record.ContainmentCheck) 
 	} else if v > int64(maxS) {
 		un = append(un, unchecked("limit cpu", fmt.Sprintf("%d s is beyond the probe's cap %d s", v, maxS)))
 	} else {
-		cs = append(cs, Check{Name: "limit cpu", Args: []string{"spin", strconv.FormatInt(v+5, 10)}, WantStatus: []int{137, 152}, WithoutTimeout: true})
+		cs = append(cs, Check{Name: "limit cpu", Args: []string{"spin", strconv.FormatInt(CPUSpinBound(v), 10)}, WantStatus: []int{137, 152}, WithoutTimeout: true})
 	}
 	return cs, un
 }
+
+// CPUSpinBound is how many seconds of CPU time, by the clock getrusage
+// reads, the cpu probe spins before it gives up on being stopped by a cpu
+// limit of v. The kernel holds RLIMIT_CPU to tick-sampled CPU time, and a
+// guest whose vCPUs are starved loses ticks: two TCG guests on two busy
+// cores spun 35 s by getrusage under cpu=30 and were never killed (v+5 was
+// the bound then), while each guest alone was. The limit holds when the
+// probe is killed at all; the bound only ends a probe it never stops.
+func CPUSpinBound(v int64) int64 { return 3*v + 10 }
 
 // Probe runs the probe with c.Args, under the policy when sandboxed (with
 // its timeout off when c.WithoutTimeout), and returns its exit status and

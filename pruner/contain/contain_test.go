@@ -32,7 +32,7 @@ func TestPlan(t *testing.T) {
 		ReadOnlyFile: func(d string) string { return d + "/libc.so.6" }})
 	want := "canary /srv/c/secret=read /srv/c/secret; write into a read-only path=write /usr/lib/libc.so.6; " +
 		"connect to an unnamed loopback port=connect 127.0.0.1:4000; bind of an ungranted port=bind 127.0.0.1:4001; " +
-		"limit nofile=nofile 256; limit nproc=nproc 64; limit fsize_mb=fsize 16 /work; limit timeout=sleep 65; limit cpu=spin 35"
+		"limit nofile=nofile 256; limit nproc=nproc 64; limit fsize_mb=fsize 16 /work; limit timeout=sleep 65; limit cpu=spin 100"
 	if got := names(cs); got != want {
 		t.Errorf("Plan checks:\n got %s\nwant %s", got, want)
 	}

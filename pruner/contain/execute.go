@@ -75,20 +75,9 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 	if err != nil {
 		return nil, nil, fmt.Errorf("containment canaries: %w", err)
 	}
-	bin, err := exec.LookPath(s.Probe[0])
-	if err == nil {
-		bin, err = filepath.EvalSymlinks(bin)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("the containment probe: %w", err)
-	}
-	pp, err := WithProbe(p, bin).NormaliseHierarchy()
+	pp, err := probePolicy(p, s.Probe[0])
 	if err != nil {
 		return nil, nil, err
-	}
-	if memBelowProbe(pp) {
-		pp = pp.Clone()
-		delete(pp.Limits, policy.MemMB) // the probe could not start under it (Plan leaves it unchecked)
 	}
 	dir, err := os.MkdirTemp(s.ScratchDir, "containment-")
 	if err != nil {
@@ -112,12 +101,41 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 	checks, un := Plan(p, PlanOptions{Canaries: canaries, ListenPort: listen.Addr().(*net.TCPAddr).Port,
 		FreePort: freePort, WritableDir: writableDir(p, s.WorkDir), MaxSeconds: s.MaxSeconds, MemoryMB: memoryMB(),
 		NProcUnenforced: nprocUnenforced(p)})
+	return Run(ctx, checks, un, s.prober(cfg, cfgNoTimeout))
+}
+
+// probePolicy is p as the probe runs under it: with the probe binary
+// (probe, looked up in PATH) granted, the hierarchy normalised, and
+// without a mem_mb the probe could not start under (Plan leaves that
+// check unchecked).
+func probePolicy(p *policy.Policy, probe string) (*policy.Policy, error) {
+	bin, err := exec.LookPath(probe)
+	if err == nil {
+		bin, err = filepath.EvalSymlinks(bin)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the containment probe: %w", err)
+	}
+	pp, err := WithProbe(p, bin).NormaliseHierarchy()
+	if err != nil {
+		return nil, err
+	}
+	if memBelowProbe(pp) {
+		pp = pp.Clone()
+		delete(pp.Limits, policy.MemMB)
+	}
+	return pp, nil
+}
+
+// prober runs the probe, behind the enforcer with the policy in cfg (or
+// cfgNoTimeout for a check without the timeout) when sandboxed.
+func (s Setup) prober(cfg, cfgNoTimeout string) Probe {
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = DefaultProbeTimeout
 	}
 	var ranMu sync.Mutex // Run runs some checks at once; Ran need not be safe for that
-	probe := func(ctx context.Context, sandboxed bool, c Check) (int, []byte, error) {
+	return func(ctx context.Context, sandboxed bool, c Check) (int, []byte, error) {
 		argv := append(append([]string(nil), s.Probe...), c.Args...)
 		if sandboxed {
 			f := cfg
@@ -133,7 +151,6 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 		}
 		return ExecProbe(ctx, argv, s.Env, timeout)
 	}
-	return Run(ctx, checks, un, probe)
 }
 
 // writeProbePolicies writes pp and pp without its timeout (for the cpu

@@ -77,128 +77,35 @@ func ProbeMain(args []string, stdout io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "START")
 	name, a := args[0], args[1:]
-	num := func(i int) int {
-		if i >= len(a) {
-			return -1
-		}
-		n, err := strconv.Atoi(a[i])
-		if err != nil || n < 0 {
-			return -1
-		}
-		return n
-	}
+	n := count(a)
 	var err error
 	ret := 0
 	switch {
 	case name == "read" && len(a) == 1:
-		var fd int
-		fd, err = unix.Open(a[0], unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-		if err == nil {
-			unix.Close(fd)
-		}
+		err = probeOpen(a[0], unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK)
 	case name == "write" && len(a) == 1:
-		var fd int
-		fd, err = unix.Open(a[0], unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
-		if err == nil {
-			unix.Close(fd)
-		}
+		err = probeOpen(a[0], unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOFOLLOW)
 	case name == "create" && len(a) == 1:
-		p := filepath.Join(a[0], WriteCheckName)
-		var fd int
-		fd, err = unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
-		if err == nil {
-			unix.Close(fd)
-			os.Remove(p)
-		}
+		err = probeCreate(a[0])
 	case (name == "connect" || name == "bind") && len(a) == 1:
 		sa, fam, e := sockaddr(a[0])
 		if e != nil {
 			fmt.Fprintln(os.Stderr, "contain-probe:", e)
 			return 2
 		}
-		fd, e := unix.Socket(fam, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if e != nil {
-			err = e
-			break
-		}
-		if name == "connect" {
-			err = unix.Connect(fd, sa)
-		} else {
-			err = unix.Bind(fd, sa)
-		}
-		unix.Close(fd)
-	case name == "nofile" && num(0) >= 0:
-		var fds []int
-		for i := 0; i <= num(0); i++ {
-			fd, e := unix.Dup(1)
-			if e != nil {
-				err, ret = e, len(fds)
-				break
-			}
-			fds = append(fds, fd)
-		}
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-	case name == "nproc" && num(0) >= 0:
-		self, e := os.Executable()
-		if e != nil {
-			err = e
-			break
-		}
-		// No descriptors are passed: os/exec would open /dev/null, which
-		// the policy need not grant.
-		var kids []*os.Process
-		for i := 0; i <= num(0); i++ {
-			pr, e := os.StartProcess(self, []string{self, Verb, "pause"}, &os.ProcAttr{Files: []*os.File{nil, nil, nil}})
-			if e != nil {
-				err, ret = e, len(kids)
-				if pe, ok := e.(*os.PathError); ok {
-					err = pe.Err
-				}
-				break
-			}
-			kids = append(kids, pr)
-		}
-		for _, pr := range kids {
-			pr.Kill()
-			pr.Wait()
-		}
-	case name == "mem" && num(0) >= 0:
-		var b []byte
-		b, err = unix.Mmap(-1, 0, (num(0)+1)<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
-		if err == nil {
-			unix.Munmap(b)
-		}
-	case name == "fsize" && num(0) >= 0 && len(a) == 2:
-		signal.Ignore(syscall.SIGXFSZ)
-		p := filepath.Join(a[1], FsizeCheckName)
-		fd, e := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
-		if e != nil {
-			err = e
-			break
-		}
-		chunk := make([]byte, 1<<20)
-		for i := 0; i <= num(0); i++ {
-			if _, e := unix.Write(fd, chunk); e != nil {
-				err, ret = e, i
-				break
-			}
-		}
-		unix.Close(fd)
-		os.Remove(p)
-	case name == "sleep" && num(0) >= 0:
-		time.Sleep(time.Duration(num(0)) * time.Second)
-	case name == "spin" && num(0) >= 0:
-		for {
-			var ru unix.Rusage
-			unix.Getrusage(unix.RUSAGE_SELF, &ru)
-			if ru.Utime.Sec+ru.Stime.Sec >= int64(num(0)) {
-				break
-			}
-			for i := 0; i < 1e7; i++ {
-			}
-		}
+		err = probeSocket(name == "connect", fam, sa)
+	case name == "nofile" && n >= 0:
+		ret, err = probeNofile(n)
+	case name == "nproc" && n >= 0:
+		ret, err = probeNproc(n)
+	case name == "mem" && n >= 0:
+		err = probeMem(n)
+	case name == "fsize" && n >= 0 && len(a) == 2:
+		ret, err = probeFsize(n, a[1])
+	case name == "sleep" && n >= 0:
+		time.Sleep(time.Duration(n) * time.Second)
+	case name == "spin" && n >= 0:
+		spin(n)
 	default:
 		fmt.Fprintf(os.Stderr, "contain-probe: unknown operation %q\n", args)
 		return 2
@@ -208,4 +115,141 @@ func ProbeMain(args []string, stdout io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// count is an operation's first argument as a count, -1 when it is missing
+// or not a number at least 0.
+func count(a []string) int {
+	if len(a) == 0 {
+		return -1
+	}
+	n, err := strconv.Atoi(a[0])
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+// probeOpen opens path with flags and closes it again.
+func probeOpen(path string, flags int) error {
+	fd, err := unix.Open(path, flags, 0)
+	if err == nil {
+		unix.Close(fd)
+	}
+	return err
+}
+
+// probeCreate creates WriteCheckName in dir and removes it again.
+func probeCreate(dir string) error {
+	p := filepath.Join(dir, WriteCheckName)
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
+	if err == nil {
+		unix.Close(fd)
+		os.Remove(p)
+	}
+	return err
+}
+
+// probeSocket connects a TCP socket to sa, or binds one to it.
+func probeSocket(connect bool, fam int, sa unix.Sockaddr) error {
+	fd, err := unix.Socket(fam, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if connect {
+		return unix.Connect(fd, sa)
+	}
+	return unix.Bind(fd, sa)
+}
+
+// probeNofile duplicates stdout n+1 times, returning how many it got
+// before a refusal; it closes them all again.
+func probeNofile(n int) (int, error) {
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	for i := 0; i <= n; i++ {
+		fd, err := unix.Dup(1)
+		if err != nil {
+			return len(fds), err
+		}
+		fds = append(fds, fd)
+	}
+	return 0, nil
+}
+
+// probeNproc starts n+1 pausing probes, returning how many started before
+// a refusal; it kills and reaps them all again.
+func probeNproc(n int) (int, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	var kids []*os.Process
+	defer func() {
+		for _, pr := range kids {
+			pr.Kill()
+			pr.Wait()
+		}
+	}()
+	for i := 0; i <= n; i++ {
+		// No descriptors are passed: os/exec would open /dev/null, which
+		// the policy need not grant.
+		pr, err := os.StartProcess(self, []string{self, Verb, "pause"}, &os.ProcAttr{Files: []*os.File{nil, nil, nil}})
+		if err != nil {
+			if pe, ok := err.(*os.PathError); ok {
+				return len(kids), pe.Err
+			}
+			return len(kids), err
+		}
+		kids = append(kids, pr)
+	}
+	return 0, nil
+}
+
+// probeMem maps mib+1 MiB of anonymous memory and unmaps it again.
+func probeMem(mib int) error {
+	b, err := unix.Mmap(-1, 0, (mib+1)<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err == nil {
+		unix.Munmap(b)
+	}
+	return err
+}
+
+// probeFsize writes mib+1 MiB into FsizeCheckName in dir, returning how
+// many MiB it wrote before a refusal; it removes the file again. SIGXFSZ
+// is ignored so that passing the limit fails the write instead.
+func probeFsize(mib int, dir string) (int, error) {
+	signal.Ignore(syscall.SIGXFSZ)
+	p := filepath.Join(dir, FsizeCheckName)
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(p)
+	defer unix.Close(fd)
+	chunk := make([]byte, 1<<20)
+	for i := 0; i <= mib; i++ {
+		if _, err := unix.Write(fd, chunk); err != nil {
+			return i, err
+		}
+	}
+	return 0, nil
+}
+
+// spin spends seconds of CPU time (user and system).
+func spin(seconds int) {
+	for {
+		var ru unix.Rusage
+		unix.Getrusage(unix.RUSAGE_SELF, &ru)
+		if ru.Utime.Sec+ru.Stime.Sec >= int64(seconds) {
+			return
+		}
+		for i := 0; i < 1e7; i++ {
+		}
+	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
 )
 
@@ -142,7 +143,7 @@ func replayFS(p string, s policy.Section, rights []attribute.Right, r *attribute
 	if missing && r.Op == "create" && (s == policy.Read || s == policy.Write) {
 		// The open would have created the file: its access mode is
 		// replayed as a create in its directory.
-		return replayCreate(p, policy.Create, []attribute.Right{attribute.MakeReg}, opts)
+		return replayCreate(p, policy.Create, []attribute.Right{landlock.MakeReg}, opts)
 	}
 	switch s {
 	case policy.Read:
@@ -150,7 +151,7 @@ func replayFS(p string, s policy.Section, rights []attribute.Right, r *attribute
 			c.How, c.Err = "resolve", err
 			return c
 		}
-		c.How, c.Err = replayRead(real, slices.Contains(rights, attribute.ResolveUnix))
+		c.How, c.Err = replayRead(real, slices.Contains(rights, landlock.ResolveUnix))
 	case policy.Write:
 		if err != nil {
 			c.How, c.Err = "resolve", err
@@ -248,7 +249,7 @@ func replayCreate(p string, s policy.Section, rights []attribute.Right, opts Opt
 	}
 	c := Check{Path: d, Section: s}
 	if s == policy.Create && !opts.NoCreate {
-		if slices.Contains(rights, attribute.MakeDir) && !slices.Contains(rights, attribute.MakeReg) {
+		if slices.Contains(rights, landlock.MakeDir) && !slices.Contains(rights, landlock.MakeReg) {
 			c.How = "mkdtemp+rmdir"
 			name, err := os.MkdirTemp(d, ".lockstep-control-*")
 			if err == nil {
@@ -463,8 +464,7 @@ func WithInterpreter(r *attribute.Refusal) *attribute.Refusal {
 				break
 			}
 			seen[interp] = true
-			add = append(add, attribute.Need{Path: interp, Sections: []policy.Section{policy.Execute, policy.Read},
-				Rights: []attribute.Right{attribute.Execute, attribute.ReadFile}})
+			add = append(add, attribute.NewNeed(interp, landlock.Execute, landlock.ReadFile))
 			p = interp
 		}
 	}

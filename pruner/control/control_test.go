@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
 	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
@@ -34,7 +35,7 @@ func TestReplayFS(t *testing.T) {
 	must(os.WriteFile(filepath.Join(d, "x"), []byte("#!/bin/sh\n"), 0o755))
 	must(os.Mkdir(filepath.Join(d, "sub"), 0o755))
 	must(os.Symlink("f", filepath.Join(d, "link")))
-	rf := []attribute.Right{attribute.ReadFile}
+	rf := []attribute.Right{landlock.ReadFile}
 	for _, tc := range []struct {
 		Name string
 		R    *attribute.Refusal
@@ -42,27 +43,27 @@ func TestReplayFS(t *testing.T) {
 	}{
 		{"read a file", fsRefusal("read", need(d+"/f", rf, policy.Read)), true},
 		{"read through a symlink", fsRefusal("read", need(d+"/link", rf, policy.Read)), true},
-		{"read a directory", fsRefusal("read", need(d+"/sub", []attribute.Right{attribute.ReadDir}, policy.Read)), true},
+		{"read a directory", fsRefusal("read", need(d+"/sub", []attribute.Right{landlock.ReadDir}, policy.Read)), true},
 		{"read a missing file", fsRefusal("read", need(d+"/gone", rf, policy.Read)), false},
-		{"write a file", fsRefusal("write", need(d+"/f", []attribute.Right{attribute.WriteFile}, policy.Write)), true},
+		{"write a file", fsRefusal("write", need(d+"/f", []attribute.Right{landlock.WriteFile}, policy.Write)), true},
 		{"execute without an x bit", fsRefusal("execute", need(d+"/f", nil, policy.Execute, policy.Read)), false},
 		{"execute a script", fsRefusal("execute", need(d+"/x", nil, policy.Execute, policy.Read)), true},
 		{"execute a directory", fsRefusal("execute", need(d+"/sub", nil, policy.Execute)), false},
 		{"create a new file and write it", fsRefusal("create",
-			need(d+"/sub", []attribute.Right{attribute.MakeReg}, policy.Create),
-			need(d+"/sub/new", []attribute.Right{attribute.WriteFile}, policy.Write)), true},
-		{"create in a directory yet to be made", fsRefusal("create", need(d+"/sub/a/b", []attribute.Right{attribute.MakeDir}, policy.Create)), true},
-		{"delete", fsRefusal("delete", need(d+"/sub", []attribute.Right{attribute.RemoveFile}, policy.Delete)), true},
+			need(d+"/sub", []attribute.Right{landlock.MakeReg}, policy.Create),
+			need(d+"/sub/new", []attribute.Right{landlock.WriteFile}, policy.Write)), true},
+		{"create in a directory yet to be made", fsRefusal("create", need(d+"/sub/a/b", []attribute.Right{landlock.MakeDir}, policy.Create)), true},
+		{"delete", fsRefusal("delete", need(d+"/sub", []attribute.Right{landlock.RemoveFile}, policy.Delete)), true},
 		{"own /proc entry", fsRefusal("read", need("/proc/4242/status", rf, policy.Read)), true},
 		{"own thread's /proc entry", fsRefusal("read", need("/proc/4242/task/4243/stat", rf, policy.Read)), true},
 		{"refer within one device", fsRefusal("rename",
-			need(d+"/sub", []attribute.Right{attribute.Refer}, policy.Restructure),
-			need(d, []attribute.Right{attribute.Refer}, policy.Restructure)), true},
+			need(d+"/sub", []attribute.Right{landlock.Refer}, policy.Restructure),
+			need(d, []attribute.Right{landlock.Refer}, policy.Restructure)), true},
 		{"refer across devices is not Landlock's", fsRefusal("rename",
-			need(d+"/sub", []attribute.Right{attribute.Refer}, policy.Restructure),
-			need("/proc/self", []attribute.Right{attribute.Refer}, policy.Restructure)), false},
+			need(d+"/sub", []attribute.Right{landlock.Refer}, policy.Restructure),
+			need("/proc/self", []attribute.Right{landlock.Refer}, policy.Restructure)), false},
 		{"ioctl without a pseudo-terminal exercise", func() *attribute.Refusal {
-			r := fsRefusal("ioctl", need("/dev/pts/0", []attribute.Right{attribute.IoctlDev}, policy.Ioctl))
+			r := fsRefusal("ioctl", need("/dev/pts/0", []attribute.Right{landlock.IoctlDev}, policy.Ioctl))
 			r.Detail = "TCGETS"
 			return r
 		}(), false},
@@ -91,13 +92,13 @@ func TestReplayPty(t *testing.T) {
 		t.Skipf("no /dev/ptmx here: %v", err)
 	}
 	for _, req := range []string{"TIOCGPTN", "TIOCSPTLCK", "TCGETS", "TCSETS", "TCSETSW", "TCSETSF", "TIOCGWINSZ", "TIOCSWINSZ"} {
-		r := fsRefusal("ioctl", need("/dev/pts/999", []attribute.Right{attribute.IoctlDev}, policy.Ioctl))
+		r := fsRefusal("ioctl", need("/dev/pts/999", []attribute.Right{landlock.IoctlDev}, policy.Ioctl))
 		r.Detail = req
 		if v := Replay(r, Options{PseudoTerminals: true}); !v.Landlock {
 			t.Errorf("%s: %s", req, v.Reason)
 		}
 	}
-	r := fsRefusal("ioctl", need("/dev/pts/999", []attribute.Right{attribute.IoctlDev}, policy.Ioctl))
+	r := fsRefusal("ioctl", need("/dev/pts/999", []attribute.Right{landlock.IoctlDev}, policy.Ioctl))
 	r.Detail = "TIOCSCTTY"
 	if v := Replay(r, Options{PseudoTerminals: true}); v.Landlock {
 		t.Error("TIOCSCTTY replayed as Landlock's")

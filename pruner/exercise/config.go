@@ -194,9 +194,47 @@ func ParseConfig(data []byte) (Config, error) {
 	if err != nil {
 		return Config{}, &ConfigError{Problems: []string{err.Error()}}
 	}
+	r := &configReader{vals: vals}
+	r.unknownKeys(keys)
 	var c Config
-	var problems []string
-	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	if r.str("key", &c.Key) && !ValidKey(c.Key) {
+		r.bad("key %q is not a key: want lower-case letters and digits in dash-separated words (^[a-z0-9]+(-[a-z0-9]+)*$)", c.Key)
+	}
+	if r.str("seed", &c.Seed) && !seedPattern.MatchString(c.Seed) {
+		r.bad("seed %q is not a seed file name: want [A-Za-z0-9][A-Za-z0-9._-]*.cfg", c.Seed)
+	}
+	r.reportGlobs(&c)
+	r.boolean("heap_pinned", &c.HeapPinned)
+	r.declaredHosts(&c)
+	if raw, ok := vals["pinned_read_roots"]; ok {
+		if roots := r.pinnedReadRoots(raw); len(roots) > 0 {
+			c.PinnedReadRoots = roots
+		}
+	}
+	r.boolean("runs_compiled_programs", &c.RunsCompiledPrograms)
+	r.compiledProgramsDirectory(&c)
+	r.boolean("uses_pseudo_terminals", &c.UsesPseudoTerminals)
+	r.boolean("address_space_unbounded", &c.AddressSpaceUnbounded)
+	if len(r.problems) > 0 {
+		sort.Strings(r.problems)
+		return Config{}, &ConfigError{Problems: r.problems}
+	}
+	return c, nil
+}
+
+// configReader reads a prune.json's values by key, collecting every
+// problem rather than stopping at the first.
+type configReader struct {
+	vals     map[string]json.RawMessage
+	problems []string
+}
+
+func (r *configReader) bad(format string, a ...any) {
+	r.problems = append(r.problems, fmt.Sprintf(format, a...))
+}
+
+// unknownKeys names every key that is not a prune.json key.
+func (r *configReader) unknownKeys(keys []string) {
 	var unknown []string
 	for _, k := range keys {
 		if !knownKeys[k] {
@@ -204,92 +242,93 @@ func ParseConfig(data []byte) (Config, error) {
 		}
 	}
 	if len(unknown) > 0 {
-		bad("unknown keys %s; the keys are key, seed, report_globs, heap_pinned, declared_hosts, "+
+		r.bad("unknown keys %s; the keys are key, seed, report_globs, heap_pinned, declared_hosts, "+
 			"pinned_read_roots, runs_compiled_programs, compiled_programs_directory, uses_pseudo_terminals, "+
 			"address_space_unbounded", strings.Join(unknown, ", "))
 	}
-	str := func(k string, dst *string) bool {
-		raw, ok := vals[k]
-		if !ok {
-			return false
-		}
-		if err := json.Unmarshal(raw, dst); err != nil || jsonKind(raw) != "a string" {
-			bad("%s is %s, want a string", k, jsonKind(raw))
-			return false
-		}
-		return true
-	}
-	boolean := func(k string, dst *bool) {
-		raw, ok := vals[k]
-		if !ok {
-			return
-		}
-		if jsonKind(raw) != "a boolean" || json.Unmarshal(raw, dst) != nil {
-			bad("%s is %s, want true or false", k, jsonKind(raw))
-		}
-	}
-	strs := func(k string) ([]string, bool) {
-		raw, ok := vals[k]
-		if !ok {
-			return nil, false
-		}
-		var out []string
-		if jsonKind(raw) != "a list" || json.Unmarshal(raw, &out) != nil {
-			bad("%s is %s, want a list of strings", k, jsonKindOrElements(raw))
-			return nil, false
-		}
-		return out, true
-	}
+}
 
-	if str("key", &c.Key) && !ValidKey(c.Key) {
-		bad("key %q is not a key: want lower-case letters and digits in dash-separated words (^[a-z0-9]+(-[a-z0-9]+)*$)", c.Key)
+// str reads string k into dst and reports whether it was there and a string.
+func (r *configReader) str(k string, dst *string) bool {
+	raw, ok := r.vals[k]
+	if !ok {
+		return false
 	}
-	if str("seed", &c.Seed) && !seedPattern.MatchString(c.Seed) {
-		bad("seed %q is not a seed file name: want [A-Za-z0-9][A-Za-z0-9._-]*.cfg", c.Seed)
+	if err := json.Unmarshal(raw, dst); err != nil || jsonKind(raw) != "a string" {
+		r.bad("%s is %s, want a string", k, jsonKind(raw))
+		return false
 	}
-	if globs, ok := strs("report_globs"); ok {
-		if len(globs) == 0 {
-			bad("report_globs is empty, want at least one glob (or no report_globs for the defaults)")
-		}
-		for _, g := range globs {
-			if err := checkGlob(g); err != nil {
-				bad("report_globs: %v", err)
-			}
-		}
-		c.ReportGlobs = globs
+	return true
+}
+
+// boolean reads boolean k, if there, into dst.
+func (r *configReader) boolean(k string, dst *bool) {
+	raw, ok := r.vals[k]
+	if !ok {
+		return
 	}
-	boolean("heap_pinned", &c.HeapPinned)
-	if hosts, ok := strs("declared_hosts"); ok {
-		for _, h := range hosts {
-			if _, err := ParseDeclaredHost(h); err != nil {
-				bad("declared_hosts: %v", err)
-			}
-		}
-		if len(hosts) > 0 {
-			c.DeclaredHosts = hosts
+	if jsonKind(raw) != "a boolean" || json.Unmarshal(raw, dst) != nil {
+		r.bad("%s is %s, want true or false", k, jsonKind(raw))
+	}
+}
+
+// strs reads list of strings k and reports whether it was there and one.
+func (r *configReader) strs(k string) ([]string, bool) {
+	raw, ok := r.vals[k]
+	if !ok {
+		return nil, false
+	}
+	var out []string
+	if jsonKind(raw) != "a list" || json.Unmarshal(raw, &out) != nil {
+		r.bad("%s is %s, want a list of strings", k, jsonKindOrElements(raw))
+		return nil, false
+	}
+	return out, true
+}
+
+func (r *configReader) reportGlobs(c *Config) {
+	globs, ok := r.strs("report_globs")
+	if !ok {
+		return
+	}
+	if len(globs) == 0 {
+		r.bad("report_globs is empty, want at least one glob (or no report_globs for the defaults)")
+	}
+	for _, g := range globs {
+		if err := checkGlob(g); err != nil {
+			r.bad("report_globs: %v", err)
 		}
 	}
-	if raw, ok := vals["pinned_read_roots"]; ok {
-		if roots := parsePinned(raw, bad); len(roots) > 0 {
-			c.PinnedReadRoots = roots
+	c.ReportGlobs = globs
+}
+
+func (r *configReader) declaredHosts(c *Config) {
+	hosts, ok := r.strs("declared_hosts")
+	if !ok {
+		return
+	}
+	for _, h := range hosts {
+		if _, err := ParseDeclaredHost(h); err != nil {
+			r.bad("declared_hosts: %v", err)
 		}
 	}
-	boolean("runs_compiled_programs", &c.RunsCompiledPrograms)
-	if str("compiled_programs_directory", &c.CompiledProgramsDirectory) {
-		if err := checkRelativeDir(c.CompiledProgramsDirectory); err != nil {
-			bad("compiled_programs_directory: %v", err)
-		}
-		if !c.RunsCompiledPrograms {
-			bad("compiled_programs_directory %q is named but runs_compiled_programs is not true", c.CompiledProgramsDirectory)
-		}
+	if len(hosts) > 0 {
+		c.DeclaredHosts = hosts
 	}
-	boolean("uses_pseudo_terminals", &c.UsesPseudoTerminals)
-	boolean("address_space_unbounded", &c.AddressSpaceUnbounded)
-	if len(problems) > 0 {
-		sort.Strings(problems)
-		return Config{}, &ConfigError{Problems: problems}
+}
+
+// compiledProgramsDirectory reads the directory, which must be relative
+// and needs runs_compiled_programs (read before it).
+func (r *configReader) compiledProgramsDirectory(c *Config) {
+	if !r.str("compiled_programs_directory", &c.CompiledProgramsDirectory) {
+		return
 	}
-	return c, nil
+	if err := checkRelativeDir(c.CompiledProgramsDirectory); err != nil {
+		r.bad("compiled_programs_directory: %v", err)
+	}
+	if !c.RunsCompiledPrograms {
+		r.bad("compiled_programs_directory %q is named but runs_compiled_programs is not true", c.CompiledProgramsDirectory)
+	}
 }
 
 func jsonKindOrElements(raw json.RawMessage) string {
@@ -299,68 +338,83 @@ func jsonKindOrElements(raw json.RawMessage) string {
 	return "a list with an element that is not a string"
 }
 
-func parsePinned(raw json.RawMessage, bad func(string, ...any)) []PinnedReadRoot {
+// pinnedReadRoots reads pinned_read_roots: a list of {"path", "manifest"}
+// objects whose paths do not overlap.
+func (r *configReader) pinnedReadRoots(raw json.RawMessage) []PinnedReadRoot {
 	var items []json.RawMessage
 	if jsonKind(raw) != "a list" || json.Unmarshal(raw, &items) != nil {
-		bad("pinned_read_roots is %s, want a list of {\"path\", \"manifest\"} objects", jsonKind(raw))
+		r.bad("pinned_read_roots is %s, want a list of {\"path\", \"manifest\"} objects", jsonKind(raw))
 		return nil
 	}
 	var out []PinnedReadRoot
 	for i, item := range items {
-		keys, vals, err := topLevel(item)
-		if err != nil {
-			bad("pinned_read_roots[%d]: %v", i, err)
-			continue
-		}
-		var r PinnedReadRoot
-		ok := true
-		for _, k := range keys {
-			if k != "path" && k != "manifest" {
-				bad("pinned_read_roots[%d]: unknown key %q, want exactly path and manifest", i, k)
-				ok = false
-			}
-		}
-		for _, k := range []string{"path", "manifest"} {
-			v, present := vals[k]
-			if !present {
-				bad("pinned_read_roots[%d]: no %s, want exactly path and manifest", i, k)
-				ok = false
-				continue
-			}
-			dst := &r.Path
-			if k == "manifest" {
-				dst = &r.Manifest
-			}
-			if jsonKind(v) != "a string" || json.Unmarshal(v, dst) != nil {
-				bad("pinned_read_roots[%d]: %s is %s, want a string", i, k, jsonKind(v))
-				ok = false
-			}
-		}
+		root, ok := r.pinnedReadRoot(i, item)
 		if !ok {
 			continue
 		}
-		if !path.IsAbs(r.Path) || path.Clean(r.Path) != r.Path || r.Path == "/" {
-			bad("pinned_read_roots[%d]: path %q is not an absolute, normal path below /", i, r.Path)
-		}
-		for _, top := range []string{"/proc", "/dev", "/sys"} {
-			if r.Path == top || strings.HasPrefix(r.Path, top+"/") {
-				bad("pinned_read_roots[%d]: path %q is in %s, want a directory on disk", i, r.Path, top)
-			}
-		}
-		if !manifestPattern.MatchString(r.Manifest) {
-			bad("pinned_read_roots[%d]: manifest %q is not a file name ([A-Za-z0-9._-]+)", i, r.Manifest)
-		}
-		out = append(out, r)
+		r.checkPinnedReadRoot(i, root)
+		out = append(out, root)
 	}
 	for i := range out {
 		for j := i + 1; j < len(out); j++ {
 			a, b := out[i].Path, out[j].Path
 			if a == b || strings.HasPrefix(b, a+"/") || strings.HasPrefix(a, b+"/") {
-				bad("pinned_read_roots: %q and %q overlap", a, b)
+				r.bad("pinned_read_roots: %q and %q overlap", a, b)
 			}
 		}
 	}
 	return out
+}
+
+// pinnedReadRoot reads element i, an object of exactly two strings, path
+// and manifest; false when it is not one.
+func (r *configReader) pinnedReadRoot(i int, item json.RawMessage) (PinnedReadRoot, bool) {
+	var root PinnedReadRoot
+	keys, vals, err := topLevel(item)
+	if err != nil {
+		r.bad("pinned_read_roots[%d]: %v", i, err)
+		return root, false
+	}
+	ok := true
+	for _, k := range keys {
+		if k != "path" && k != "manifest" {
+			r.bad("pinned_read_roots[%d]: unknown key %q, want exactly path and manifest", i, k)
+			ok = false
+		}
+	}
+	for _, k := range []string{"path", "manifest"} {
+		v, present := vals[k]
+		if !present {
+			r.bad("pinned_read_roots[%d]: no %s, want exactly path and manifest", i, k)
+			ok = false
+			continue
+		}
+		dst := &root.Path
+		if k == "manifest" {
+			dst = &root.Manifest
+		}
+		if jsonKind(v) != "a string" || json.Unmarshal(v, dst) != nil {
+			r.bad("pinned_read_roots[%d]: %s is %s, want a string", i, k, jsonKind(v))
+			ok = false
+		}
+	}
+	return root, ok
+}
+
+// checkPinnedReadRoot checks element i's values: a directory on disk below
+// /, and a manifest file name.
+func (r *configReader) checkPinnedReadRoot(i int, root PinnedReadRoot) {
+	if !path.IsAbs(root.Path) || path.Clean(root.Path) != root.Path || root.Path == "/" {
+		r.bad("pinned_read_roots[%d]: path %q is not an absolute, normal path below /", i, root.Path)
+	}
+	for _, top := range []string{"/proc", "/dev", "/sys"} {
+		if root.Path == top || strings.HasPrefix(root.Path, top+"/") {
+			r.bad("pinned_read_roots[%d]: path %q is in %s, want a directory on disk", i, root.Path, top)
+		}
+	}
+	if !manifestPattern.MatchString(root.Manifest) {
+		r.bad("pinned_read_roots[%d]: manifest %q is not a file name ([A-Za-z0-9._-]+)", i, root.Manifest)
+	}
 }
 
 // checkGlob refuses report globs that are empty, absolute, or climb out of

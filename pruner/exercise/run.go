@@ -128,28 +128,12 @@ func (r *Result) BeforeStart() []byte {
 // runner's own failures (bad options, a copy that failed, a prefix that
 // could not be started); whatever the command does is in the Result.
 func (e *Exercise) Run(ctx context.Context, opts RunOptions) (*Result, error) {
-	log := opts.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	opts = opts.withDefaults()
 	if err := e.checkWorkDir(opts.WorkDir); err != nil {
 		return nil, err
 	}
 	if err := FreshCopy(e.Dir, opts.WorkDir); err != nil {
 		return nil, err
-	}
-	timeout := opts.Timeout
-	if timeout == 0 {
-		timeout = DefaultTimeout
-	}
-	maxOut := opts.MaxOutput
-	if maxOut == 0 {
-		maxOut = DefaultMaxOutput
-	}
-	maxOut = max(maxOut, MinOutput)
-	env := opts.Env
-	if env == nil {
-		env = DefaultEnv(opts.WorkDir)
 	}
 	var token [16]byte
 	if _, err := rand.Read(token[:]); err != nil {
@@ -158,60 +142,129 @@ func (e *Exercise) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	sentinel := sentinelPrefix + hex.EncodeToString(token[:])
 	argv := append(append([]string{}, opts.Prefix...),
 		Interpreter, "-c", `printf '%s\n' "$1" >&2; exec /bin/bash "./$2"`, "lockstep-exercise", sentinel, e.Script)
-	res := &Result{Command: argv, sentinel: sentinel}
 
-	path, err := exec.LookPath(argv[0])
+	p, err := e.start(argv, opts)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", e.Stem(), err)
 	}
-	stdin, err := os.Open(os.DevNull)
+	if opts.Started != nil {
+		opts.Started(p.cmd.Process.Pid)
+	}
+	waitErr := p.wait(ctx, opts.Timeout)
+	p.drain(opts.Log, e.Stem())
+	if ctx.Err() != nil && !p.timedOut.Load() {
+		return nil, fmt.Errorf("run %s: %w", e.Stem(), ctx.Err())
+	}
+
+	res := &Result{Command: argv, sentinel: sentinel, Duration: p.duration}
+	res.Status = exitStatus(p.cmd.ProcessState, waitErr)
+	if p.timedOut.Load() {
+		res.TimedOut, res.Status = true, verdict.TimeoutStatus
+	}
+	capt := p.capt
+	res.Stdout, res.Stderr, res.Log, res.Dropped = capt.stdout.Bytes(), capt.stderr.Bytes(), capt.log.Bytes(), capt.dropped
+	res.Started = bytes.Contains(res.Stderr, []byte(sentinel))
+	res.Reports, err = CollectReports(opts.WorkDir, e.ReportGlobs())
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", e.Stem(), err)
+	}
+	res.Verdict = verdict.Judge(verdict.Run{Status: res.Status, TimedOut: res.TimedOut, Log: res.Log, Reports: res.Reports})
+	opts.Log.Debug("exercise run done", "exercise", e.Stem(), "status", res.Status, "class", res.Verdict.ExitClass,
+		"tests", len(res.Verdict.Tests), "seconds", res.Duration.Seconds())
+	return res, nil
+}
+
+// withDefaults fills in the zero fields that stand for a default.
+func (opts RunOptions) withDefaults() RunOptions {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxOutput == 0 {
+		opts.MaxOutput = DefaultMaxOutput
+	}
+	opts.MaxOutput = max(opts.MaxOutput, MinOutput)
+	if opts.Env == nil {
+		opts.Env = DefaultEnv(opts.WorkDir)
+	}
+	return opts
+}
+
+// runProcess is one started run: the command, leader of its own process
+// group, and the readers of its output.
+type runProcess struct {
+	cmd        *exec.Cmd
+	outR, errR *os.File
+	capt       *capture
+	readers    sync.WaitGroup
+	start      time.Time
+	// duration is from start to the command's exit; timedOut is set when
+	// the run's time was up.
+	duration time.Duration
+	timedOut atomic.Bool
+}
+
+// start starts argv in opts.WorkDir in a process group of its own, stdin
+// /dev/null, its stdout and stderr read into a capture.
+func (e *Exercise) start(argv []string, opts RunOptions) (*runProcess, error) {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, err
+	}
+	// The child gets its own copy of stdin when it starts.
+	stdin, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
 	}
 	defer stdin.Close()
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", e.Stem(), err)
+		return nil, err
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		return nil, fmt.Errorf("run %s: %w", e.Stem(), err)
+		return nil, err
 	}
-	capt := &capture{max: maxOut}
-	var readers sync.WaitGroup
-	readers.Add(2)
-	go func() { defer readers.Done(); capt.read(outR, &capt.stdout) }()
-	go func() { defer readers.Done(); capt.read(errR, &capt.stderr) }()
+	p := &runProcess{outR: outR, errR: errR, capt: &capture{max: opts.MaxOutput}}
+	p.readers.Add(2)
+	go func() { defer p.readers.Done(); p.capt.read(outR, &p.capt.stdout) }()
+	go func() { defer p.readers.Done(); p.capt.read(errR, &p.capt.stderr) }()
 
-	cmd := &exec.Cmd{
+	p.cmd = &exec.Cmd{
 		Path:        path,
 		Args:        argv,
-		Env:         env,
+		Env:         opts.Env,
 		Dir:         opts.WorkDir,
 		Stdin:       stdin,
 		Stdout:      outW,
 		Stderr:      errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	log.Debug("exercise run", "exercise", e.Stem(), "dir", opts.WorkDir, "argv", argv)
-	start := time.Now()
-	err = cmd.Start()
+	opts.Log.Debug("exercise run", "exercise", e.Stem(), "dir", opts.WorkDir, "argv", argv)
+	p.start = time.Now()
+	err = p.cmd.Start()
 	outW.Close()
 	errW.Close()
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		readers.Wait()
-		return nil, fmt.Errorf("run %s: %w", e.Stem(), err)
+		p.readers.Wait()
+		return nil, err
 	}
-	pgid := cmd.Process.Pid
-	if opts.Started != nil {
-		opts.Started(pgid)
-	}
+	return p, nil
+}
+
+// wait waits for the command to exit and returns Wait's error. When
+// timeout passes (timedOut is set) or ctx ends first, the process group
+// gets SIGTERM, then SIGKILL after killGrace. Whatever the run left in its
+// group is killed once the command has exited.
+func (p *runProcess) wait(ctx context.Context, timeout time.Duration) error {
+	pgid := p.cmd.Process.Pid
 	done := make(chan struct{})
-	var timedOut atomic.Bool
 	go func() {
 		timer := time.NewTimer(timeout)
 		defer timer.Stop()
@@ -219,7 +272,7 @@ func (e *Exercise) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 		case <-done:
 			return
 		case <-timer.C:
-			timedOut.Store(true)
+			p.timedOut.Store(true)
 		case <-ctx.Done():
 		}
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
@@ -229,42 +282,29 @@ func (e *Exercise) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 	}()
-	waitErr := cmd.Wait()
-	res.Duration = time.Since(start)
+	err := p.cmd.Wait()
+	p.duration = time.Since(p.start)
 	close(done)
-	// Whatever the run left in its process group goes now.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return err
+}
+
+// drain waits for the output readers to reach the end of the pipes, or
+// for killGrace when something outside the run's group holds them open,
+// then stops reading.
+func (p *runProcess) drain(log *slog.Logger, stem string) {
 	waited := make(chan struct{})
-	go func() { readers.Wait(); close(waited) }()
+	go func() { p.readers.Wait(); close(waited) }()
 	select {
 	case <-waited:
 	case <-time.After(killGrace):
-		// Something outside the group holds the pipes open; stop reading.
-		log.Warn("exercise run: a process outside the run's group keeps its output open", "exercise", e.Stem())
-		outR.Close()
-		errR.Close()
+		log.Warn("exercise run: a process outside the run's group keeps its output open", "exercise", stem)
+		p.outR.Close()
+		p.errR.Close()
 		<-waited
 	}
-	outR.Close()
-	errR.Close()
-	if ctx.Err() != nil && !timedOut.Load() {
-		return nil, fmt.Errorf("run %s: %w", e.Stem(), ctx.Err())
-	}
-
-	res.Status = exitStatus(cmd.ProcessState, waitErr)
-	if timedOut.Load() {
-		res.TimedOut, res.Status = true, verdict.TimeoutStatus
-	}
-	res.Stdout, res.Stderr, res.Log, res.Dropped = capt.stdout.Bytes(), capt.stderr.Bytes(), capt.log.Bytes(), capt.dropped
-	res.Started = bytes.Contains(res.Stderr, []byte(sentinel))
-	res.Reports, err = CollectReports(opts.WorkDir, e.ReportGlobs())
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", e.Stem(), err)
-	}
-	res.Verdict = verdict.Judge(verdict.Run{Status: res.Status, TimedOut: res.TimedOut, Log: res.Log, Reports: res.Reports})
-	log.Debug("exercise run done", "exercise", e.Stem(), "status", res.Status, "class", res.Verdict.ExitClass,
-		"tests", len(res.Verdict.Tests), "seconds", res.Duration.Seconds())
-	return res, nil
+	p.outR.Close()
+	p.errR.Close()
 }
 
 func exitStatus(ps *os.ProcessState, err error) int {

@@ -202,26 +202,8 @@ func Place(o Observation, env Env) (Grant, *Report) {
 		return report("the name cannot be written in a policy line")
 	}
 	if IsReadClass(o.Section) {
-		switch {
-		case !exists:
-			a, ok := env.climb(p)
-			if !ok {
-				return report("did not exist before the run, and no directory that did lies inside a scanned root at depth 2 or deeper")
-			}
-			g.Path, g.Widened = a, true
-		case dir:
-			if Depth(p) < MinimumDepth {
-				return report("a top-level directory is never granted whole")
-			}
-			if env.InFineRoot(p) {
-				g.Comment = fmt.Sprintf("listed: [%s] on the directory %s makes every entry beneath it readable; Landlock has no list-only right", o.Section, p)
-			}
-		case env.InFineRoot(p):
-			// file by file
-		default:
-			if parent := path.Dir(p); Depth(parent) >= MinimumDepth {
-				g.Path, g.Widened = parent, true
-			}
+		if why := placeRead(&g, env, exists, dir); why != "" {
+			return report(why)
 		}
 		return g, nil
 	}
@@ -237,6 +219,36 @@ func Place(o Observation, env Env) (Grant, *Report) {
 		return report("a write-class right on " + g.Path + " would reach the working directory's parents")
 	}
 	return g, nil
+}
+
+// placeRead places a read-class grant g of a carriable path that existed
+// (a directory when dir) or not: a missing one on its nearest existing
+// ancestor inside a scanned root, a file on its directory unless inside a
+// fine-grained root. It returns why the grant cannot be placed, or "".
+func placeRead(g *Grant, env Env, exists, dir bool) string {
+	p := g.Path
+	switch {
+	case !exists:
+		a, ok := env.climb(p)
+		if !ok {
+			return "did not exist before the run, and no directory that did lies inside a scanned root at depth 2 or deeper"
+		}
+		g.Path, g.Widened = a, true
+	case dir:
+		if Depth(p) < MinimumDepth {
+			return "a top-level directory is never granted whole"
+		}
+		if env.InFineRoot(p) {
+			g.Comment = fmt.Sprintf("listed: [%s] on the directory %s makes every entry beneath it readable; Landlock has no list-only right", g.Section, p)
+		}
+	case env.InFineRoot(p):
+		// file by file
+	default:
+		if parent := path.Dir(p); Depth(parent) >= MinimumDepth {
+			g.Path, g.Widened = parent, true
+		}
+	}
+	return ""
 }
 
 // perRun patterns: the whole path, first match wins. Each names, per
@@ -288,111 +300,16 @@ func matchName(p string) (name, bool) {
 // and shape over all runs), then Place. The result is sorted by path and
 // section, without duplicates; reports likewise.
 func Grants(obs []Observation, env Env) ([]Grant, []Report) {
-	type key struct {
-		section policy.Section
-		shape   string
-		pos     int
-	}
-	// values[key][run] = set of values at that position.
-	values := map[key]map[int]map[string]bool{}
-	names := make([]name, len(obs))
-	matched := make([]bool, len(obs))
-	for i, o := range obs {
-		n, ok := matchName(o.Path)
-		if !ok {
-			continue
-		}
-		names[i], matched[i] = n, true
-		for j, v := range n.values {
-			k := key{o.Section, n.shape, j}
-			if values[k] == nil {
-				values[k] = map[int]map[string]bool{}
-			}
-			if values[k][o.Run] == nil {
-				values[k][o.Run] = map[string]bool{}
-			}
-			values[k][o.Run][v] = true
-		}
-	}
-	// changes[key] = set of values that are per-run: those outside the
-	// values every run holds, when at least two runs hold such a value.
-	perRunValues := map[key]map[string]bool{}
-	for k, runs := range values {
-		var stable map[string]bool
-		for _, vs := range runs {
-			if stable == nil {
-				stable = map[string]bool{}
-				for v := range vs {
-					stable[v] = true
-				}
-				continue
-			}
-			for v := range stable {
-				if !vs[v] {
-					delete(stable, v)
-				}
-			}
-		}
-		outside := 0
-		set := map[string]bool{}
-		for _, vs := range runs {
-			hit := false
-			for v := range vs {
-				if !stable[v] {
-					set[v], hit = true, true
-				}
-			}
-			if hit {
-				outside++
-			}
-		}
-		if outside >= 2 {
-			perRunValues[k] = set
-		}
-	}
-
-	type perRunGroup struct {
-		dir, shape string
-		section    policy.Section
-		examples   []string
-	}
-	groups := map[string]*perRunGroup{}
+	names, matched, values := matchNames(obs)
+	perRun := perRunValues(values)
+	groups := perRunGroups{}
 	var grants []Grant
 	var reports []Report
 	for i, o := range obs {
 		if matched[i] {
-			n := names[i]
-			cut := -1
-			for j, v := range n.values {
-				per := perRunValues[key{o.Section, n.shape, j}][v] || n.kinds[j] == "<n>"
-				if (n.kinds[j] == "<pid>" && (v == strconv.Itoa(o.TGID) || v == strconv.Itoa(o.TID))) ||
-					(n.kinds[j] == "<tid>" && v == strconv.Itoa(o.TID)) {
-					per = true
-				}
-				if per {
-					cut = n.comps[j]
-					break
-				}
-			}
-			if cut >= 0 {
-				parts := strings.Split(o.Path, "/")
-				dir := strings.Join(parts[:cut], "/")
-				if dir == "" {
-					dir = "/"
-				}
-				switch {
-				case !IsReadClass(o.Section):
-					reports = append(reports, Report{o.Path, o.Section, "a write-class right on a per-run name (" + n.shape + ") is never granted or widened"})
-				case Depth(dir) < MinimumDepth:
-					reports = append(reports, Report{o.Path, o.Section, "per-run name (" + n.shape + ") whose stable directory " + dir + " is / or a top-level directory; never widened there"})
-				default:
-					gk := dir + "\x00" + string(o.Section) + "\x00" + n.shape
-					g := groups[gk]
-					if g == nil {
-						g = &perRunGroup{dir: dir, shape: n.shape, section: o.Section}
-						groups[gk] = g
-					}
-					g.examples = append(g.examples, o.Path)
+			if cut := perRunCut(o, names[i], perRun); cut >= 0 {
+				if r := groups.add(o, names[i], cut); r != nil {
+					reports = append(reports, *r)
 				}
 				continue
 			}
@@ -404,16 +321,7 @@ func Grants(obs []Observation, env Env) ([]Grant, []Report) {
 		}
 		grants = append(grants, g)
 	}
-	for _, g := range groups {
-		ex := uniqueSorted(g.examples)
-		shown := ex
-		more := ""
-		if len(ex) > 3 {
-			shown, more = ex[:3], fmt.Sprintf(" and %d more", len(ex)-3)
-		}
-		grants = append(grants, Grant{Path: g.dir, Section: g.section, Object: ex[0], Widened: true,
-			Comment: fmt.Sprintf("per-run name: %s, observed as %s%s; granted on %s", g.shape, strings.Join(shown, ", "), more, g.dir)})
-	}
+	grants = append(grants, groups.grants()...)
 	sort.Slice(grants, func(i, j int) bool {
 		a, b := grants[i], grants[j]
 		if a.Path != b.Path {
@@ -432,6 +340,159 @@ func Grants(obs []Observation, env Env) ([]Grant, []Report) {
 		return a.Section < b.Section
 	})
 	return dedupGrants(grants), dedupReports(reports)
+}
+
+// perRunKey is one numeric position of a per-run shape in one section.
+type perRunKey struct {
+	section policy.Section
+	shape   string
+	pos     int
+}
+
+// runValues holds, for each run, the set of values seen at one position.
+type runValues map[int]map[string]bool
+
+// matchNames matches every observation against the per-run patterns
+// (matched[i] says whether obs[i] did, names[i] how) and collects the
+// values each run saw at each position.
+func matchNames(obs []Observation) (names []name, matched []bool, values map[perRunKey]runValues) {
+	values = map[perRunKey]runValues{}
+	names = make([]name, len(obs))
+	matched = make([]bool, len(obs))
+	for i, o := range obs {
+		n, ok := matchName(o.Path)
+		if !ok {
+			continue
+		}
+		names[i], matched[i] = n, true
+		for j, v := range n.values {
+			k := perRunKey{o.Section, n.shape, j}
+			if values[k] == nil {
+				values[k] = runValues{}
+			}
+			if values[k][o.Run] == nil {
+				values[k][o.Run] = map[string]bool{}
+			}
+			values[k][o.Run][v] = true
+		}
+	}
+	return names, matched, values
+}
+
+// perRunValues returns, per position, the values that are per-run: those
+// outside the values every run holds, when at least two runs hold such a
+// value.
+func perRunValues(values map[perRunKey]runValues) map[perRunKey]map[string]bool {
+	perRun := map[perRunKey]map[string]bool{}
+	for k, runs := range values {
+		stable := runs.common()
+		outside := 0
+		set := map[string]bool{}
+		for _, vs := range runs {
+			hit := false
+			for v := range vs {
+				if !stable[v] {
+					set[v], hit = true, true
+				}
+			}
+			if hit {
+				outside++
+			}
+		}
+		if outside >= 2 {
+			perRun[k] = set
+		}
+	}
+	return perRun
+}
+
+// common returns the values every run saw.
+func (runs runValues) common() map[string]bool {
+	var stable map[string]bool
+	for _, vs := range runs {
+		if stable == nil {
+			stable = map[string]bool{}
+			for v := range vs {
+				stable[v] = true
+			}
+			continue
+		}
+		for v := range stable {
+			if !vs[v] {
+				delete(stable, v)
+			}
+		}
+	}
+	return stable
+}
+
+// perRunCut returns the component index at which o's path, matched as n,
+// first holds a per-run value (one that changes between runs, a pty
+// number, or the process's own pid or tid), or -1 if it holds none.
+func perRunCut(o Observation, n name, perRun map[perRunKey]map[string]bool) int {
+	for j, v := range n.values {
+		per := perRun[perRunKey{o.Section, n.shape, j}][v] || n.kinds[j] == "<n>"
+		if (n.kinds[j] == "<pid>" && (v == strconv.Itoa(o.TGID) || v == strconv.Itoa(o.TID))) ||
+			(n.kinds[j] == "<tid>" && v == strconv.Itoa(o.TID)) {
+			per = true
+		}
+		if per {
+			return n.comps[j]
+		}
+	}
+	return -1
+}
+
+// perRunGroup is the per-run names of one shape and section beneath one
+// stable directory, which is granted in their place.
+type perRunGroup struct {
+	dir, shape string
+	section    policy.Section
+	examples   []string
+}
+
+// perRunGroups are the groups by directory, section and shape.
+type perRunGroups map[string]*perRunGroup
+
+// add puts o, a per-run name n whose stable part ends before component
+// cut, into its group, or reports why it is never granted.
+func (groups perRunGroups) add(o Observation, n name, cut int) *Report {
+	parts := strings.Split(o.Path, "/")
+	dir := strings.Join(parts[:cut], "/")
+	if dir == "" {
+		dir = "/"
+	}
+	switch {
+	case !IsReadClass(o.Section):
+		return &Report{o.Path, o.Section, "a write-class right on a per-run name (" + n.shape + ") is never granted or widened"}
+	case Depth(dir) < MinimumDepth:
+		return &Report{o.Path, o.Section, "per-run name (" + n.shape + ") whose stable directory " + dir + " is / or a top-level directory; never widened there"}
+	}
+	gk := dir + "\x00" + string(o.Section) + "\x00" + n.shape
+	g := groups[gk]
+	if g == nil {
+		g = &perRunGroup{dir: dir, shape: n.shape, section: o.Section}
+		groups[gk] = g
+	}
+	g.examples = append(g.examples, o.Path)
+	return nil
+}
+
+// grants is one widened grant per group, its comment naming up to three
+// of the names observed.
+func (groups perRunGroups) grants() []Grant {
+	var grants []Grant
+	for _, g := range groups {
+		ex := uniqueSorted(g.examples)
+		shown := ex
+		more := ""
+		if len(ex) > 3 {
+			shown, more = ex[:3], fmt.Sprintf(" and %d more", len(ex)-3)
+		}
+		grants = append(grants, Grant{Path: g.dir, Section: g.section, Object: ex[0], Widened: true,
+			Comment: fmt.Sprintf("per-run name: %s, observed as %s%s; granted on %s", g.shape, strings.Join(shown, ", "), more, g.dir)})
+	}
+	return grants
 }
 
 func uniqueSorted(s []string) []string {

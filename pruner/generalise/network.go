@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 )
 
 // NetNeed is one confirmed network refusal: a connect (or send) to Addr:Port,
@@ -44,7 +45,7 @@ func Loopback(a netip.Addr) bool {
 // (allow 127.0.0.1:*, allow [::1], or allow localhost when both need it),
 // any other loopback connect an exact rule; a refused bind becomes allow
 // <port>. External destinations are never granted. A UDP rule naming a port
-// on a kernel below ABI 10 is reported, not granted.
+// on a kernel below landlock.ABIUDP is reported, not granted.
 func NetworkRules(needs []NetNeed, served []Endpoint, abi int) NetResult {
 	var res NetResult
 	isServed := map[Endpoint]bool{}
@@ -83,8 +84,8 @@ func NetworkRules(needs []NetNeed, served []Endpoint, abi int) NetResult {
 				wild[tr][fam] = true
 				continue
 			}
-			if tr == policy.UDP && abi < 10 {
-				res.Reports = append(res.Reports, fmt.Sprintf("connect %s:%d udp: a UDP port rule needs Landlock ABI 10, this kernel has %d", a, n.Port, abi))
+			if tr == policy.UDP && abi < landlock.ABIUDP {
+				res.Reports = append(res.Reports, fmt.Sprintf("connect %s:%d udp: a UDP port rule needs Landlock ABI %d, this kernel has %d", a, n.Port, landlock.ABIUDP, abi))
 				continue
 			}
 			r := policy.ConnectRule{Host: a.String(), Port: n.Port, Transport: tr,
@@ -95,8 +96,8 @@ func NetworkRules(needs []NetNeed, served []Endpoint, abi int) NetResult {
 				res.Reports = append(res.Reports, fmt.Sprintf("bind %s:%d %s: not a loopback address", n.Addr, n.Port, tr))
 				continue
 			}
-			if tr == policy.UDP && n.Port != 0 && abi < 10 {
-				res.Reports = append(res.Reports, fmt.Sprintf("bind %d udp: a UDP port rule needs Landlock ABI 10, this kernel has %d", n.Port, abi))
+			if tr == policy.UDP && n.Port != 0 && abi < landlock.ABIUDP {
+				res.Reports = append(res.Reports, fmt.Sprintf("bind %d udp: a UDP port rule needs Landlock ABI %d, this kernel has %d", n.Port, landlock.ABIUDP, abi))
 				continue
 			}
 			binds[policy.BindRule{Port: n.Port, Transport: tr}] = true

@@ -107,33 +107,8 @@ func Compact(p, held *policy.Policy, threshold int, env Env) (*policy.Policy, []
 	out := p.Clone()
 	var widened []string
 	for {
-		groups := map[string][]string{}
-		for q, secs := range out.FS {
-			if len(secs) == 0 {
-				continue
-			}
-			readOnly := true
-			for s, on := range secs {
-				if on && !IsReadClass(s) {
-					readOnly = false
-				}
-			}
-			if !readOnly || q == "/" {
-				continue
-			}
-			k := path.Dir(q) + "\x00" + policy.Letters(secs)
-			groups[k] = append(groups[k], q)
-		}
-		var keys []string
-		for k, qs := range groups {
-			if len(qs) >= threshold {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
 		changed := false
-		for _, k := range keys {
-			qs := groups[k]
+		for _, qs := range siblingGroups(out, threshold) {
 			parent := path.Dir(qs[0])
 			secs := out.FS[qs[0]]
 			if env.InFineRoot(parent) || Depth(parent) < MinimumDepth {
@@ -142,22 +117,7 @@ func Compact(p, held *policy.Policy, threshold int, env Env) (*policy.Policy, []
 			if secs[policy.Execute] && !env.inCompiled(parent) && overlapsWrite(parent, out, held) {
 				continue
 			}
-			add := map[policy.Section]bool{}
-			for s, on := range secs {
-				if on {
-					add[s] = true
-				}
-			}
-			for _, q := range qs {
-				delete(out.FS, q)
-				delete(out.Comments, q)
-			}
-			if out.FS[parent] == nil {
-				out.FS[parent] = map[policy.Section]bool{}
-			}
-			for s := range add {
-				out.FS[parent][s] = true
-			}
+			widenTo(out, parent, qs)
 			widened = append(widened, parent)
 			changed = true
 		}
@@ -167,4 +127,59 @@ func Compact(p, held *policy.Policy, threshold int, env Env) (*policy.Policy, []
 	}
 	sort.Strings(widened)
 	return out, widened
+}
+
+// siblingGroups are the groups of threshold or more read-class entries of
+// p (not /) that share a parent and the same sections, in a fixed order.
+func siblingGroups(p *policy.Policy, threshold int) [][]string {
+	groups := map[string][]string{}
+	for q, secs := range p.FS {
+		if len(secs) == 0 {
+			continue
+		}
+		readOnly := true
+		for s, on := range secs {
+			if on && !IsReadClass(s) {
+				readOnly = false
+			}
+		}
+		if !readOnly || q == "/" {
+			continue
+		}
+		k := path.Dir(q) + "\x00" + policy.Letters(secs)
+		groups[k] = append(groups[k], q)
+	}
+	var keys []string
+	for k, qs := range groups {
+		if len(qs) >= threshold {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	out := make([][]string, len(keys))
+	for i, k := range keys {
+		out[i] = groups[k]
+	}
+	return out
+}
+
+// widenTo replaces the entries qs of p by their parent, which gets their
+// sections besides its own.
+func widenTo(p *policy.Policy, parent string, qs []string) {
+	add := map[policy.Section]bool{}
+	for s, on := range p.FS[qs[0]] {
+		if on {
+			add[s] = true
+		}
+	}
+	for _, q := range qs {
+		delete(p.FS, q)
+		delete(p.Comments, q)
+	}
+	if p.FS[parent] == nil {
+		p.FS[parent] = map[policy.Section]bool{}
+	}
+	for s := range add {
+		p.FS[parent][s] = true
+	}
 }

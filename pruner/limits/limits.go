@@ -145,6 +145,7 @@ func readStat(path string) (procInfo, bool) {
 	return procInfo{ppid: ppid, cpu: (ut + st) / userHZ, threads: th}, true
 }
 
+// sample reads the watched tree once and folds it into the maxima.
 func (s *Sampler) sample() {
 	s.mu.Lock()
 	root := s.root
@@ -152,9 +153,47 @@ func (s *Sampler) sample() {
 	if root < 0 {
 		return // not watching yet
 	}
+	info, ok := s.readProcs()
+	if !ok {
+		return
+	}
+	desc := descendants(info, root)
+	if desc == nil {
+		return // the tree is gone
+	}
+	t := treeSample{fd: -1}
+	counted := desc[:0]
+	for _, pid := range desc {
+		dir := filepath.Join(s.proc, strconv.Itoa(pid))
+		if s.skip != "" {
+			if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil && exe == s.skip {
+				continue
+			}
+		}
+		counted = append(counted, pid)
+		t.tasks += info[pid].threads
+		t.measure(dir)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m.Samples++
+	s.m.Tasks = max(s.m.Tasks, t.tasks)
+	s.m.VMPeakMB = math.Max(s.m.VMPeakMB, t.vm)
+	s.m.HighestFD = max(s.m.HighestFD, t.fd)
+	s.m.OpenFDs = max(s.m.OpenFDs, t.open)
+	for _, pid := range counted {
+		if c := info[pid].cpu; c > s.cpu[pid] {
+			s.cpu[pid] = c
+		}
+	}
+}
+
+// readProcs reads the stat of every process under s.proc; false when the
+// directory cannot be read.
+func (s *Sampler) readProcs() (map[int]procInfo, bool) {
 	ents, err := os.ReadDir(s.proc)
 	if err != nil {
-		return
+		return nil, false
 	}
 	info := map[int]procInfo{}
 	for _, e := range ents {
@@ -166,14 +205,20 @@ func (s *Sampler) sample() {
 			info[pid] = pi
 		}
 	}
+	return info, true
+}
+
+// descendants is root and every process beneath it, breadth first; nil
+// when root is gone.
+func descendants(info map[int]procInfo, root int) []int {
 	children := map[int][]int{}
 	for pid, pi := range info {
 		children[pi.ppid] = append(children[pi.ppid], pid)
 	}
-	var desc []int
 	if _, ok := info[root]; !ok {
-		return // the tree is gone
+		return nil
 	}
+	var desc []int
 	queue := []int{root}
 	for len(queue) > 0 {
 		p := queue[0]
@@ -181,45 +226,35 @@ func (s *Sampler) sample() {
 		desc = append(desc, p)
 		queue = append(queue, children[p]...)
 	}
-	tasks, vm, fd, open := 0, 0.0, -1, 0
-	counted := desc[:0]
-	for _, pid := range desc {
-		dir := filepath.Join(s.proc, strconv.Itoa(pid))
-		if s.skip != "" {
-			if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil && exe == s.skip {
-				continue
-			}
-		}
-		counted = append(counted, pid)
-		pi := info[pid]
-		tasks += pi.threads
-		if b, err := os.ReadFile(filepath.Join(dir, "status")); err == nil {
-			for _, l := range strings.Split(string(b), "\n") {
-				if v, ok := strings.CutPrefix(l, "VmPeak:"); ok {
-					kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
-					vm = math.Max(vm, kb/1024)
-				}
-			}
-		}
-		if fds, err := os.ReadDir(filepath.Join(dir, "fd")); err == nil {
-			open = max(open, len(fds))
-			for _, f := range fds {
-				if n, err := strconv.Atoi(f.Name()); err == nil && n > fd {
-					fd = n
-				}
+	return desc
+}
+
+// treeSample is one sample of a process tree: its tasks, the largest
+// VmPeak (MiB), the highest descriptor number and the most descriptors
+// one process holds open.
+type treeSample struct {
+	tasks int
+	vm    float64
+	fd    int
+	open  int
+}
+
+// measure takes in the process whose /proc directory is dir.
+func (t *treeSample) measure(dir string) {
+	if b, err := os.ReadFile(filepath.Join(dir, "status")); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmPeak:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+				t.vm = math.Max(t.vm, kb/1024)
 			}
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.m.Samples++
-	s.m.Tasks = max(s.m.Tasks, tasks)
-	s.m.VMPeakMB = math.Max(s.m.VMPeakMB, vm)
-	s.m.HighestFD = max(s.m.HighestFD, fd)
-	s.m.OpenFDs = max(s.m.OpenFDs, open)
-	for _, pid := range counted {
-		if c := info[pid].cpu; c > s.cpu[pid] {
-			s.cpu[pid] = c
+	if fds, err := os.ReadDir(filepath.Join(dir, "fd")); err == nil {
+		t.open = max(t.open, len(fds))
+		for _, f := range fds {
+			if n, err := strconv.Atoi(f.Name()); err == nil && n > t.fd {
+				t.fd = n
+			}
 		}
 	}
 }

@@ -14,13 +14,14 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/lazyre"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 )
 
 // Record schemas and suffixes (Phobos's orchestrate.py constants).
 const (
-	LayerRecordSchema = 2  // <key>_<ex>.json
-	ABI10RecordSchema = 1  // <key>_<ex>.abi10.json
-	ABI10Landlock     = 10 // the Landlock ABI that enforces UDP rules
+	LayerRecordSchema = 2               // <key>_<ex>.json
+	ABI10RecordSchema = 1               // <key>_<ex>.abi10.json
+	ABI10Landlock     = landlock.ABIUDP // the Landlock ABI that enforces UDP rules
 
 	abortedSuffix = ".aborted.json"
 	abi10JSON     = ".abi10.json"
@@ -271,7 +272,7 @@ func checkExercise(lang, stem, dir string, names map[string]bool, probs *problem
 	}
 	for _, r := range pol.Bind {
 		if r.Transport == policy.UDP && r.Port != 0 {
-			probs.add("%s.cfg holds [bind] %s, which only Landlock ABI 10 enforces; such a row belongs in %s.abi10.cfg, never in a base", stem, r, stem)
+			probs.add("%s.cfg holds [bind] %s, which only Landlock ABI %d enforces; such a row belongs in %s.abi10.cfg, never in a base", stem, r, ABI10Landlock, stem)
 		}
 	}
 	return &exercise{lang: lang, name: name, stem: stem, cfg: cfg, cfgSHA: digest, pol: pol}

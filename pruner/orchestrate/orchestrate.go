@@ -195,6 +195,7 @@ func Run(o Options) (*Summary, error) {
 		kvmDir = o.KVMDirs[0]
 		kvmNames = listDir(kvmDir, &probs)
 	}
+	checkRootDigests(o.Langs, o.PathDir, abiDirs(o), &probs)
 	var langs []*language
 	perLang := map[string][]*exercise{}
 	for _, l := range o.Langs {

@@ -77,6 +77,9 @@ type Options struct {
 	// Contain configures the containment checks (zero: Phobos's canaries
 	// and probe caps).
 	Contain ContainOptions
+	// RootDigest is provenance.root_digest of the records: the digest of
+	// the root file system the prune runs on (internal/rootdigest).
+	RootDigest string
 	// Now is the clock for the record's date; nil means time.Now.
 	Now func() time.Time
 	// Log receives progress; nil discards it.
@@ -291,7 +294,9 @@ func (s *state) entry(stage string, fields any) {
 }
 
 func (s *state) provenance(ctx context.Context) record.Provenance {
-	return record.NewProvenance(s.now(), s.abi, record.StraceVersion(ctx))
+	p := record.NewProvenance(s.now(), s.abi, record.StraceVersion(ctx))
+	p.RootDigest = s.opts.RootDigest
+	return p
 }
 
 // pipeline runs every stage and returns the final policy.

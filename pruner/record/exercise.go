@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/lazyre"
+	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
@@ -105,6 +106,9 @@ func checkProvenance(p *problems, v Provenance) {
 	}
 	if _, err := time.Parse(DateLayout, v.Date); err != nil {
 		p.add("provenance.date %q is not a UTC date like 2026-11-29T08:44:42Z", v.Date)
+	}
+	if v.RootDigest != "" && !rootdigest.Valid(v.RootDigest) {
+		p.add("provenance.root_digest %q is not sha256:<64 lower-case hex digits>", v.RootDigest)
 	}
 }
 

@@ -8,10 +8,12 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 )
 
-// ABI10 is the Landlock ABI a KVM record must have observed.
-const ABI10 = 10
+// ABI10 is the Landlock ABI a KVM record must have observed: the first
+// with UDP port rules, which the record's rows are.
+const ABI10 = landlock.ABIUDP
 
 // KVM is the KVM record <key>_<exercise>.abi10.json (schema 1): what the
 // observer saw of one exercise in a guest on a pinned kernel.

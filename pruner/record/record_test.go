@@ -342,6 +342,8 @@ func TestKVMValidation(t *testing.T) {
 		{"hash", func(r *KVM) { s := "abc"; r.ABI10CfgSHA256 = &s }, "abi10_cfg_sha256"},
 		{"schema", func(r *KVM) { r.SchemaVersion = 2 }, "schema_version is 2, want 1"},
 		{"no cross check", func(r *KVM) { r.CrossCheck = nil }, "without a cross_check"},
+		{"root digest", func(r *KVM) { r.Provenance.RootDigest = "sha256:ABC" }, "provenance.root_digest"},
+		{"bare root digest", func(r *KVM) { r.Provenance.RootDigest = strings.Repeat("a", 64) }, "provenance.root_digest"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.Name, func(t *testing.T) {

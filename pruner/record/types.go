@@ -70,6 +70,10 @@ type Provenance struct {
 	Strace string `json:"strace"`
 	// Date is UTC in DateLayout.
 	Date string `json:"date"`
+	// RootDigest is the content digest of the root file system the record
+	// was made on (internal/rootdigest: "sha256:" and 64 hex digits); empty
+	// (absent) in records made before it was recorded.
+	RootDigest string `json:"root_digest,omitempty"`
 }
 
 // NewProvenance fills a Provenance for this machine at now. abi is the

@@ -100,39 +100,59 @@ func Grow(ctx context.Context, opts GrowOptions) (*GrowResult, error) {
 			return res, nil
 		}
 		res.Failed = append(res.Failed, p.Clone())
-		var fresh []Item
-		for _, it := range Items(o.Grants) {
-			if !it.coveredBy(p) {
-				fresh = append(fresh, it)
-			}
-		}
+		fresh := freshItems(o.Grants, p)
 		if len(fresh) == 0 {
-			if n := len(Items(o.Grants)); n > 0 {
-				return res, abortf("a refusal survived its own grant (round %d: %d grants already held)", res.Rounds, n)
-			}
-			res.Reruns++
-			o2, err := opts.Run(ctx, cand, false)
-			if err != nil {
-				return res, fmt.Errorf("grow round %d rerun: %w", res.Rounds, err)
-			}
-			if o2.Matched {
-				res.Policy = p
-				return res, nil
-			}
-			return res, abortf("the run failed without an attributable denial (grow round %d)", res.Rounds)
+			return rerun(ctx, opts, res, o, cand, p)
 		}
 		res.Added = append(res.Added, fresh)
-		p = Build(append(Items(p), fresh...), p)
-		for q, c := range o.Grants.Comments {
-			if p.FS[q] != nil && p.Comments[q] == "" {
-				if p.Comments == nil {
-					p.Comments = map[string]string{}
-				}
-				p.Comments[q] = c
-			}
-		}
+		p = grow(p, fresh, o.Grants)
 	}
 	return res, abortf("did not converge within the grow budget of %d rounds", rounds)
+}
+
+// freshItems are the items of grants that p does not cover yet.
+func freshItems(grants, p *policy.Policy) []Item {
+	var fresh []Item
+	for _, it := range Items(grants) {
+		if !it.coveredBy(p) {
+			fresh = append(fresh, it)
+		}
+	}
+	return fresh
+}
+
+// rerun ends a round whose refusals proved nothing new: an abort when they
+// proved grants p already holds, else one unobserved rerun of cand, which
+// either matches (p is the policy) or aborts for want of a denial.
+func rerun(ctx context.Context, opts GrowOptions, res *GrowResult, o Outcome, cand, p *policy.Policy) (*GrowResult, error) {
+	if n := len(Items(o.Grants)); n > 0 {
+		return res, abortf("a refusal survived its own grant (round %d: %d grants already held)", res.Rounds, n)
+	}
+	res.Reruns++
+	o2, err := opts.Run(ctx, cand, false)
+	if err != nil {
+		return res, fmt.Errorf("grow round %d rerun: %w", res.Rounds, err)
+	}
+	if o2.Matched {
+		res.Policy = p
+		return res, nil
+	}
+	return res, abortf("the run failed without an attributable denial (grow round %d)", res.Rounds)
+}
+
+// grow is p with fresh added; a path of it without a comment takes the
+// one grants gives it.
+func grow(p *policy.Policy, fresh []Item, grants *policy.Policy) *policy.Policy {
+	p = Build(append(Items(p), fresh...), p)
+	for q, c := range grants.Comments {
+		if p.FS[q] != nil && p.Comments[q] == "" {
+			if p.Comments == nil {
+				p.Comments = map[string]string{}
+			}
+			p.Comments[q] = c
+		}
+	}
+	return p
 }
 
 // Item is one grant Minimise can drop: a (path, section) pair, or one
@@ -281,117 +301,139 @@ type MinimiseStats struct {
 // failed with; a removal leaving a subset of one is split without running.
 // The kept items keep their order.
 func Minimise(ctx context.Context, items []Item, knownFailed [][]Item, try TryFunc) ([]Item, MinimiseStats, error) {
-	st := MinimiseStats{Before: len(items)}
-	kept := make([]bool, len(items))
-	for i := range kept {
-		kept[i] = true
-	}
-	index := map[Item]int{}
-	for i, it := range items {
-		index[it] = i
-	}
-	// failed candidate sets as bit sets over items.
-	var failed []map[int]bool
-	for _, set := range knownFailed {
-		m := map[int]bool{}
-		for _, it := range set {
-			if i, ok := index[it]; ok {
-				m[i] = true
-			}
-		}
-		failed = append(failed, m)
-	}
-	knownFail := func(cand []int) bool {
-	next:
-		for _, f := range failed {
-			for _, i := range cand {
-				if !f[i] {
-					continue next
-				}
-			}
-			return true
-		}
-		return false
-	}
-	candidate := func(drop []int) ([]int, []Item) {
-		d := map[int]bool{}
-		for _, i := range drop {
-			d[i] = true
-		}
-		var idx []int
-		var its []Item
-		for i, k := range kept {
-			if k && !d[i] {
-				idx = append(idx, i)
-				its = append(its, items[i])
-			}
-		}
-		return idx, its
-	}
-	var tryRemoval func(node []int) error
-	tryRemoval = func(node []int) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		idx, its := candidate(node)
-		if knownFail(idx) {
-			st.Skipped++
-		} else {
-			st.Trials++
-			passes := 0
-			for passes < 2 {
-				st.Runs++
-				ok, err := try(ctx, its)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					break
-				}
-				passes++
-			}
-			if passes == 2 {
-				for _, i := range node {
-					kept[i] = false
-				}
-				return nil
-			}
-			m := map[int]bool{}
-			for _, i := range idx {
-				m[i] = true
-			}
-			failed = append(failed, m)
-		}
-		if len(node) == 1 {
-			return nil
-		}
-		half := len(node) / 2
-		left := append([]int(nil), node[:half]...)
-		right := append([]int(nil), node[half:]...)
-		if err := tryRemoval(left); err != nil {
-			return err
-		}
-		return tryRemoval(right)
-	}
+	m := newMinimiser(items, knownFailed, try)
 	if len(items) > 0 {
 		all := make([]int, len(items))
 		for i := range all {
 			all[i] = i
 		}
-		if err := tryRemoval(all); err != nil {
-			return nil, st, err
+		if err := m.tryRemoval(ctx, all); err != nil {
+			return nil, m.st, err
 		}
 	}
 	var out []Item
-	for i, k := range kept {
+	for i, k := range m.kept {
 		if k {
 			out = append(out, items[i])
 		} else {
-			st.Removed = append(st.Removed, items[i])
+			m.st.Removed = append(m.st.Removed, items[i])
 		}
 	}
-	st.Kept = len(out)
-	return out, st, nil
+	m.st.Kept = len(out)
+	return out, m.st, nil
+}
+
+// minimiser is Minimise's state: items are named by their index.
+type minimiser struct {
+	items []Item
+	try   TryFunc
+	kept  []bool
+	// failed are the index sets a run failed with.
+	failed []map[int]bool
+	st     MinimiseStats
+}
+
+func newMinimiser(items []Item, knownFailed [][]Item, try TryFunc) *minimiser {
+	m := &minimiser{items: items, try: try, kept: make([]bool, len(items)), st: MinimiseStats{Before: len(items)}}
+	for i := range m.kept {
+		m.kept[i] = true
+	}
+	index := map[Item]int{}
+	for i, it := range items {
+		index[it] = i
+	}
+	for _, set := range knownFailed {
+		f := map[int]bool{}
+		for _, it := range set {
+			if i, ok := index[it]; ok {
+				f[i] = true
+			}
+		}
+		m.failed = append(m.failed, f)
+	}
+	return m
+}
+
+// knownFail reports whether cand is a subset of a set a run failed with.
+func (m *minimiser) knownFail(cand []int) bool {
+next:
+	for _, f := range m.failed {
+		for _, i := range cand {
+			if !f[i] {
+				continue next
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// candidate is the kept items without drop, as indices and as items.
+func (m *minimiser) candidate(drop []int) ([]int, []Item) {
+	d := map[int]bool{}
+	for _, i := range drop {
+		d[i] = true
+	}
+	var idx []int
+	var its []Item
+	for i, k := range m.kept {
+		if k && !d[i] {
+			idx = append(idx, i)
+			its = append(its, m.items[i])
+		}
+	}
+	return idx, its
+}
+
+// tryRemoval drops node when the candidate without it passes twice in a
+// row; otherwise it records the failure and tries each half of node.
+func (m *minimiser) tryRemoval(ctx context.Context, node []int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	idx, its := m.candidate(node)
+	if m.knownFail(idx) {
+		m.st.Skipped++
+	} else {
+		m.st.Trials++
+		ok, err := m.passesTwice(ctx, its)
+		if err != nil {
+			return err
+		}
+		if ok {
+			for _, i := range node {
+				m.kept[i] = false
+			}
+			return nil
+		}
+		f := map[int]bool{}
+		for _, i := range idx {
+			f[i] = true
+		}
+		m.failed = append(m.failed, f)
+	}
+	if len(node) == 1 {
+		return nil
+	}
+	half := len(node) / 2
+	left := append([]int(nil), node[:half]...)
+	right := append([]int(nil), node[half:]...)
+	if err := m.tryRemoval(ctx, left); err != nil {
+		return err
+	}
+	return m.tryRemoval(ctx, right)
+}
+
+// passesTwice runs the candidate until it fails or has passed twice.
+func (m *minimiser) passesTwice(ctx context.Context, its []Item) (bool, error) {
+	for passes := 0; passes < 2; passes++ {
+		m.st.Runs++
+		ok, err := m.try(ctx, its)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // Describe lists items one per line, for records and messages.

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"unsafe"
+
+	"github.com/lockstep-sandbox/lockstep/landlock"
 )
 
 // SyntaxError is a line that fits none of strace's forms.
@@ -748,7 +750,8 @@ func (p *Parser) apply(c *Call) {
 		if fd, ok := c.Args[0].FD(); ok && fd.Num == -1 {
 			return // logging configuration only, no new domain
 		}
-		if c.Args[1].HasFlag("LANDLOCK_RESTRICT_SELF_TSYNC") || c.Args[1].FlagBits()&restrictSelfTSync != 0 {
+		// strace 6.1 prints TSYNC as a number.
+		if c.Args[1].HasFlag("LANDLOCK_RESTRICT_SELF_TSYNC") || c.Args[1].FlagBits()&uint64(landlock.RestrictTSync) != 0 {
 			for _, o := range p.threads {
 				if o.tgid == th.tgid && o != th {
 					o.depth++
@@ -784,7 +787,3 @@ func (p *Parser) apply(c *Call) {
 		p.threads[int(child)] = nt
 	}
 }
-
-// restrictSelfTSync is LANDLOCK_RESTRICT_SELF_TSYNC, which strace 6.1
-// prints as a number.
-const restrictSelfTSync = 1 << 3

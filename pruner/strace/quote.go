@@ -49,50 +49,55 @@ func unescape(s string, stop byte) (string, error) {
 		if i == len(s) {
 			return "", errors.New("string ends inside an escape")
 		}
-		switch c = s[i]; c {
-		case 'n':
-			b = append(b, '\n')
-		case 't':
-			b = append(b, '\t')
-		case 'r':
-			b = append(b, '\r')
-		case 'v':
-			b = append(b, '\v')
-		case 'f':
-			b = append(b, '\f')
-		case 'a':
-			b = append(b, '\a')
-		case 'b':
-			b = append(b, '\b')
-		case '"', '\\', '\'', '?':
-			b = append(b, c)
-		case 'x':
-			v, n := 0, 0
-			for n < 2 && i+1 < len(s) && isHex(s[i+1]) {
-				i++
-				v = v<<4 | hexVal(s[i])
-				n++
-			}
-			if n == 0 {
-				return "", fmt.Errorf(`\x without hexadecimal digits in %.40q`, s)
-			}
-			b = append(b, byte(v))
-		default:
-			if c < '0' || c > '7' {
-				return "", fmt.Errorf(`unknown escape \%c in %.40q`, c, s)
-			}
-			v := int(c - '0')
-			for n := 1; n < 3 && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '7'; n++ {
-				i++
-				v = v<<3 | int(s[i]-'0')
-			}
-			if v > 0xff {
-				return "", fmt.Errorf(`octal escape above \377 in %.40q`, s)
-			}
-			b = append(b, byte(v))
+		if e := simpleEscape[s[i]]; e != 0 {
+			b = append(b, e)
+			continue
 		}
+		v, last, err := numericEscape(s, i)
+		if err != nil {
+			return "", err
+		}
+		b = append(b, v)
+		i = last
 	}
 	return string(b), nil
+}
+
+// simpleEscape is the byte each one-letter escape stands for, 0 for none.
+var simpleEscape = [256]byte{
+	'n': '\n', 't': '\t', 'r': '\r', 'v': '\v', 'f': '\f', 'a': '\a', 'b': '\b',
+	'"': '"', '\\': '\\', '\'': '\'', '?': '?',
+}
+
+// numericEscape decodes the hexadecimal (\xHH) or octal (\OOO) escape
+// whose first byte after the backslash is s[i]; it returns the byte and
+// the index of the escape's last byte.
+func numericEscape(s string, i int) (byte, int, error) {
+	if c := s[i]; c == 'x' {
+		v, n := 0, 0
+		for n < 2 && i+1 < len(s) && isHex(s[i+1]) {
+			i++
+			v = v<<4 | hexVal(s[i])
+			n++
+		}
+		if n == 0 {
+			return 0, 0, fmt.Errorf(`\x without hexadecimal digits in %.40q`, s)
+		}
+		return byte(v), i, nil
+	}
+	c := s[i]
+	if c < '0' || c > '7' {
+		return 0, 0, fmt.Errorf(`unknown escape \%c in %.40q`, c, s)
+	}
+	v := int(c - '0')
+	for n := 1; n < 3 && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '7'; n++ {
+		i++
+		v = v<<3 | int(s[i]-'0')
+	}
+	if v > 0xff {
+		return 0, 0, fmt.Errorf(`octal escape above \377 in %.40q`, s)
+	}
+	return byte(v), i, nil
 }
 
 func isHex(c byte) bool {

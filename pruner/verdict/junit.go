@@ -43,16 +43,10 @@ func ParseJUnit(data []byte) ([]Case, error) {
 	if len(data) > MaxReportBytes {
 		return nil, fmt.Errorf("junit: report is %d bytes, want at most %d", len(data), MaxReportBytes)
 	}
-	d := xml.NewDecoder(bytes.NewReader(data))
-	d.Strict = true
-	var (
-		cases []Case
-		stack []string
-		cur   *Case // the open <testcase>, if any
-		root  bool
-	)
+	r := &junitReader{d: xml.NewDecoder(bytes.NewReader(data))}
+	r.d.Strict = true
 	for {
-		tok, err := d.Token()
+		tok, err := r.d.Token()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -61,67 +55,100 @@ func ParseJUnit(data []byte) ([]Case, error) {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			name := t.Name.Local
-			if len(stack) == 0 {
-				if root {
-					return nil, fmt.Errorf("junit: a second root element <%s>", name)
-				}
-				if name != "testsuites" && name != "testsuite" {
-					return nil, fmt.Errorf("junit: root element is <%s>, want <testsuites> or <testsuite>", name)
-				}
-				root = true
-			}
-			if len(stack) == maxDepth {
-				return nil, fmt.Errorf("junit: elements nested deeper than %d", maxDepth)
-			}
-			switch {
-			case name == "testcase" && cur == nil:
-				c := Case{Outcome: Passed}
-				named := false
-				for _, a := range t.Attr {
-					switch a.Name.Local {
-					case "classname":
-						c.ClassName = a.Value
-					case "name":
-						c.Name, named = a.Value, true
-					}
-				}
-				if !named || c.Name == "" {
-					line, _ := d.InputPos()
-					return nil, fmt.Errorf("junit: line %d: <testcase> without a name", line)
-				}
-				cases = append(cases, c)
-				cur = &cases[len(cases)-1]
-			case cur != nil && len(stack) > 0 && stack[len(stack)-1] == "testcase":
-				// A direct child of the open test case decides its outcome.
-				switch name {
-				case "failure", "error":
-					cur.Outcome = Failed
-				case "skipped":
-					if cur.Outcome == Passed {
-						cur.Outcome = Skipped
-					}
-				}
-			}
-			stack = append(stack, name)
+			err = r.start(t)
 		case xml.EndElement:
-			stack = stack[:len(stack)-1]
-			if t.Name.Local == "testcase" && cur != nil && !inStack(stack, "testcase") {
-				cur = nil
-			}
+			r.end(t)
 		case xml.CharData:
-			if len(stack) == 0 && len(bytes.TrimSpace(t)) > 0 {
-				return nil, errors.New("junit: text outside the root element")
+			if len(r.stack) == 0 && len(bytes.TrimSpace(t)) > 0 {
+				err = errors.New("junit: text outside the root element")
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !r.root {
+		return nil, errors.New("junit: no root element")
+	}
+	if len(r.stack) != 0 {
+		return nil, fmt.Errorf("junit: report ends inside <%s>", r.stack[len(r.stack)-1])
+	}
+	return r.cases, nil
+}
+
+// junitReader is ParseJUnit's state between tokens.
+type junitReader struct {
+	d     *xml.Decoder
+	cases []Case
+	stack []string // the open elements
+	cur   *Case    // the open <testcase>, if any
+	root  bool     // whether the root element was seen
+}
+
+// start takes an element's start: the root's, a test case's, or a child
+// of the open test case that decides its outcome.
+func (r *junitReader) start(t xml.StartElement) error {
+	name := t.Name.Local
+	if len(r.stack) == 0 {
+		if r.root {
+			return fmt.Errorf("junit: a second root element <%s>", name)
+		}
+		if name != "testsuites" && name != "testsuite" {
+			return fmt.Errorf("junit: root element is <%s>, want <testsuites> or <testsuite>", name)
+		}
+		r.root = true
+	}
+	if len(r.stack) == maxDepth {
+		return fmt.Errorf("junit: elements nested deeper than %d", maxDepth)
+	}
+	switch {
+	case name == "testcase" && r.cur == nil:
+		c, err := r.testCase(t)
+		if err != nil {
+			return err
+		}
+		r.cases = append(r.cases, c)
+		r.cur = &r.cases[len(r.cases)-1]
+	case r.cur != nil && len(r.stack) > 0 && r.stack[len(r.stack)-1] == "testcase":
+		// A direct child of the open test case decides its outcome.
+		switch name {
+		case "failure", "error":
+			r.cur.Outcome = Failed
+		case "skipped":
+			if r.cur.Outcome == Passed {
+				r.cur.Outcome = Skipped
 			}
 		}
 	}
-	if !root {
-		return nil, errors.New("junit: no root element")
+	r.stack = append(r.stack, name)
+	return nil
+}
+
+// testCase is a <testcase>'s case, passed until a child says otherwise.
+func (r *junitReader) testCase(t xml.StartElement) (Case, error) {
+	c := Case{Outcome: Passed}
+	named := false
+	for _, a := range t.Attr {
+		switch a.Name.Local {
+		case "classname":
+			c.ClassName = a.Value
+		case "name":
+			c.Name, named = a.Value, true
+		}
 	}
-	if len(stack) != 0 {
-		return nil, fmt.Errorf("junit: report ends inside <%s>", stack[len(stack)-1])
+	if !named || c.Name == "" {
+		line, _ := r.d.InputPos()
+		return Case{}, fmt.Errorf("junit: line %d: <testcase> without a name", line)
 	}
-	return cases, nil
+	return c, nil
+}
+
+// end takes an element's end, closing the test case it ends.
+func (r *junitReader) end(t xml.EndElement) {
+	r.stack = r.stack[:len(r.stack)-1]
+	if t.Name.Local == "testcase" && r.cur != nil && !inStack(r.stack, "testcase") {
+		r.cur = nil
+	}
 }
 
 func inStack(stack []string, name string) bool {

@@ -1,0 +1,5 @@
+package tree
+
+func testOnly() {
+	_ = 1
+}

@@ -1,0 +1,9 @@
+package sub
+
+type S struct{}
+
+func (S) value() {
+	_ = 1
+	_ = 2
+	_ = 3
+}

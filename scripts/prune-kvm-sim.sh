@@ -1,0 +1,132 @@
+#!/bin/bash
+# Runs .github/workflows/prune-kvm.yml, as written, on this machine: the
+# workflow's YAML and its composite actions (workflows/*) are executed by
+# act (github.com/nektos/act, pinned below), every job on this host
+# (-P <label>=-self-hosted), in `needs` order with the matrix, `${{ }}`
+# expressions, GITHUB_OUTPUT, GITHUB_ENV, GITHUB_PATH and
+# GITHUB_STEP_SUMMARY. The third-party actions are replaced by local
+# stand-ins (workflows/sim/): checkout and setup-go check what is there,
+# cache and upload/download-artifact copy to and from directories. The
+# artifact store is OUT itself, so OUT ends with each job's artefacts as the
+# workflow names them (default-prune/, prune-root/, kvm-<runner>/,
+# merged-base/), and the merge job's step summary as OUT/summary.md.
+#
+# The runner it simulates is foreign to the prune image where it matters:
+# its apt sources (LOCKSTEP_APT_DIR) name only an Ubuntu-signed archive, so
+# a kernel fetch needs the repository variable LOCKSTEP_DEBIAN_MIRROR (passed
+# on when set in the environment); `sudo` is a shim that runs the command
+# (the runner's user is root here). LOCKSTEP_PRUNE_BASE=offline makes the
+# prune image's base locally (scripts/prune-base.sh) where no registry is
+# reachable. The simulated Actions cache starts empty: the kvm jobs'
+# `lockstep kernel build` finds the kernel in this machine's kernel cache
+# (a self-hosted runner's warm disk) or builds it, which on this foreign
+# runner needs LOCKSTEP_DEBIAN_MIRROR.
+#
+# usage: scripts/prune-kvm-sim.sh --key K [--source fixture|reference] [--out DIR]
+# Exit: act's status (0 every job passed). Needs: Go (to build act once into
+# ~/.cache/lockstep/tools), docker or podman for the container prune (see
+# docs/ci.md for the offline base image), QEMU.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+ACT_VERSION=v0.2.89
+key='' source='' out=''
+while (($#)); do
+	case $1 in
+	--key) key=${2:?} && shift 2 ;;
+	--source) source=${2:?} && shift 2 ;;
+	--out) out=${2:?} && shift 2 ;;
+	*) sed -n '/^# usage:/,/^# docs/p' "$0" >&2 && exit 2 ;;
+	esac
+done
+[[ $key =~ ^[a-z0-9-]+$ ]] || { echo "prune-kvm-sim: --key must match ^[a-z0-9-]+\$, got '$key'" >&2 && exit 2; }
+source=${source:-$([[ $key == fixture ]] && echo fixture || echo reference)}
+out=${out:-$repo/out/prune-kvm-sim}
+tools=${XDG_CACHE_HOME:-$HOME/.cache}/lockstep/tools
+act=$tools/act-$ACT_VERSION
+if [[ ! -x $act ]]; then
+	echo "prune-kvm-sim: building act $ACT_VERSION into $tools" >&2
+	mkdir -p "$tools"
+	tmp=$(mktemp -d)
+	GOBIN=$tmp CGO_ENABLED=0 go install "github.com/nektos/act@$ACT_VERSION"
+	mv "$tmp/act" "$act" && rmdir "$tmp"
+fi
+
+rm -rf "$out" && mkdir -p "$out"
+out=$(cd "$out" && pwd)
+sim=$out/.sim
+mkdir -p "$sim/apt/sources.list.d" "$sim/bin" "$sim/cache"
+
+# The foreign runner's apt sources: an Ubuntu-signed archive only
+# (placeholder hosts; nothing is fetched from them).
+cat >"$sim/apt/sources.list.d/ubuntu.sources" <<'SOURCES'
+Types: deb
+URIs: http://archive.invalid/ubuntu/
+Suites: noble noble-updates noble-backports
+Components: main restricted universe multiverse
+Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg
+SOURCES
+if ! command -v sudo >/dev/null; then
+	printf '#!/bin/sh\n# sudo of the simulated runner: its user is root already.\nexec "$@"\n' >"$sim/bin/sudo"
+	chmod +x "$sim/bin/sudo"
+fi
+
+# The container prune needs docker or podman: where neither answers, podman
+# and runc from Debian's packages (as root).
+if ! { command -v docker >/dev/null && docker info >/dev/null 2>&1; } && ! command -v podman >/dev/null; then
+	echo "prune-kvm-sim: installing podman and runc (apt-get)" >&2
+	apt-get update -qq >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends podman runc >&2
+fi
+# The container engine of the prune job, when it is podman: its default
+# runtime (crun) refuses hosts whose cgroups are in hybrid mode, where runc
+# runs; and a sandboxed host may refuse the file and process limits podman
+# sets by default (1048576 open files), so the container gets common ones.
+if command -v podman >/dev/null && command -v runc >/dev/null; then
+	printf '[containers]\ndefault_ulimits = ["nofile=1024:4096", "nproc=4096:4096"]\n[engine]\nruntime = "runc"\n' >"$sim/containers.conf"
+	export CONTAINERS_CONF=$sim/containers.conf
+fi
+# The offline path to the prune image's base (docs/ci.md): with
+# LOCKSTEP_PRUNE_BASE=offline, a debootstrapped stand-in imported under the
+# pinned reference's name and tag.
+if [[ ${LOCKSTEP_PRUNE_BASE:-} == offline ]]; then
+	LOCKSTEP_PRUNE_BASE=$("$repo/scripts/prune-base.sh")
+	export LOCKSTEP_PRUNE_BASE
+fi
+
+make -s -C "$repo" build >&2
+
+# Every third-party action the workflow and its composite actions use, at
+# the ref they pin, maps to its stand-in.
+maps=()
+while read -r ref; do
+	name=${ref%@*} name=${name#actions/}
+	[[ -d $repo/workflows/sim/$name ]] || { echo "prune-kvm-sim: no stand-in for $ref in workflows/sim/" >&2 && exit 1; }
+	maps+=(--local-repository "$ref=$repo/workflows/sim/$name")
+done < <(grep -rhoE 'uses: actions/[a-z-]+(/[a-z]+)?@[0-9a-f]{40}' "$repo/.github/workflows/prune-kvm.yml" "$repo"/workflows/*/action.yml |
+	sed -E 's/^uses: //; s#^(actions/[a-z-]+)/[a-z]+@#\1@#' | sort -u)
+
+printf '{"inputs": {"key": "%s", "source": "%s"}}\n' "$key" "$source" >"$sim/event.json"
+vars=()
+if [[ -n ${LOCKSTEP_DEBIAN_MIRROR:-} ]]; then
+	vars=(--var "LOCKSTEP_DEBIAN_MIRROR=$LOCKSTEP_DEBIAN_MIRROR")
+fi
+echo "prune-kvm-sim: act $ACT_VERSION runs .github/workflows/prune-kvm.yml (key $key, source $source) into $out" >&2
+rc=0
+(
+	cd "$repo"
+	unset LOCKSTEP_DEBIAN_MIRROR
+	export LOCKSTEP_APT_DIR=$sim/apt LOCKSTEP_SIM_ARTIFACTS=$out LOCKSTEP_SIM_CACHE=$sim/cache
+	export PATH=$sim/bin:$PATH
+	"$act" workflow_dispatch -W .github/workflows/prune-kvm.yml -e "$sim/event.json" \
+		-P ubuntu-24.04=-self-hosted -P ubuntu-26.04=-self-hosted \
+		"${maps[@]}" "${vars[@]}" --action-offline-mode --no-cache-server --concurrent-jobs 1 --json
+) >"$sim/act.json" 2>"$sim/act.stderr" || rc=$?
+[[ -f $out/summary/summary.md ]] && cp "$out/summary/summary.md" "$out/summary.md"
+# Job and step times, from act's log.
+python3 "$repo/scripts/act-times.py" "$sim/act.json" >>"$out/summary.md" || true
+cat "$out/summary.md" 2>/dev/null || true
+if ((rc != 0)); then
+	echo "prune-kvm-sim: act exited $rc; the log is $sim/act.json" >&2
+	grep -h '"level":"error"' "$sim/act.json" | tail -n 5 >&2 || true
+fi
+exit "$rc"
