@@ -122,8 +122,12 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 			if err := out.prepare(); err != nil {
 				return fail(io, "prune", exitFail, err)
 			}
-			opts := prune.Options{WorkDir: *workDir, SeedDir: *seeds, SkipContainment: *skipContain, CheckMinimality: *minimal,
-				RootDigest: digest, Log: guestLogger(io, "prune")}
+			enf, err := runEnforcer()
+			if err != nil {
+				return fail(io, "prune", exitFail, err)
+			}
+			opts := prune.Options{Enforcer: enf, WorkDir: *workDir, SeedDir: *seeds, SkipContainment: *skipContain,
+				CheckMinimality: *minimal, RootDigest: digest, Log: guestLogger(io, "prune")}
 			return pruneHere(ctx, io, found, opts, out.dir)
 		}
 		return pruneGuests(ctx, io, found, pruneGuestArgs{key: *key, root: *root, out: out, kernel: *kernelArg,
@@ -339,4 +343,15 @@ func pruneOneGuest(ctx context.Context, io *stdio, log *slog.Logger, bz string, 
 		return exitFail
 	}
 	return exitOK
+}
+
+// runEnforcer is lockstep's own enforcer: its run verb, as it always was;
+// the library's default, prune.EnforcerVerb, is for programs that call
+// prune.ServeRoles.
+func runEnforcer() ([]string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this executable for the enforcer: %w", err)
+	}
+	return []string{self, "run"}, nil
 }

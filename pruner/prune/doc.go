@@ -5,10 +5,15 @@
 //
 // # Entry point
 //
+//	prune.ServeRoles() // first thing in main: Prune starts this program again
 //	ex, _ := exercise.ReadDir("exercises/generic/shell-reference")
 //	res, err := prune.Prune(ctx, ex, prune.Options{})
 //	if err != nil { … }             // the pruner could not run at all
 //	paths, err := res.Write(outDir)  // <key>_<ex>.cfg + .json, or .aborted.json
+//
+// With Options.Enforcer nil, the program that calls Prune is the enforcer
+// and the containment probe; ServeRoles serves those roles when Prune starts
+// it as one (see docs/pruner.md), so no lockstep CLI need be installed.
 //
 // Prune never returns an error for something the exercise did: an abort
 // (a flaky or failing reference, a failure no refusal explains, a grow that

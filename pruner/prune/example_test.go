@@ -7,25 +7,30 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
-
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/prune"
 	"github.com/lockstep-sandbox/lockstep/pruner/search"
 )
 
+// A program that prunes calls ServeRoles first thing in main. Prune starts
+// the program again as its enforcer and its containment probe; ServeRoles
+// plays that role and exits, so no lockstep CLI need be installed. When the
+// program was started by anyone else, ServeRoles returns at once.
+func ExampleServeRoles() {
+	prune.ServeRoles()
+	// Flags, then prune.Prune with prune.Options{} (the default
+	// Enforcer and ContainOptions.Probe are this program).
+}
+
 // Prune a tiny exercise whose build script reads a file and writes one
 // JUnit report, on this host's Landlock (LOCKSTEP_DISPOSABLE=1: the pruner
-// owns the scratch directories it is given). Limits and containment are
-// left out to keep the example short; lockstep prune runs every stage.
+// owns the scratch directories it is given). The enforcer is the program
+// itself, here the test binary, whose TestMain calls prune.ServeRoles.
+// Limits and containment are left out to keep the example short; lockstep
+// prune runs every stage.
 func ExamplePrune() {
 	tmp, _ := os.MkdirTemp("", "prune-example-")
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "lockstep")
-	if err := lockstepbin.BuildTo(bin); err != nil {
-		fmt.Println(err)
-		return
-	}
 	// The exercise: tiny/reads-data/{build_script.sh,data.txt,test-reports/}.
 	dir := filepath.Join(tmp, "exercises", "tiny", "reads-data")
 	os.MkdirAll(filepath.Join(dir, "test-reports"), 0o755)
@@ -43,7 +48,6 @@ printf '<testsuite name="tiny"><testcase classname="tiny" name="reads_data">%s</
 	os.Setenv("LOCKSTEP_DISPOSABLE", "1")
 	work := filepath.Join(tmp, "testing-dir")
 	res, err := prune.Prune(context.Background(), ex, prune.Options{
-		Enforcer:   []string{bin, "run"},
 		WorkDir:    work,
 		SkipLimits: true, SkipContainment: true,
 	})

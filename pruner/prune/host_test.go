@@ -41,7 +41,10 @@ func lockstepBinary(t *testing.T) string {
 	return binPath
 }
 
+// TestMain serves the roles Prune re-executes this test binary for (the
+// examples prune with the default enforcer and probe: the test binary).
 func TestMain(m *testing.M) {
+	ServeRoles()
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)

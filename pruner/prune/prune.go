@@ -42,12 +42,15 @@ func Disposable() error {
 }
 
 // Options configures one prune. The zero value prunes as production does:
-// working directory /var/tmp/testing-dir, this executable's `run` verb as
-// the enforcer, strace from PATH, every stage.
+// working directory /var/tmp/testing-dir, this program as the enforcer and
+// the containment probe (it calls ServeRoles), strace from PATH, every
+// stage.
 type Options struct {
 	// Enforcer is the command prefix that applies a policy file; the
 	// pipeline appends "--config", <file>, "--". Nil means
-	// {os.Executable(), "run"}: this binary must then be lockstep.
+	// {os.Executable(), EnforcerVerb}: this program, which must then call
+	// ServeRoles first thing in main. The lockstep CLI passes its own
+	// {lockstep, "run"}.
 	Enforcer []string
 	// Strace is the strace binary; "" means "strace" from PATH.
 	Strace string
@@ -250,11 +253,14 @@ func newState(ex *exercise.Exercise, opts Options) (*state, error) {
 	}
 	s.enforcer = opts.Enforcer
 	if len(s.enforcer) == 0 {
+		if !servesRoles.Load() {
+			return nil, errNoRoles
+		}
 		self, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("finding this executable for the enforcer: %w", err)
 		}
-		s.enforcer = []string{self, enforcer.Verb}
+		s.enforcer = []string{self, EnforcerVerb}
 	}
 	s.strace = opts.Strace
 	if s.strace == "" {

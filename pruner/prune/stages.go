@@ -32,7 +32,7 @@ type ContainOptions struct {
 	// MaxSeconds caps the timeout and cpu checks; 0 means the default.
 	MaxSeconds int
 	// Probe is the probe's argv prefix; nil means {Enforcer[0],
-	// contain.Verb} (lockstep itself).
+	// contain.Verb}: lockstep itself, or the program that calls ServeRoles.
 	Probe []string
 }
 

@@ -1,0 +1,151 @@
+package prune
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer"
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/pruner/contain"
+	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
+	"golang.org/x/sys/unix"
+)
+
+// EnforcerVerb is the first argument under which ServeRoles makes a program
+// the enforcer: `<program> lockstep-enforce [-q] --config <file>… --
+// <command>…` runs the command under the policy files as `lockstep run`
+// does. The default Options.Enforcer is {os.Executable(), EnforcerVerb}. It
+// is not "run", so a program's own verb of that name stays its own.
+const EnforcerVerb = "lockstep-enforce"
+
+// ServeRoles lets the program that calls Prune be every process Prune
+// starts of it, so no lockstep CLI has to be installed. Call it first thing
+// in main, before flags are parsed: when the process was started as one of
+// those roles, ServeRoles plays it and exits with its status; otherwise it
+// returns at once and changes nothing.
+//
+//   - os.Args[1] == EnforcerVerb: the enforcer (the default
+//     Options.Enforcer).
+//   - os.Args[1] == contain.Verb: the containment probe (the default
+//     ContainOptions.Probe), and the processes its nproc check starts.
+//
+// The enforcer's own re-executions (its restricted child and its cgroup
+// reaper, selected by enforcer.RoleEnv) need no call: package enforcer's
+// init serves them in every program that links it.
+func ServeRoles() {
+	servesRoles.Store(true)
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case EnforcerVerb:
+		os.Exit(enforceMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	case contain.Verb:
+		os.Exit(contain.ProbeMain(os.Args[2:], os.Stdout))
+	}
+}
+
+// servesRoles says ServeRoles was called, so the default enforcer and probe
+// (this program) play their roles. Without it, a program re-executed as its
+// own enforcer would run its main again, prune again and start itself
+// without end.
+var servesRoles atomic.Bool
+
+// errNoRoles is Prune's refusal to use the default enforcer in a program
+// that does not serve its roles.
+var errNoRoles = errors.New("the default enforcer is this program, but it did not call prune.ServeRoles first thing in main: call it there, or set Options.Enforcer (lockstep's is {<path of lockstep>, \"run\"})")
+
+// enforcePrefix starts every line the enforcer prints of its own, as
+// `lockstep run` does: verdict.Stopped tells the enforcer's refusal from the
+// command's exit status by it.
+const enforcePrefix = "lockstep run: "
+
+// enforceSignals end the command, its process group and its cgroup, as they
+// end `lockstep run`'s; the enforcer then exits 128+n. Uncaught, the
+// exercise runner's SIGTERM at a timeout would end the enforcer alone.
+var enforceSignals = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM}
+
+// enforceMain is the enforcer role: the part of `lockstep run` the pruner
+// and the containment probe use (--config, -q, then the command), with the
+// same environment scrubbing, statuses and refusal lines.
+func enforceMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// As lockstep's main does: a descriptor the caller leaked must not
+	// reach the command (nor move its nofile measurement).
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	fs := flag.NewFlagSet(EnforcerVerb, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var configs []string
+	fs.Func("config", "policy file (repeatable)", func(s string) error { configs = append(configs, s); return nil })
+	quiet := fs.Bool("q", false, "leave out the status line")
+	err := fs.Parse(args)
+	switch {
+	case err != nil:
+	case fs.NArg() == 0:
+		err = errors.New("no command given after --")
+	case len(configs) == 0:
+		err = errors.New("no policy: give --config <file>")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "usage: lockstep run [-q] --config <file>… -- <command>… (as %s): %v\n", EnforcerVerb, err)
+		return verdict.UsageStatus
+	}
+	p, err := policy.Load("", configs)
+	if err != nil {
+		if !errors.As(err, new(policy.ErrorList)) {
+			err = fmt.Errorf("%w. Nothing ran", err)
+		}
+		return refused(stderr, enforcer.StatusRefused, err)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, enforceSignals...)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	go func() { cancel(caught{(<-sigs).(syscall.Signal)}) }()
+	// Env nil: the caller's variables that enforcer.SafeEnvName lets pass,
+	// as `lockstep run` without --env.
+	status, err := enforcer.Run(ctx, enforcer.Options{Policy: p, Command: fs.Args(),
+		Stdin: stdin, Stdout: stdout, Stderr: stderr, Quiet: *quiet})
+	var sig caught
+	if errors.Is(err, enforcer.ErrInterrupted) && errors.As(context.Cause(ctx), &sig) {
+		status = 128 + int(sig.Signal)
+	}
+	if err != nil {
+		return refused(stderr, status, err)
+	}
+	return status
+}
+
+// refused prints why the enforcer stopped, one line per problem, and
+// returns status.
+func refused(w io.Writer, status int, err error) int {
+	var el policy.ErrorList
+	var ue *enforcer.UnenforceableError
+	switch {
+	case errors.As(err, &el):
+		for _, e := range el {
+			fmt.Fprintf(w, "%s%v\n", enforcePrefix, e)
+		}
+		fmt.Fprintf(w, "%s%d policy problems. Nothing ran.\n", enforcePrefix, len(el))
+	case errors.As(err, &ue):
+		for _, pr := range ue.Problems {
+			fmt.Fprintf(w, "%sunenforceable: %s\n", enforcePrefix, pr)
+		}
+		fmt.Fprintf(w, "%srefused. Nothing ran.\n", enforcePrefix)
+	default:
+		fmt.Fprintf(w, "%s%v\n", enforcePrefix, err)
+	}
+	return status
+}
+
+// caught is the cause of the enforcer's context when a signal ended it.
+type caught struct{ syscall.Signal }
+
+func (c caught) Error() string { return unix.SignalName(c.Signal) + " received" }
