@@ -127,22 +127,14 @@ func Host(ctx context.Context, opts HostOptions) (*HostResult, error) {
 		return nil, fmt.Errorf("observe: %w", cerr)
 	}
 	if err != nil {
-		res.Status, res.Reason = StatusIndeterminate, err.Error()
-		if errors.Is(err, harness.ErrGuestSetup) {
-			res.Status = 70
-		}
+		res.guestFailed(err)
 		return res, writeRunJSON(opts, res, start)
 	}
 	res.Status = run.Status
 	if res.Status != StatusVerified && res.Status != StatusFailed {
 		res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest observer exited %d", run.Status)
 	}
-	if b, err := safefile.ReadFile(filepath.Join(results, SummaryFile), 0); err == nil {
-		var s Summary
-		if json.Unmarshal(b, &s) == nil && s.Schema == SummarySchema {
-			res.Summary = &s
-		}
-	}
+	res.Summary = readSummary(results)
 	if res.Status == StatusIndeterminate {
 		if res.Summary != nil && res.Summary.Reason != "" {
 			res.Reason = res.Summary.Reason
@@ -157,14 +149,43 @@ func Host(ctx context.Context, opts HostOptions) (*HostResult, error) {
 		return nil, err
 	}
 	if res.Status == StatusVerified {
-		for _, f := range found {
-			name := f.Key + "_" + f.Name + ".abi10.json"
-			if _, err := os.Stat(filepath.Join(results, name)); err != nil {
-				res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest reported status 0 but %s is missing", name)
-			}
-		}
+		res.checkRecords(found, results)
 	}
 	return res, writeRunJSON(opts, res, start)
+}
+
+// guestFailed notes a guest run that did not finish: indeterminate, or 70
+// when the guest could not be set up.
+func (res *HostResult) guestFailed(err error) {
+	res.Status, res.Reason = StatusIndeterminate, err.Error()
+	if errors.Is(err, harness.ErrGuestSetup) {
+		res.Status = 70
+	}
+}
+
+// readSummary is the guest's SummaryFile in results, nil when it is
+// missing or not of SummarySchema.
+func readSummary(results string) *Summary {
+	b, err := safefile.ReadFile(filepath.Join(results, SummaryFile), 0)
+	if err != nil {
+		return nil
+	}
+	var s Summary
+	if json.Unmarshal(b, &s) != nil || s.Schema != SummarySchema {
+		return nil
+	}
+	return &s
+}
+
+// checkRecords makes a verified result indeterminate when an exercise of
+// found has no .abi10.json in results.
+func (res *HostResult) checkRecords(found []exercise.Found, results string) {
+	for _, f := range found {
+		name := f.Key + "_" + f.Name + ".abi10.json"
+		if _, err := os.Stat(filepath.Join(results, name)); err != nil {
+			res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest reported status 0 but %s is missing", name)
+		}
+	}
 }
 
 // guestRun is the guest run of Host: the guest observer (GuestRole) reading
