@@ -152,6 +152,9 @@ func (p *pid1) enterRoot() error {
 	} else {
 		p.logf("root switched to 9p tag %s under a tmpfs overlay", p.job.Root.Tag)
 	}
+	if err := writeOptions(proto.OptionsFile, p.job.Options); err != nil {
+		return setupf("%w", err)
+	}
 	return nil
 }
 
@@ -192,6 +195,21 @@ func readJob(file, wantID string) (*proto.Job, error) {
 		return nil, errors.New("job has no command")
 	}
 	return &j, nil
+}
+
+// writeOptions puts the job's options where the role it runs reads them
+// (proto.ReadOptions); a job without options writes nothing.
+func writeOptions(path string, opts json.RawMessage) error {
+	if len(opts) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("the job's options: %w", err)
+	}
+	if err := os.WriteFile(path, opts, 0o644); err != nil {
+		return fmt.Errorf("the job's options: %w", err)
+	}
+	return nil
 }
 
 func kernelRelease() string {

@@ -65,6 +65,9 @@ type Options struct {
 	// Dir is the command's working directory in the guest; "" is "/". A
 	// directory the guest root lacks falls back to "/".
 	Dir string
+	// JobOptions are the command's typed options, written to
+	// proto.OptionsFile before it starts; SetRole sets them.
+	JobOptions json.RawMessage
 	// Stdout and Stderr receive the command's output as it arrives; nil
 	// discards it.
 	Stdout, Stderr io.Writer
@@ -481,7 +484,7 @@ func (o Options) deadlines(accel string) deadlines {
 // the guest for its root and o.Shares.
 func guestJob(o *Options, id string) (job *proto.Job, shares []Share9P, disks []string) {
 	job = &proto.Job{
-		Schema: proto.SchemaVersion, ID: id, Command: o.Command, Env: o.Env, Dir: o.Dir,
+		Schema: proto.SchemaVersion, ID: id, Command: o.Command, Env: o.Env, Dir: o.Dir, Options: o.JobOptions,
 		Root: &proto.Root{Tag: proto.RootTag}, Verbose: o.Verbose,
 	}
 	if o.RootImage != "" {

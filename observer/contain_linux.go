@@ -3,6 +3,7 @@ package observer
 import (
 	"context"
 
+	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
@@ -20,7 +21,7 @@ func (v *verification) contain(ctx context.Context, p *policy.Policy) ([]record.
 	o := v.o
 	o.progress("%s: containment checks", v.ex.Name)
 	return contain.Execute(ctx, p, contain.Setup{
-		Probe: []string{o.exe, contain.Verb}, Enforcer: []string{o.exe, "run", "-q"},
+		Probe: []string{o.exe, contain.Verb}, Enforcer: enforcer.Prefix(o.exe, false),
 		WorkDir: o.work, ScratchDir: o.scratch, Env: exercise.DefaultEnv(o.work),
 		Ran: func() { v.es.Runs["containment probe"]++ },
 	})

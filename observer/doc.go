@@ -14,6 +14,16 @@
 //     release, the LSM list, the ABI, audit registration, then one deliberate
 //     refusal per right class, each of which must produce exactly one record.
 //
+// # One observed run
+//
+// [RunObserved] is lockstep's one observed-run engine: a policy, the lockstep
+// binary that applies it and a runner for the command in; the command's
+// status, strace's log, the refusals attributed from it (confirmed by the
+// control replay), the run's audit records and their join ([CrossCheck])
+// out. The observer's exercise checks run on it directly; [ObserveHere] and
+// [ObserveRun] render one run as an [Observation], the document package
+// repro compares across kernels and package verify's diagnosis carries.
+//
 // # Outcomes
 //
 // Every observation has three outcomes: held (pass), failed, indeterminate.

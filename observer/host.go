@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +30,7 @@ const (
 	guestPathSets  = proto.ShareDir + "/path-sets"
 )
 
-// HostOptions configures Observe, the host side of `lockstep observe`.
+// HostOptions configures Host, the host side of `lockstep observe`.
 type HostOptions struct {
 	Key       string
 	Exercises string
@@ -45,21 +44,15 @@ type HostOptions struct {
 	// bzImage names.
 	WantABI     int
 	WantRelease string
-	// Root, Accel, CPUs, MemMB, Timeout as in harness.Options.
-	Root    string
-	Accel   string
-	CPUs    int
-	MemMB   int
-	Timeout time.Duration
-	// Extra arguments for the in-guest observer (tests: --backlog-limit).
-	GuestArgs []string
+	// Sizing is the guest's.
+	harness.Sizing
 	// Stderr receives the guest's progress as it arrives.
 	Stderr  io.Writer
 	Verbose bool
 	Log     *slog.Logger
 }
 
-// HostResult is what Observe found.
+// HostResult is what Host found.
 type HostResult struct {
 	// Status is 0 every exercise verified, 1 one failed, 3 indeterminate,
 	// 70 the guest could not be set up.
@@ -95,11 +88,12 @@ type RunJSON struct {
 	Seconds   float64           `json:"seconds"`
 }
 
-// Observe boots the kernel with the observer as the guest's job, the
-// exercises and path sets shared read-only, streams its progress, and
-// unpacks its results into PathSets. A status of 0 holds only if every
-// exercise of the key has its .abi10.json.
-func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
+// Host is the observer's host side: it boots the kernel with the observer's
+// guest side (Guest, the role GuestRole) as the guest's job, the exercises
+// and path sets shared read-only, streams its progress, and unpacks its
+// results into PathSets. A status of 0 holds only if every exercise of the
+// key has its .abi10.json.
+func Host(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	start := time.Now()
 	for _, d := range []string{opts.Exercises, opts.PathSets} {
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
@@ -118,23 +112,11 @@ func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(results)
-	exAbs, _ := filepath.Abs(opts.Exercises)
-	psAbs, _ := filepath.Abs(opts.PathSets)
-	// The guest's root is hashed here, where it is a plain directory; in
-	// the guest it is a 9p share under an overlay, far slower to read.
-	digest, err := rootdigest.Of(rootdigest.RootOr(opts.Root))
+	hopts, err := guestRun(opts, results)
 	if err != nil {
 		return nil, fmt.Errorf("observe: %w", err)
 	}
-	cmd := append([]string{proto.GuestBinary, "observe", "--in-guest", "--key", opts.Key,
-		"--exercises", guestExercises, "--path-sets", guestPathSets, "--out", proto.ResultsDir,
-		"--want-abi", strconv.Itoa(opts.WantABI), "--want-release", opts.WantRelease,
-		"--root-digest", digest}, opts.GuestArgs...)
-	run, err := harness.Run(ctx, harness.Options{
-		Kernel: opts.Kernel, Root: opts.Root, Accel: opts.Accel, CPUs: opts.CPUs, MemMB: opts.MemMB, Timeout: opts.Timeout,
-		Shares:  []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: psAbs, GuestPath: guestPathSets}},
-		Command: cmd, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log,
-	})
+	run, err := harness.Run(ctx, hopts)
 	res := &HostResult{Run: run}
 	if run == nil {
 		return nil, fmt.Errorf("observe: %w", err)
@@ -145,22 +127,14 @@ func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
 		return nil, fmt.Errorf("observe: %w", cerr)
 	}
 	if err != nil {
-		res.Status, res.Reason = StatusIndeterminate, err.Error()
-		if errors.Is(err, harness.ErrGuestSetup) {
-			res.Status = 70
-		}
+		res.guestFailed(err)
 		return res, writeRunJSON(opts, res, start)
 	}
 	res.Status = run.Status
 	if res.Status != StatusVerified && res.Status != StatusFailed {
 		res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest observer exited %d", run.Status)
 	}
-	if b, err := safefile.ReadFile(filepath.Join(results, SummaryFile), 0); err == nil {
-		var s Summary
-		if json.Unmarshal(b, &s) == nil && s.Schema == SummarySchema {
-			res.Summary = &s
-		}
-	}
+	res.Summary = readSummary(results)
 	if res.Status == StatusIndeterminate {
 		if res.Summary != nil && res.Summary.Reason != "" {
 			res.Reason = res.Summary.Reason
@@ -175,14 +149,65 @@ func Observe(ctx context.Context, opts HostOptions) (*HostResult, error) {
 		return nil, err
 	}
 	if res.Status == StatusVerified {
-		for _, f := range found {
-			name := f.Key + "_" + f.Name + ".abi10.json"
-			if _, err := os.Stat(filepath.Join(results, name)); err != nil {
-				res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest reported status 0 but %s is missing", name)
-			}
-		}
+		res.checkRecords(found, results)
 	}
 	return res, writeRunJSON(opts, res, start)
+}
+
+// guestFailed notes a guest run that did not finish: indeterminate, or 70
+// when the guest could not be set up.
+func (res *HostResult) guestFailed(err error) {
+	res.Status, res.Reason = StatusIndeterminate, err.Error()
+	if errors.Is(err, harness.ErrGuestSetup) {
+		res.Status = 70
+	}
+}
+
+// readSummary is the guest's SummaryFile in results, nil when it is
+// missing or not of SummarySchema.
+func readSummary(results string) *Summary {
+	b, err := safefile.ReadFile(filepath.Join(results, SummaryFile), 0)
+	if err != nil {
+		return nil
+	}
+	var s Summary
+	if json.Unmarshal(b, &s) != nil || s.Schema != SummarySchema {
+		return nil
+	}
+	return &s
+}
+
+// checkRecords makes a verified result indeterminate when an exercise of
+// found has no .abi10.json in results.
+func (res *HostResult) checkRecords(found []exercise.Found, results string) {
+	for _, f := range found {
+		name := f.Key + "_" + f.Name + ".abi10.json"
+		if _, err := os.Stat(filepath.Join(results, name)); err != nil {
+			res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest reported status 0 but %s is missing", name)
+		}
+	}
+}
+
+// guestRun is the guest run of Host: the guest observer (GuestRole) reading
+// the exercises and path sets from 9P shares and writing to results.
+func guestRun(opts HostOptions, results string) (harness.Options, error) {
+	exAbs, _ := filepath.Abs(opts.Exercises)
+	psAbs, _ := filepath.Abs(opts.PathSets)
+	// The guest's root is hashed here, where it is a plain directory; in
+	// the guest it is a 9p share under an overlay, far slower to read.
+	digest, err := rootdigest.Of(rootdigest.RootOr(opts.Root))
+	if err != nil {
+		return harness.Options{}, err
+	}
+	hopts := harness.Options{
+		Kernel: opts.Kernel,
+		Shares: []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: psAbs, GuestPath: guestPathSets}},
+		Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log,
+	}
+	opts.Sizing.Apply(&hopts)
+	err = hopts.SetRole(GuestRole, GuestOptions{Key: opts.Key, Exercises: guestExercises, PathSets: guestPathSets,
+		Out: proto.ResultsDir, WantABI: opts.WantABI, WantRelease: opts.WantRelease, RootDigest: digest})
+	return hopts, err
 }
 
 // clearStale removes the key's .abi10 files (record, sidecar, trace) from dir.

@@ -88,7 +88,7 @@ func hostVerification(t *testing.T, backlog uint32, raw io.Writer) (*verificatio
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &observer{opts: Options{Key: "fixture", ReferenceRuns: 1, JointRuns: 1, Rounds: 3}, exe: bin,
+	o := &observer{opts: GuestOptions{Key: "fixture", ReferenceRuns: 1, JointRuns: 1, Rounds: 3}, exe: bin,
 		work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10}
 	o.opts.Progress = testWriter{t}
 	es := &ExerciseSummary{Runs: map[string]int{}}
@@ -169,10 +169,10 @@ func TestRunBelowABI10(t *testing.T) {
 		t.Skipf("this kernel offers Landlock ABI %d; the case needs one below 10", abi)
 	}
 	out := t.TempDir()
-	sum, err := Run(t.Context(), Options{Key: "fixture", Exercises: "../testdata/exercises", PathSets: fixtureDir,
+	sum, err := Guest(t.Context(), GuestOptions{Key: "fixture", Exercises: "../testdata/exercises", PathSets: fixtureDir,
 		Out: out, Exe: lockstepBinary(t), WantABI: 10, Scratch: t.TempDir()})
 	if err != nil {
-		t.Fatalf("Run() = %v", err)
+		t.Fatalf("Guest() = %v", err)
 	}
 	if sum.Status != StatusIndeterminate || sum.Proof == nil || sum.Proof.Status != StatusIndeterminate {
 		t.Errorf("status %d (%s), want 3 from the proof", sum.Status, sum.Reason)

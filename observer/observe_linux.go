@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
@@ -19,15 +20,14 @@ import (
 	"github.com/lockstep-sandbox/lockstep/pruner/control"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
-	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
-// Run is the observer inside the guest: it starts the audit collector before
+// Guest is the observer inside the guest: it starts the audit collector before
 // any workload, proves the kernel (observer/proof; anything but held is
 // status 3 and nothing is written), then verifies each exercise of the key
 // and writes its records to opts.Out. The error is for failures to start at
 // all; the outcome is in the Summary.
-func Run(ctx context.Context, opts Options) (*Summary, error) {
+func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 	start := time.Now()
 	o, err := newObserver(opts)
 	if err != nil {
@@ -153,7 +153,7 @@ func (o *observer) write(k *record.KVM, sidecar, trace []byte) error {
 }
 
 type observer struct {
-	opts    Options
+	opts    GuestOptions
 	exe     string
 	work    string
 	scratch string
@@ -165,7 +165,7 @@ type observer struct {
 	prov    record.Provenance
 }
 
-func newObserver(opts Options) (*observer, error) {
+func newObserver(opts GuestOptions) (*observer, error) {
 	if opts.Key == "" || opts.Exercises == "" || opts.PathSets == "" || opts.Out == "" {
 		return nil, errors.New("observe: Key, Exercises, PathSets and Out are required")
 	}
@@ -356,81 +356,28 @@ func (v *verification) exRun(ctx context.Context, kind string, prefix []string) 
 	return res, nil
 }
 
-// observed is one run under strace and the collector.
-type observed struct {
-	res      *exercise.Result
-	trace    []byte
-	landlock []*attribute.Refusal // confirmed by the control replay
-	other    []*attribute.Refusal // limits and other layers' refusals in the domain
-	audit    *audit.RunResult
-}
-
-// observe runs the exercise under p with strace and the log-new-exec flag,
-// collecting the run's records, and attributes the trace.
-func (v *verification) observe(ctx context.Context, kind string, p *policy.Policy) (*observed, error) {
+// observe runs the exercise under p with strace and the log-new-exec flag
+// through the engine (RunObserved), collecting the run's records; records
+// that cannot be trusted as complete abort (JudgeAudit).
+func (v *verification) observe(ctx context.Context, kind string, p *policy.Policy) (*Observed, error) {
 	o := v.o
-	base := filepath.Join(o.scratch, fmt.Sprintf("%s.%s.%d", v.ex.Stem(), kind, v.es.Runs[kind]+1))
-	if err := os.WriteFile(base+".cfg", p.Render(), 0o644); err != nil {
-		return nil, err
-	}
-	run, err := o.col.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
-	}
-	prefix := strace.Command(base+".trace", o.exe, "run", "-q", "--log-subprocesses", "--config", base+".cfg", "--")
-	res, err := v.exRun(ctx, kind, prefix)
-	if err != nil {
-		run.End(ctx, func(int) bool { return false }, 0)
-		return nil, err
-	}
-	ob := &observed{res: res}
-	tr, err := readTrace(kind, base+".trace", ob)
-	if err != nil {
-		run.End(ctx, func(int) bool { return false }, 0)
-		return nil, err
-	}
-	pids := map[int]bool{}
-	for _, c := range tr.Calls {
-		pids[c.PID], pids[c.TGID] = true, true
-	}
-	copts := control.Options{PseudoTerminals: v.ex.Config.UsesPseudoTerminals, NoCreate: true}
-	for _, r := range attribute.Refusals(tr.Calls, attribute.Options{Resolve: attribute.ResolveSymlinks}) {
-		if r.Call == nil || !r.Call.InDomain {
-			continue
-		}
-		switch r.Layer {
-		case attribute.Filesystem, attribute.Network:
-			if control.Replay(r, copts).Landlock {
-				ob.landlock = append(ob.landlock, r)
+	ob, err := RunObserved(ctx, Spec{Policy: p, Exe: o.exe, Scratch: o.scratch, Stem: fmt.Sprintf("%s.%s.%d", v.ex.Stem(), kind, v.es.Runs[kind]+1),
+		Kind: kind, LogSubprocesses: true, Collector: o.col, Wait: o.wait,
+		Control: control.Options{PseudoTerminals: v.ex.Config.UsesPseudoTerminals, NoCreate: true},
+		Run: func(ctx context.Context, prefix []string) (int, string, error) {
+			res, err := v.exRun(ctx, kind, prefix)
+			if err != nil {
+				return 0, "", err
 			}
-		case attribute.Limit:
-			ob.other = append(ob.other, r)
-		}
+			return res.Status, "", nil
+		}})
+	if err != nil {
+		return nil, err
 	}
-	if ob.audit, err = run.End(ctx, func(pid int) bool { return pids[pid] }, o.wait); err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
-	}
-	if ae := JudgeAudit(kind, ob.audit); ae != nil {
+	if ae := JudgeAudit(kind, ob.Audit); ae != nil {
 		return nil, ae
 	}
 	return ob, nil
-}
-
-// readTrace reads a run's trace into ob and parses it; a trace with a line
-// the parser cannot read is an abort (JudgeTrace).
-func readTrace(kind, path string, ob *observed) (*strace.Trace, error) {
-	var err error
-	if ob.trace, err = os.ReadFile(path); err != nil {
-		return nil, err
-	}
-	tr, err := strace.ParseFileLenient(path)
-	if err != nil {
-		return nil, fmt.Errorf("the %s run's trace: %w", kind, err)
-	}
-	if ae := JudgeTrace(kind, tr.Errors); ae != nil {
-		return nil, ae
-	}
-	return tr, nil
 }
 
 // crossCheck runs the narrowed policy observed and joins the two views.
@@ -447,9 +394,9 @@ func (v *verification) crossCheck(ctx context.Context, p *policy.Policy) (string
 	if err != nil {
 		return "", err
 	}
-	v.trace = ob.trace
-	v.es.Trace = &TraceInfo{Run: "cross-check", SHA256: record.SHA256Hex(ob.trace), Bytes: len(ob.trace)}
-	cmp := CrossCheck(ob.landlock, ob.audit.Denials())
+	v.trace = ob.Trace
+	v.es.Trace = &TraceInfo{Run: "cross-check", SHA256: record.SHA256Hex(ob.Trace), Bytes: len(ob.Trace)}
+	cmp := ob.Join
 	v.k.CrossCheck = cmp.Record()
 	v.k.Mismatches, v.k.AuditOnly = cmp.Mismatches, cmp.AuditOnly
 	v.o.progress("%s: cross-check: %d strace refusal(s), %d record(s), %d mismatch(es), %d audit-only",
@@ -492,14 +439,13 @@ func (v *verification) abi10(ctx context.Context, p *policy.Policy) (*policy.Pol
 				connect = append(connect, c)
 			}
 		}
-		denials := ob.audit.Denials()
-		rows, ports, other := Rows(d.Bind, denials, current.Bind)
+		rows, ports, other := Rows(d.Bind, ob.Denials, current.Bind)
 		// Filesystem and limit refusals are not differences by themselves
 		// (the default prune leaves unneeded accesses refused); they only
 		// leave the joint runs unsettled, which shows as no row.
 		if len(other) > 0 || len(connect) > 0 || len(rows) == 0 {
 			return nil, abortf(map[string]any{"other_bind_rules": nonNil(other), "connect_rules": nonNil(connect),
-				"other_refusals": nonNil(d.Other), "audit": rawRecords(ob.audit.Records, 20)},
+				"other_refusals": nonNil(d.Other), "audit": rawRecords(ob.Audit.Records, 20)},
 				"the guest kernel differs from the default prune's in more than a UDP bind port")
 		}
 		v.k.Rows = append(v.k.Rows, rows...)
@@ -517,7 +463,7 @@ func (v *verification) joint(ctx context.Context, p *policy.Policy, round int) (
 	}
 	for i := 0; i < v.o.opts.JointRuns; i++ {
 		v.o.progress("%s: joint run %d/%d (round %d)", v.ex.Name, i+1, v.o.opts.JointRuns, round)
-		res, err := v.exRun(ctx, "joint", []string{v.o.exe, "run", "-q", "--config", path, "--"})
+		res, err := v.exRun(ctx, "joint", enforcer.Command(enforcer.Prefix(v.o.exe, false), path))
 		if err != nil {
 			return nil, err
 		}
@@ -530,9 +476,9 @@ func (v *verification) joint(ctx context.Context, p *policy.Policy, round int) (
 
 // difference sorts a diagnosis run's confirmed refusals into network rules
 // and everything else.
-func difference(ob *observed) Difference {
+func difference(ob *Observed) Difference {
 	var d Difference
-	for _, r := range ob.landlock {
+	for _, r := range ob.Landlock {
 		switch r.Layer {
 		case attribute.Network:
 			for _, n := range r.Net {
@@ -546,7 +492,7 @@ func difference(ob *observed) Difference {
 			d.Other = append(d.Other, r.String())
 		}
 	}
-	for _, r := range ob.other {
+	for _, r := range ob.Other {
 		d.Other = append(d.Other, r.String())
 	}
 	d.Bind, d.Connect = uniqueSorted(d.Bind), uniqueSorted(d.Connect)

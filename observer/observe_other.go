@@ -7,7 +7,7 @@ import (
 	"errors"
 )
 
-// Run needs Linux (Landlock, audit over netlink).
-func Run(ctx context.Context, opts Options) (*Summary, error) {
+// Guest needs Linux (Landlock, audit over netlink).
+func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 	return nil, errors.New("observe: the observer runs on Linux only")
 }

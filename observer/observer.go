@@ -14,7 +14,7 @@ import (
 // SummarySchema is the version of the Summary document (observe.json).
 const SummarySchema = 1
 
-// Defaults of Options.
+// Defaults of GuestOptions.
 const (
 	DefaultReferenceRuns = 3
 	DefaultJointRuns     = 3
@@ -33,50 +33,58 @@ const (
 	StatusIndeterminate = 3
 )
 
-// Options configures Run, the observer inside the guest.
-type Options struct {
+// GuestRole is the registered role (proto.EnvRole) of the observer's guest
+// side: the guest's job when Host boots a kernel, reading its GuestOptions
+// from the job (proto.OptionsFile).
+const GuestRole = "observe-guest"
+
+// GuestOptions configures Guest, the observer inside the guest; as JSON it
+// is the job Host hands the guest.
+type GuestOptions struct {
 	// Key selects the exercises (prune.json's key, else the family).
-	Key string
+	Key string `json:"key"`
 	// Exercises is the testing root, <root>/<family>/<exercise>.
-	Exercises string
+	Exercises string `json:"exercises"`
 	// PathSets holds the default prune's <key>_<ex>.cfg and .json.
-	PathSets string
+	PathSets string `json:"path_sets"`
 	// Out receives <key>_<ex>.abi10.json, .abi10.cfg,
 	// .abi10.observed.trace.gz and observe.json. It may equal PathSets.
-	Out string
+	Out string `json:"out"`
 	// Exe is the lockstep binary the runs re-execute (`run`); "" is this
 	// executable.
-	Exe string
+	Exe string `json:"exe,omitempty"`
 	// WorkDir is the exercises' working directory; "" is
 	// exercise.DefaultWorkDir.
-	WorkDir string
+	WorkDir string `json:"work_dir,omitempty"`
 	// Scratch holds policies and traces; "" is a new temporary directory.
-	Scratch string
+	Scratch string `json:"scratch,omitempty"`
 	// WantABI is the pin's Landlock ABI (at least 10); WantRelease the
 	// release uname -r must say ("" not checked).
-	WantABI     int
-	WantRelease string
+	WantABI     int    `json:"want_abi"`
+	WantRelease string `json:"want_release,omitempty"`
 	// ReferenceRuns, JointRuns and Rounds: 0 means the defaults (3 each).
-	ReferenceRuns, JointRuns, Rounds int
+	ReferenceRuns int `json:"reference_runs,omitempty"`
+	JointRuns     int `json:"joint_runs,omitempty"`
+	Rounds        int `json:"rounds,omitempty"`
 	// RunTimeout bounds each run of an exercise; 0 is the exercise
 	// package's default.
-	RunTimeout time.Duration
+	RunTimeout time.Duration `json:"run_timeout,omitempty"`
 	// Wait bounds the wait for each domain's deallocation record; 0 is
 	// DefaultWait.
-	Wait time.Duration
+	Wait time.Duration `json:"wait,omitempty"`
 	// BacklogLimit is the kernel's audit backlog limit to set; 0 is the
 	// collector's default (8192). Tests lower it to provoke loss.
-	BacklogLimit uint32
+	BacklogLimit uint32 `json:"backlog_limit,omitempty"`
 	// RootDigest is provenance.root_digest of the records: the digest of
 	// the guest's root file system, taken by the host (internal/rootdigest).
-	RootDigest string
+	RootDigest string `json:"root_digest,omitempty"`
 	// Progress receives one line per step of each exercise; nil discards.
-	Progress io.Writer
+	Progress io.Writer `json:"-"`
 	// Log receives debug messages; nil discards them.
-	Log *slog.Logger
+	Log *slog.Logger `json:"-"`
 }
 
-// Summary is what Run did: observe.json.
+// Summary is what Guest did: observe.json.
 type Summary struct {
 	Schema int `json:"schema"`
 	// Status is StatusVerified, StatusFailed or StatusIndeterminate.

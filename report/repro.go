@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/observer"
 	"github.com/lockstep-sandbox/lockstep/repro"
 )
 
@@ -98,7 +99,7 @@ func reproMatrix(res *repro.Result) *Matrix {
 func differenceSection(res *repro.Result, i int, d repro.Difference) Section {
 	s := Section{ID: fmt.Sprintf("difference-%d", i+1), Title: fmt.Sprintf("Difference %d: %s", i+1, d.Kind), Verdict: Differ,
 		Notes: []string{d.Summary}}
-	for side, r := range []*repro.Refusal{d.A, d.B} {
+	for side, r := range []*observer.Refusal{d.A, d.B} {
 		o := res.Kernels[side]
 		switch {
 		case d.Kind == repro.KindUnenforceable:
@@ -126,7 +127,7 @@ func differs(res *repro.Result, side int) bool {
 	return false
 }
 
-func refusalPair(o *repro.Observation, r *repro.Refusal) Pair {
+func refusalPair(o *observer.Observation, r *observer.Refusal) Pair {
 	pr := Pair{Side: o.Kernel, Strace: r.Line, Audit: r.Audit, Kind: "matched"}
 	if pr.Strace == "" {
 		pr.Strace = fmt.Sprintf("%s %s = %s", r.Call, strings.Join(r.Objects, " "), r.Errno)
@@ -140,7 +141,7 @@ func refusalPair(o *repro.Observation, r *repro.Refusal) Pair {
 	return pr
 }
 
-func sideTiming(o *repro.Observation) Timing {
+func sideTiming(o *observer.Observation) Timing {
 	if g := o.Guest; g != nil {
 		return Timing{Label: o.Kernel, Phases: []Phase{{"boot", (g.Timings.Accel + g.Timings.Initramfs + g.Timings.Boot).Seconds()},
 			{"runs", g.Timings.Job.Seconds()}, {"teardown", g.Timings.Shutdown.Seconds()}}}
@@ -148,7 +149,7 @@ func sideTiming(o *repro.Observation) Timing {
 	return Timing{Label: o.Kernel, Phases: []Phase{{"runs", o.Seconds}}}
 }
 
-func sideProvenance(o *repro.Observation) []KV {
+func sideProvenance(o *observer.Observation) []KV {
 	kv := []KV{{o.Kernel + ": release", fmt.Sprintf("%s, Landlock ABI %d", o.Release, o.ABI)}}
 	if g := o.Guest; g != nil {
 		if g.Pin != "" {

@@ -4,10 +4,18 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // ResultSchema is the version of a Result document (`repro --json`).
 const ResultSchema = 1
+
+// ObservationFile is the file the in-guest side writes into the results.
+const ObservationFile = "repro-observation.json"
+
+// HostKernel names this machine's running kernel.
+const HostKernel = "host"
 
 // Statuses of a comparison, as `lockstep repro` exits.
 const (
@@ -35,20 +43,20 @@ type Difference struct {
 	Objects []string `json:"objects,omitempty"`
 	// A and B are each kernel's refusal of the call; nil where that kernel
 	// allowed it.
-	A *Refusal `json:"a"`
-	B *Refusal `json:"b"`
+	A *observer.Refusal `json:"a"`
+	B *observer.Refusal `json:"b"`
 	// Side is the kernel that could not enforce Rules (0 for A, 1 for B;
 	// unenforceable only).
-	Side  int    `json:"side"`
-	Rules []Rule `json:"rules,omitempty"`
+	Side  int             `json:"side"`
+	Rules []observer.Rule `json:"rules,omitempty"`
 	// Summary says the difference in one line.
 	Summary string `json:"summary"`
 }
 
 // Pair is a refusal both kernels made alike.
 type Pair struct {
-	A Refusal `json:"a"`
-	B Refusal `json:"b"`
+	A observer.Refusal `json:"a"`
+	B observer.Refusal `json:"b"`
 }
 
 // Result is the comparison of two observations.
@@ -57,10 +65,10 @@ type Result struct {
 	// Status is StatusSame, StatusDiffer or StatusIndeterminate.
 	Status int `json:"status"`
 	// Reason says why the result is indeterminate.
-	Reason      string          `json:"reason,omitempty"`
-	Kernels     [2]*Observation `json:"kernels"`
-	Differences []Difference    `json:"differences"`
-	Same        []Pair          `json:"same"`
+	Reason      string                   `json:"reason,omitempty"`
+	Kernels     [2]*observer.Observation `json:"kernels"`
+	Differences []Difference             `json:"differences"`
+	Same        []Pair                   `json:"same"`
 	// Command and PolicyHash identify what ran.
 	Command    []string `json:"command"`
 	PolicyHash string   `json:"policy_hash"`
@@ -69,17 +77,17 @@ type Result struct {
 // Compare lines up two observations' refusals call by call. An
 // indeterminate side makes the result indeterminate (its differences are
 // still listed as far as they go).
-func Compare(a, b *Observation) *Result {
-	a.normalise()
-	b.normalise()
-	res := &Result{Schema: ResultSchema, Kernels: [2]*Observation{a, b}, Differences: []Difference{}, Same: []Pair{}}
+func Compare(a, b *observer.Observation) *Result {
+	a.Normalise()
+	b.Normalise()
+	res := &Result{Schema: ResultSchema, Kernels: [2]*observer.Observation{a, b}, Differences: []Difference{}, Same: []Pair{}}
 	unenforceable := len(a.Unenforceable) > 0 || len(b.Unenforceable) > 0
 	for side, o := range res.Kernels {
 		other := res.Kernels[1-side]
-		var only []Rule
+		var only []observer.Rule
 		var names []string
 		for _, r := range o.Unenforceable {
-			if !slices.ContainsFunc(other.Unenforceable, func(x Rule) bool { return x.Rule == r.Rule }) {
+			if !slices.ContainsFunc(other.Unenforceable, func(x observer.Rule) bool { return x.Rule == r.Rule }) {
 				only = append(only, r)
 				names = append(names, r.String())
 			}
@@ -114,17 +122,17 @@ func Compare(a, b *Observation) *Result {
 
 // lineUp pairs the n-th refusal of each (call, layer, objects) on one side
 // with the n-th on the other, in trace order.
-func lineUp(a, b *Observation) ([]Difference, []Pair) {
+func lineUp(a, b *observer.Observation) ([]Difference, []Pair) {
 	diffs, same := []Difference{}, []Pair{}
 	byKey := map[string][]int{}
 	for i := range b.Refusals {
-		k := b.Refusals[i].key()
+		k := key(&b.Refusals[i])
 		byKey[k] = append(byKey[k], i)
 	}
 	usedB := make([]bool, len(b.Refusals))
 	for i := range a.Refusals {
 		ra := a.Refusals[i]
-		k := ra.key()
+		k := key(&ra)
 		if len(byKey[k]) == 0 {
 			diffs = append(diffs, refusedOnOne(a, b, &ra, nil))
 			continue
@@ -150,7 +158,7 @@ func lineUp(a, b *Observation) ([]Difference, []Pair) {
 	return diffs, same
 }
 
-func refusedOnOne(a, b *Observation, ra, rb *Refusal) Difference {
+func refusedOnOne(a, b *observer.Observation, ra, rb *observer.Refusal) Difference {
 	r, by, other := ra, a, b
 	if r == nil {
 		r, by, other = rb, b, a
@@ -158,4 +166,10 @@ func refusedOnOne(a, b *Observation, ra, rb *Refusal) Difference {
 	return Difference{Kind: KindRefusedOnOne, Call: r.Call, Objects: r.Objects, A: ra, B: rb,
 		Summary: fmt.Sprintf("%s %s: refused on %s (%s), allowed on %s; granted by %s", r.Call, strings.Join(r.Objects, " "),
 			by.Kernel, strings.Join(r.Rights, ","), other.Kernel, strings.Join(r.Grant, ", "))}
+}
+
+// key is how refusals are lined up across kernels: the same call on the same
+// objects in the same layer.
+func key(r *observer.Refusal) string {
+	return r.Call + "\x00" + r.Layer + "\x00" + strings.Join(r.Objects, "\x00")
 }

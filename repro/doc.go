@@ -4,12 +4,14 @@
 // A kernel is named as `lockstep repro --kernel` takes it: "host" (this
 // machine's running kernel, observed in-process), a kernel pin (built and
 // cached by package kernel) or a bzImage file; the last two boot a
-// throwaway guest through package harness, whose job is `lockstep repro
-// --in-guest`, the same [ObserveHere] that observes the host.
+// throwaway guest through package harness, whose job is repro's guest side
+// ([Guest], the role [GuestRole]): the same [observer.ObserveHere] that
+// observes the host.
 //
 // # One side
 //
-// [ObserveHere] runs the command as `strace -f … lockstep run -q
+// [observer.ObserveHere], on observer's one observed-run engine
+// ([observer.RunObserved]), runs the command as `strace -f … lockstep run -q
 // [--log-subprocesses] --config policy.cfg -- cmd…`. Where the kernel offers
 // Landlock audit records (ABI 7 or more, and root), it registers as the
 // audit daemon first (observer/audit) and joins each strace refusal with

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // FuzzObservation feeds guest-written observation documents (outside input
@@ -20,14 +22,14 @@ func FuzzObservation(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		o, err := ParseObservation("fuzz", b)
+		o, err := observer.ParseObservation("fuzz", b)
 		if err != nil {
 			if o != nil {
 				t.Fatalf("ReadObservation = %+v, %v: an error with a result", o, err)
 			}
 			return
 		}
-		var twin Observation
+		var twin observer.Observation
 		if err := json.Unmarshal(b, &twin); err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +41,7 @@ func FuzzObservation(f *testing.F) {
 }
 
 func BenchmarkCompare(b *testing.B) {
-	a, err := ReadObservation("testdata/host-6.18.44-tcp-bind.json")
+	a, err := observer.ReadObservation("testdata/host-6.18.44-tcp-bind.json")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+	"github.com/lockstep-sandbox/lockstep/observer"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
@@ -83,7 +84,7 @@ func needHost(t *testing.T) int {
 // sees it inside the domain, and its net.bind_tcp record is joined to it.
 func TestObserveHereTCPBind(t *testing.T) {
 	needHost(t)
-	o, err := ObserveHere(t.Context(), HereOptions{Policy: hostPolicy(t, "udp.cfg"), Command: []string{"/usr/bin/python3", "-c", pyTCP},
+	o, err := observer.ObserveHere(t.Context(), observer.HereOptions{Policy: hostPolicy(t, "udp.cfg"), Command: []string{"/usr/bin/python3", "-c", pyTCP},
 		Exe: lockstepBinary(t), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestObserveHereUDPRuleBelowABI10(t *testing.T) {
 	if abi := needHost(t); abi >= 10 {
 		t.Skipf("this kernel offers Landlock ABI %d; the case needs one below 10", abi)
 	}
-	o, err := ObserveHere(t.Context(), HereOptions{Policy: hostPolicy(t, "udp.cfg", "udp-allow.cfg"),
+	o, err := observer.ObserveHere(t.Context(), observer.HereOptions{Policy: hostPolicy(t, "udp.cfg", "udp-allow.cfg"),
 		Command: []string{"/usr/bin/python3", "-c", pyUDP}, Exe: lockstepBinary(t), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -127,12 +128,12 @@ func TestObserveHereUDPRuleBelowABI10(t *testing.T) {
 // TestRunHostHost: the same command on the host twice refuses the same.
 func TestRunHostHost(t *testing.T) {
 	needHost(t)
-	res, err := Run(t.Context(), Options{Kernels: [2]Kernel{{Name: HostKernel}, {Name: HostKernel}}, Policy: hostPolicy(t, "udp.cfg"),
+	res, err := Host(t.Context(), HostOptions{Kernels: [2]Kernel{{Name: HostKernel}, {Name: HostKernel}}, Policy: hostPolicy(t, "udp.cfg"),
 		Command: []string{"/usr/bin/python3", "-c", pyTCP}, Exe: lockstepBinary(t), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Status != StatusSame || len(res.Same) != 1 || len(res.Differences) != 0 || res.PolicyHash == "" {
-		t.Errorf("Run = status %d (%s), same %d, differences %+v; want status 0 with the bind alike", res.Status, res.Reason, len(res.Same), res.Differences)
+		t.Errorf("Host = status %d (%s), same %d, differences %+v; want status 0 with the bind alike", res.Status, res.Reason, len(res.Same), res.Differences)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // guestPolicyDir is where a guest side finds the policy.
@@ -31,8 +32,8 @@ type Kernel struct {
 	Pin string
 }
 
-// Options configures Run.
-type Options struct {
+// HostOptions configures Host.
+type HostOptions struct {
 	Kernels [2]Kernel
 	Policy  *policy.Policy
 	Command []string
@@ -42,17 +43,11 @@ type Options struct {
 	// Dir is the command's working directory on both sides; "" is the
 	// current directory (in a guest: if its root has it, else /).
 	Dir string
-	// Root, Accel, CPUs, MemMB and Timeout are as in harness.Options.
-	Root    string
-	Accel   string
-	CPUs    int
-	MemMB   int
-	Timeout time.Duration
-	// BootTimeout bounds each guest's boot; 0 is harness's (6 s times the
-	// accel factor, 60 s under TCG), which a loaded machine can pass.
-	BootTimeout time.Duration
+	// Sizing is each guest's (a BootTimeout of 0 is harness's, 6 s times
+	// the accel factor, 60 s under TCG, which a loaded machine can pass).
+	harness.Sizing
 	// Wait bounds the wait for domain deallocation records; 0 is
-	// DefaultWait.
+	// observer.DefaultWait.
 	Wait time.Duration
 	// Stderr receives the guests' progress; nil discards it.
 	Stderr  io.Writer
@@ -60,9 +55,10 @@ type Options struct {
 	Log     *slog.Logger
 }
 
-// Run observes the command on both kernels at once (a guest each, the host
-// in-process) and compares what they refused.
-func Run(ctx context.Context, opts Options) (*Result, error) {
+// Host is repro's host side: it observes the command on both kernels at
+// once (a guest each, running Guest; the host in-process) and compares what
+// they refused.
+func Host(ctx context.Context, opts HostOptions) (*Result, error) {
 	if opts.Policy == nil || len(opts.Command) == 0 {
 		return nil, fmt.Errorf("repro: a policy and a command are required")
 	}
@@ -86,7 +82,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 		return finish(opts, a, b), nil
 	}
-	var obs [2]*Observation
+	var obs [2]*observer.Observation
 	var errs [2]error
 	var wg sync.WaitGroup
 	for i, k := range opts.Kernels {
@@ -105,24 +101,24 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return finish(opts, obs[0], obs[1]), nil
 }
 
-func finish(opts Options, a, b *Observation) *Result {
+func finish(opts HostOptions, a, b *observer.Observation) *Result {
 	res := Compare(a, b)
 	res.Command, res.PolicyHash = opts.Command, opts.Policy.Hash()
 	return res
 }
 
-func observeSide(ctx context.Context, opts Options, k Kernel) (*Observation, error) {
+func observeSide(ctx context.Context, opts HostOptions, k Kernel) (*observer.Observation, error) {
 	if k.BzImage == "" {
-		return ObserveHere(ctx, HereOptions{Kernel: k.Name, Policy: opts.Policy, Command: opts.Command, Exe: opts.Exe,
+		return observer.ObserveHere(ctx, observer.HereOptions{Kernel: k.Name, Policy: opts.Policy, Command: opts.Command, Exe: opts.Exe,
 			Dir: opts.Dir, Wait: opts.Wait, Log: opts.Log})
 	}
 	return observeGuest(ctx, opts, k)
 }
 
-// observeGuest boots k with `lockstep repro --in-guest` as the job and reads
-// its observation from the results. A guest that does not report is an
-// indeterminate observation, not an error.
-func observeGuest(ctx context.Context, opts Options, k Kernel) (*Observation, error) {
+// observeGuest boots k with repro's guest side (GuestRole) as the job and
+// reads its observation from the results. A guest that does not report is
+// an indeterminate observation, not an error.
+func observeGuest(ctx context.Context, opts HostOptions, k Kernel) (*observer.Observation, error) {
 	dir, err := os.MkdirTemp("", "lockstep-repro-guest.")
 	if err != nil {
 		return nil, fmt.Errorf("repro: %w", err)
@@ -137,23 +133,19 @@ func observeGuest(ctx context.Context, opts Options, k Kernel) (*Observation, er
 	if err := os.WriteFile(filepath.Join(share, "policy.cfg"), opts.Policy.Render(), 0o644); err != nil {
 		return nil, fmt.Errorf("repro: %w", err)
 	}
-	cmd := []string{proto.GuestBinary, "repro", "--in-guest", "--name", k.Name, "--config", guestPolicyDir + "/policy.cfg",
-		"--out", proto.ResultsDir}
-	if opts.Wait > 0 {
-		cmd = append(cmd, "--wait", opts.Wait.String())
+	hopts := harness.Options{Kernel: k.BzImage, Shares: []harness.Share{{Source: share, GuestPath: guestPolicyDir}},
+		Dir: opts.Dir, Init: opts.Exe, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results,
+		Verbose: opts.Verbose, Log: opts.Log}
+	opts.Sizing.Apply(&hopts)
+	// A negative wait was never handed to a guest: the default holds there.
+	if err := hopts.SetRole(GuestRole, GuestOptions{Kernel: k.Name, Configs: []string{guestPolicyDir + "/policy.cfg"},
+		Command: opts.Command, Wait: max(opts.Wait, 0), Out: proto.ResultsDir}); err != nil {
+		return nil, fmt.Errorf("repro: %w", err)
 	}
-	cmd = append(append(cmd, "--"), opts.Command...)
-	cpus := opts.CPUs
-	if cpus == 0 {
-		cpus = 1
-	}
-	run, err := harness.Run(ctx, harness.Options{Kernel: k.BzImage, Root: opts.Root, Accel: opts.Accel, CPUs: cpus,
-		MemMB: opts.MemMB, Timeout: opts.Timeout, BootTimeout: opts.BootTimeout, Shares: []harness.Share{{Source: share, GuestPath: guestPolicyDir}},
-		Command: cmd, Dir: opts.Dir, Init: opts.Exe, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results,
-		Verbose: opts.Verbose, Log: opts.Log})
-	o, rerr := ReadObservation(filepath.Join(results, ObservationFile))
+	run, err := harness.Run(ctx, hopts)
+	o, rerr := observer.ReadObservation(filepath.Join(results, ObservationFile))
 	if rerr != nil {
-		o = &Observation{Schema: ObservationSchema, Kernel: k.Name}
+		o = &observer.Observation{Schema: observer.ObservationSchema, Kernel: k.Name}
 		switch {
 		case err != nil:
 			o.Indeterminate = fmt.Sprintf("the guest did not report: %v", err)
@@ -163,13 +155,12 @@ func observeGuest(ctx context.Context, opts Options, k Kernel) (*Observation, er
 		if run != nil && len(run.ConsoleTail) > 0 {
 			o.Stderr = run.ConsoleTail[max(0, len(run.ConsoleTail)-10):]
 		}
-		o.normalise()
+		o.Normalise()
 	} else if err != nil && o.Indeterminate == "" {
 		o.Indeterminate = fmt.Sprintf("the guest run failed after reporting: %v", err)
 	}
 	if run != nil {
-		o.Guest = &GuestInfo{Pin: k.Pin, BzImage: k.BzImage, BzImageSHA256: run.KernelSHA256, InitramfsSHA256: run.InitramfsSHA256,
-			QEMUVersion: run.QEMUVersion, Accel: run.Accel, VCPUs: run.CPUs, MemMB: run.MemMB, Timings: run.Timings}
+		o.Guest = observer.NewGuestInfo(k.Pin, k.BzImage, run)
 	}
 	return o, nil
 }

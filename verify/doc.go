@@ -4,7 +4,8 @@
 //
 // # One cell
 //
-// Inside the guest (`lockstep verify --in-guest`, [Here]) an exercise is:
+// Inside the guest ([Guest], the role [GuestRole] the cell's job names; it
+// runs [Here] and writes the cell) an exercise is:
 //
 //  1. checked for rules the kernel cannot enforce (enforcer.CheckEnforceable:
 //     a UDP row below Landlock ABI 10); any → fail, naming them;
@@ -14,7 +15,7 @@
 //     (every layer, the policy's limits): joint verification holds when each
 //     run's verdict is the reference's;
 //  4. if it did not hold: one diagnosis run under strace and, where the
-//     kernel offers them (ABI 7+), Landlock's audit records (repro.ObserveRun),
+//     kernel offers them (ABI 7+), Landlock's audit records (observer.ObserveRun),
 //     naming each refused call, its object, rights, record and granting row
 //     → fail;
 //  5. if it held: the pruner's containment checks under the policy
@@ -25,7 +26,7 @@
 //
 // # The matrix
 //
-// [Run] boots every cell through a harness.Pool and returns a [Result]: the
+// [Host] boots every cell through a harness.Pool and returns a [Result]: the
 // kernels × exercises grid of pass, fail (with the refused calls) and
 // indeterminate (with why: the guest did not report, a flaky or test-less
 // reference, lost audit records). Status 0 all pass, 1 any fail, 3 any

@@ -15,10 +15,10 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/observer"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
-	"github.com/lockstep-sandbox/lockstep/repro"
 )
 
 // HereOptions configures Here, one cell on the running kernel.
@@ -129,7 +129,7 @@ func (opts *HereOptions) setDefaults() error {
 func (c *Cell) unenforceable(p *policy.Policy) bool {
 	row, _ := enforcer.Row(c.ABI)
 	for _, u := range enforcer.CheckEnforceable(p, row) {
-		c.Unenforceable = append(c.Unenforceable, repro.Rule{Rule: u.Rule, NeedABI: u.NeedABI, Why: u.Why})
+		c.Unenforceable = append(c.Unenforceable, observer.Rule{Rule: u.Rule, NeedABI: u.NeedABI, Why: u.Why})
 	}
 	if len(c.Unenforceable) == 0 {
 		return false
@@ -144,7 +144,7 @@ func (c *Cell) jointRuns(opts HereOptions, name string, run runFunc, ref *exerci
 	held := true
 	for i := 1; i <= opts.JointRuns; i++ {
 		opts.Progress("%s: joint run %d/%d", name, i, opts.JointRuns)
-		res, err := run([]string{opts.Exe, "run", "-q", "--config", cfg, "--"})
+		res, err := run(enforcer.Command(enforcer.Prefix(opts.Exe, false), cfg))
 		if err != nil {
 			return false, fmt.Errorf("verify: joint run: %w", err)
 		}
@@ -160,7 +160,7 @@ func (c *Cell) jointRuns(opts HereOptions, name string, run runFunc, ref *exerci
 // indeterminate when the run could not be observed.
 func (c *Cell) diagnose(ctx context.Context, opts HereOptions, name string, run runFunc) error {
 	opts.Progress("%s: a joint run disagreed with the reference: diagnosis run (strace + audit where offered)", name)
-	obs, err := repro.ObserveRun(ctx, repro.HereOptions{Kernel: opts.Kernel, Policy: opts.Policy, Exe: opts.Exe, Log: opts.Log},
+	obs, err := observer.ObserveRun(ctx, observer.HereOptions{Kernel: opts.Kernel, Policy: opts.Policy, Exe: opts.Exe, Log: opts.Log},
 		func(ctx context.Context, prefix []string) (int, string, error) {
 			res, err := run(prefix)
 			if err != nil {
@@ -198,7 +198,7 @@ func (c *Cell) checkContainment(ctx context.Context, opts HereOptions, name, scr
 	return nil
 }
 
-func failWhy(obs *repro.Observation) string {
+func failWhy(obs *observer.Observation) string {
 	if len(obs.Refusals) == 0 {
 		return fmt.Sprintf("the joint runs disagreed with the reference, and the diagnosis run (status %d) saw no Landlock refusal", obs.Status)
 	}
@@ -240,7 +240,7 @@ func oneLine(v verdict.Verdict) string {
 // the probe can reach holding.
 func containment(ctx context.Context, p *policy.Policy, exe, work, scratch string) ([]Check, error) {
 	res, _, err := contain.Execute(ctx, p, contain.Setup{
-		Probe: []string{exe, contain.Verb}, Enforcer: []string{exe, "run", "-q"},
+		Probe: []string{exe, contain.Verb}, Enforcer: enforcer.Prefix(exe, false),
 		WorkDir: work, ScratchDir: scratch, Env: exercise.DefaultEnv(work),
 	})
 	if err != nil {

@@ -143,7 +143,7 @@ func TestRunUnknownExercise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Run(t.Context(), Options{Policy: p, Kernels: []Kernel{{Name: "host"}}, Exercises: "../testdata/exercises", Key: "generic",
+	_, err = Host(t.Context(), HostOptions{Policy: p, Kernels: []Kernel{{Name: "host"}}, Exercises: "../testdata/exercises", Key: "generic",
 		Only: []string{"shell-reference", "shell-refrence"}})
 	if err == nil || !strings.Contains(err.Error(), `"shell-refrence": no such exercise of key "generic"`) || !strings.Contains(err.Error(), "there are: shell-reference") {
 		t.Errorf("Run with an unknown exercise = %v; want it named with the ones there are", err)

@@ -9,15 +9,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/observer"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/repro"
 )
 
 // Guest paths of the host's inputs.
@@ -35,8 +34,8 @@ type Kernel struct {
 	ABI                int
 }
 
-// Options configures Run.
-type Options struct {
+// HostOptions configures Host.
+type HostOptions struct {
 	Policy *policy.Policy
 	// Policies are the files the policy came from (provenance only).
 	Policies []string
@@ -52,15 +51,9 @@ type Options struct {
 	Parallel int
 	// Exe is the guest's init and job binary; "" is this executable.
 	Exe string
-	// Root, Accel, CPUs, MemMB and Timeout are as in harness.Options.
-	Root    string
-	Accel   string
-	CPUs    int
-	MemMB   int
-	Timeout time.Duration
-	// BootTimeout bounds each guest's boot; 0 is harness's (6 s times the
-	// accel factor, 60 s under TCG), which a loaded machine can pass.
-	BootTimeout time.Duration
+	// Sizing is each guest's (a BootTimeout of 0 is harness's, 6 s times
+	// the accel factor, 60 s under TCG, which a loaded machine can pass).
+	harness.Sizing
 	// Progress receives one line per finished cell; Stderr the guests'
 	// output (nil discards).
 	Progress func(format string, args ...any)
@@ -69,9 +62,9 @@ type Options struct {
 	Log      *slog.Logger
 }
 
-// Run verifies every exercise of the key on every kernel, a fresh guest per
-// cell, through a harness.Pool.
-func Run(ctx context.Context, opts Options) (*Result, error) {
+// Host is verify's host side: it verifies every exercise of the key on every
+// kernel, a fresh guest per cell (running Guest), through a harness.Pool.
+func Host(ctx context.Context, opts HostOptions) (*Result, error) {
 	t0 := time.Now()
 	if opts.Policy == nil || len(opts.Kernels) == 0 || opts.Exercises == "" || opts.Key == "" {
 		return nil, fmt.Errorf("verify: a policy, kernels, exercises and a key are required")
@@ -127,7 +120,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 }
 
 // exerciseNames are the names of the key's exercises, opts.Only's if given.
-func exerciseNames(opts Options) ([]string, error) {
+func exerciseNames(opts HostOptions) ([]string, error) {
 	found, err := exercise.ForKey(opts.Exercises, opts.Key)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
@@ -148,8 +141,9 @@ func exerciseNames(opts Options) ([]string, error) {
 // guestRuns lists the kernels in res and returns one guest run per cell,
 // kernel by kernel, each with its results directory under dir; the guest
 // sees the exercises (exAbs) and the policy (share) read-only.
-func guestRuns(opts Options, res *Result, dir, exAbs, share string) ([]harness.Options, error) {
+func guestRuns(opts HostOptions, res *Result, dir, exAbs, share string) ([]harness.Options, error) {
 	var runs []harness.Options
+	shares := []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: share, GuestPath: guestPolicy}}
 	for ki, k := range opts.Kernels {
 		res.Kernels = append(res.Kernels, KernelInfo{Name: k.Name, Pin: k.Pin, BzImage: k.BzImage, ABI: k.ABI})
 		for ei, ex := range res.Exercises {
@@ -157,20 +151,34 @@ func guestRuns(opts Options, res *Result, dir, exAbs, share string) ([]harness.O
 			if err := os.Mkdir(results, 0o755); err != nil {
 				return nil, err
 			}
-			cmd := []string{proto.GuestBinary, "verify", "--in-guest", "--name", k.Name, "--config", guestPolicy + "/policy.cfg",
-				"--exercises", guestExercises, "--key", opts.Key, "--exercise", ex, "--joint-runs", strconv.Itoa(opts.JointRuns), "--out", proto.ResultsDir}
-			runs = append(runs, harness.Options{Kernel: k.BzImage, Root: opts.Root, Accel: opts.Accel, CPUs: max(opts.CPUs, 1),
-				MemMB: opts.MemMB, Timeout: opts.Timeout, BootTimeout: opts.BootTimeout, Init: opts.Exe, Command: cmd, ResultsDir: results,
-				Shares: []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: share, GuestPath: guestPolicy}},
-				Stdout: opts.Stderr, Stderr: opts.Stderr, Verbose: opts.Verbose, Log: opts.Log})
+			run, err := guestRun(opts, k, ex, results, shares)
+			if err != nil {
+				return nil, err
+			}
+			runs = append(runs, run)
 		}
 	}
 	return runs, nil
 }
 
+// guestRun is the guest run of one cell: kernel k, exercise ex, results
+// written to the host directory results, the inputs shared as shares.
+func guestRun(opts HostOptions, k Kernel, ex, results string, shares []harness.Share) (harness.Options, error) {
+	run := harness.Options{Kernel: k.BzImage, Init: opts.Exe, ResultsDir: results, Shares: shares,
+		Stdout: opts.Stderr, Stderr: opts.Stderr, Verbose: opts.Verbose, Log: opts.Log}
+	opts.Sizing.Apply(&run)
+	run.CPUs = max(run.CPUs, 1)
+	err := run.SetRole(GuestRole, GuestOptions{Kernel: k.Name, Configs: []string{guestPolicy + "/policy.cfg"},
+		Exercises: guestExercises, Key: opts.Key, Exercise: ex, JointRuns: opts.JointRuns, Out: proto.ResultsDir})
+	if err != nil {
+		return run, fmt.Errorf("verify: %w", err)
+	}
+	return run, nil
+}
+
 // runCells boots the guests through a pool and fills res.Cells, reporting
 // each cell as it finishes.
-func runCells(ctx context.Context, opts Options, res *Result, runs []harness.Options) {
+func runCells(ctx context.Context, opts HostOptions, res *Result, runs []harness.Options) {
 	pool := harness.NewPool(opts.Parallel)
 	res.Cells = make([]*Cell, len(runs))
 	done := make(chan int, len(runs))
@@ -212,8 +220,7 @@ func cellOf(results string, res *Result, i int, run *harness.Result, err error) 
 		c.Verdict, c.Why = Indeterminate, fmt.Sprintf("the guest failed after reporting: %v", err)
 	}
 	if run != nil {
-		c.Guest = &repro.GuestInfo{Pin: k.Pin, BzImage: k.BzImage, BzImageSHA256: run.KernelSHA256, InitramfsSHA256: run.InitramfsSHA256,
-			QEMUVersion: run.QEMUVersion, Accel: run.Accel, VCPUs: run.CPUs, MemMB: run.MemMB, Timings: run.Timings}
+		c.Guest = observer.NewGuestInfo(k.Pin, k.BzImage, run)
 	}
 	c.normalise()
 	return c

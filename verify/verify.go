@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
-	"github.com/lockstep-sandbox/lockstep/repro"
+	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // Schema versions of a Cell and a Result.
@@ -50,10 +50,10 @@ type Cell struct {
 	Reference string     `json:"reference"`
 	Joint     []JointRun `json:"joint"`
 	// Unenforceable are the rules the kernel could not enforce.
-	Unenforceable []repro.Rule `json:"unenforceable"`
+	Unenforceable []observer.Rule `json:"unenforceable"`
 	// Diagnosis is the observed run after a joint run disagreed: its
 	// refusals (each with its audit records and granting rows).
-	Diagnosis *repro.Observation `json:"diagnosis,omitempty"`
+	Diagnosis *observer.Observation `json:"diagnosis,omitempty"`
 	// Containment are the containment checks (after joint verification
 	// held).
 	Containment []Check `json:"containment"`
@@ -62,7 +62,7 @@ type Cell struct {
 	// report.
 	Console []string `json:"console,omitempty"`
 	// Guest is the guest's provenance and timings (set by the host).
-	Guest *repro.GuestInfo `json:"guest,omitempty"`
+	Guest *observer.GuestInfo `json:"guest,omitempty"`
 }
 
 // JointRun is one run under the policy.
@@ -148,7 +148,7 @@ func (c *Cell) normalise() {
 		c.Joint = []JointRun{}
 	}
 	if c.Unenforceable == nil {
-		c.Unenforceable = []repro.Rule{}
+		c.Unenforceable = []observer.Rule{}
 	}
 	if c.Containment == nil {
 		c.Containment = []Check{}

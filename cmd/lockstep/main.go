@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
 )
 
 func main() {
@@ -24,15 +26,20 @@ func main() {
 	if name := os.Getenv(roleEnv); name != "" {
 		os.Exit(roleMain(name))
 	}
+	os.Exit(serve(func(ctx context.Context) int { return run(ctx, os.Args[1:], newStdio()) }))
+}
+
+// serve runs f as a command line of lockstep's runs: with a context that
+// SIGINT and SIGTERM cancel, and without passing on what it inherited.
+func serve(f func(ctx context.Context) int) int {
 	// Descriptors this process inherited beyond stdin, stdout and stderr
 	// (a CI runner's, a shell's) are not passed on to what lockstep runs:
 	// a sandboxed command must not hold files opened outside its policy,
 	// and the pruner's nofile measurement must not depend on the caller.
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], newStdio())
-	stop()
-	os.Exit(code)
+	defer stop()
+	return f(ctx)
 }
 
 // guestMain is set by the guest verb's file; it never returns.
@@ -40,7 +47,7 @@ var guestMain func()
 
 // roleEnv names the environment variable that selects a hidden role when
 // lockstep re-executes itself (for example the enforcer's restricted child).
-const roleEnv = "LOCKSTEP_ROLE"
+const roleEnv = proto.EnvRole
 
 // hiddenRoles maps a LOCKSTEP_ROLE value to its entry point; each returns the
 // process exit status, and says so itself when it was not started by the

@@ -16,6 +16,7 @@ import (
 )
 
 func init() {
+	guestRole(observer.GuestRole, "observe", observeHere)
 	register(&verb{
 		Name:  "observe",
 		Usage: "observe --key <key> --exercises <dir> --path-sets <dir> [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--cpus N] [--mem MiB] [--timeout D] [--html <file>]",
@@ -99,24 +100,30 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 			if err != nil {
 				return rootDigestExit(io, v, err)
 			}
-			return observeHere(ctx, io, observer.Options{Key: *key, Exercises: *exercises, PathSets: *pathSets, Out: dir,
-				WantABI: *wantABI, WantRelease: *wantRelease, BacklogLimit: uint32(*backlog), Progress: io.err, RootDigest: digest})
+			return observeHere(ctx, io, observer.GuestOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets, Out: dir,
+				WantABI: *wantABI, WantRelease: *wantRelease, BacklogLimit: uint32(*backlog), RootDigest: digest})
 		}
 		if err := checkAccel(*accel); err != nil {
 			return usageExit(io, v, err)
 		}
-		return observeGuest(ctx, io, *kernelArg, *html, observer.HostOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets,
-			Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout, Verbose: io.verbose})
+		return observeHost(ctx, io, *kernelArg, *html, observer.HostOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets,
+			Sizing: harness.Sizing{Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout}, Verbose: io.verbose})
 	}
 }
 
-// observeHere is the in-guest observer.
-func observeHere(ctx context.Context, io *stdio, opts observer.Options) int {
+// observeHere is the in-guest observer (observer.GuestRole, or --in-guest).
+func observeHere(ctx context.Context, io *stdio, opts observer.GuestOptions) int {
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return fail(io, "observe", exitIndeterminate, err)
 	}
-	opts.Log = guestLogger(io, "observe")
-	sum, err := observer.Run(ctx, opts)
+	// The role's options carry the host's digest; a job without one
+	// (run by hand) takes the digest of / here, as --in-guest does.
+	digest, err := rootDigestFlag(opts.RootDigest)
+	if err != nil {
+		return fail(io, "observe", exitIndeterminate, err)
+	}
+	opts.RootDigest, opts.Progress, opts.Log = digest, io.err, guestLogger(io, "observe")
+	sum, err := observer.Guest(ctx, opts)
 	if err != nil {
 		return fail(io, "observe", exitIndeterminate, err)
 	}
@@ -126,8 +133,8 @@ func observeHere(ctx context.Context, io *stdio, opts observer.Options) int {
 	return sum.Status
 }
 
-// observeGuest boots the kernel with the in-guest observer as the job.
-func observeGuest(ctx context.Context, io *stdio, kernelArg, html string, opts observer.HostOptions) int {
+// observeHost boots the kernel with the in-guest observer as the job.
+func observeHost(ctx context.Context, io *stdio, kernelArg, html string, opts observer.HostOptions) int {
 	log := guestLogger(io, "observe")
 	bz, err := resolveKernel(ctx, kernelArg, log)
 	if err != nil {
@@ -144,7 +151,7 @@ func observeGuest(ctx context.Context, io *stdio, kernelArg, html string, opts o
 	}
 	opts.Kernel, opts.Stderr, opts.Log = bz, io.err, log
 	t0 := time.Now()
-	res, err := observer.Observe(ctx, opts)
+	res, err := observer.Host(ctx, opts)
 	if err != nil {
 		return fail(io, "observe", exitIndeterminate, err)
 	}

@@ -13,13 +13,14 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
-	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/kernel"
+	"github.com/lockstep-sandbox/lockstep/observer"
 	"github.com/lockstep-sandbox/lockstep/report"
 	"github.com/lockstep-sandbox/lockstep/repro"
 )
 
 func init() {
+	guestRole(repro.GuestRole, "repro", reproHere)
 	register(&verb{
 		Name:  "repro",
 		Usage: "repro --kernel {host|<pin>|<file>} --kernel {host|<pin>|<file>} --config <file>… [--base-dir <dir>] [--root <dir>] [--json] [--html <file>] -- <cmd>…",
@@ -93,7 +94,7 @@ func (a *reproArgs) run(ctx context.Context, io *stdio, args []string) int {
 		return fail(io, "repro", exitUsage, err)
 	}
 	if *a.inGuest {
-		return reproHere(ctx, io, *a.name, *a.out, *a.wait, p, args)
+		return a.inGuestRun(ctx, io, v, p, args)
 	}
 	if len(a.kernels) != 2 {
 		return usageExit(io, v, usagef("--kernel given %d time(s): want exactly two kernels", len(a.kernels)))
@@ -104,8 +105,8 @@ func (a *reproArgs) run(ctx context.Context, io *stdio, args []string) int {
 		return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *a.accel))
 	}
 	log := guestLogger(io, "repro")
-	opts := repro.Options{Policy: p, Command: args, Root: *a.root, Accel: *a.accel, CPUs: *a.cpus, MemMB: *a.mem,
-		Timeout: *a.timeout, BootTimeout: *a.bootTimeout, Wait: *a.wait, Verbose: io.verbose, Log: log}
+	opts := repro.HostOptions{Policy: p, Command: args, Wait: *a.wait, Verbose: io.verbose, Log: log,
+		Sizing: harness.Sizing{Root: *a.root, Accel: *a.accel, CPUs: *a.cpus, MemMB: *a.mem, Timeout: *a.timeout, BootTimeout: *a.bootTimeout}}
 	if io.verbose {
 		opts.Stderr = io.err
 	}
@@ -113,7 +114,7 @@ func (a *reproArgs) run(ctx context.Context, io *stdio, args []string) int {
 		return fail(io, "repro", exitIndeterminate, err)
 	}
 	t0 := time.Now()
-	res, err := repro.Run(ctx, opts)
+	res, err := repro.Host(ctx, opts)
 	if err != nil {
 		return fail(io, "repro", exitIndeterminate, err)
 	}
@@ -129,6 +130,19 @@ func (a *reproArgs) run(ctx context.Context, io *stdio, args []string) int {
 		printRepro(io, res)
 	}
 	return res.Status
+}
+
+// inGuestRun is --in-guest: the guest side run by hand, on any machine
+// given --out.
+func (a *reproArgs) inGuestRun(ctx context.Context, io *stdio, v *verb, p *policy.Policy, args []string) int {
+	dir := *a.out
+	if dir == "" {
+		if os.Getenv("LOCKSTEP_GUEST") != "1" {
+			return usageExit(io, v, usagef("--in-guest outside a guest needs --out"))
+		}
+		dir = proto.ResultsDir
+	}
+	return reproHere(ctx, io, repro.GuestOptions{Kernel: *a.name, Policy: p, Command: args, Wait: *a.wait, Out: dir})
 }
 
 // reproKernels resolves the two --kernel values: host as is, a pin or a
@@ -152,29 +166,14 @@ func reproKernels(ctx context.Context, kernels []string, log *slog.Logger) ([2]r
 	return out, nil
 }
 
-// reproHere is the in-guest side (also usable on any machine with --out).
-func reproHere(ctx context.Context, io *stdio, name, out string, wait time.Duration, p *policy.Policy, args []string) int {
-	if out == "" {
-		if os.Getenv("LOCKSTEP_GUEST") != "1" {
-			return usageExit(io, verbs["repro"], usagef("--in-guest outside a guest needs --out"))
-		}
-		out = proto.ResultsDir
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return fail(io, "repro", exitIndeterminate, err)
-	}
-	o, err := repro.ObserveHere(ctx, repro.HereOptions{Kernel: name, Policy: p, Command: args, Wait: wait})
+// reproHere is the in-guest side (repro.GuestRole, or --in-guest, which
+// works on any machine with --out).
+func reproHere(ctx context.Context, io *stdio, opts repro.GuestOptions) int {
+	o, err := repro.Guest(ctx, opts)
 	if err != nil {
 		return fail(io, "repro", exitIndeterminate, err)
 	}
-	b, err := json.MarshalIndent(o, "", "  ")
-	if err == nil {
-		err = safefile.WriteFile(out+"/"+repro.ObservationFile, append(b, '\n'), 0o644)
-	}
-	if err != nil {
-		return fail(io, "repro", exitIndeterminate, err)
-	}
-	fmt.Fprintf(io.err, "repro: %s (ABI %d, audit %v): status %d, %d refusal(s)\n", name, o.ABI, o.Audit, o.Status, len(o.Refusals))
+	fmt.Fprintf(io.err, "repro: %s (ABI %d, audit %v): status %d, %d refusal(s)\n", opts.Kernel, o.ABI, o.Audit, o.Status, len(o.Refusals))
 	return exitOK
 }
 
@@ -188,7 +187,7 @@ func printRepro(io *stdio, res *repro.Result) {
 	}
 	for i, d := range res.Differences {
 		fmt.Fprintf(io.out, "\ndifference %d (%s): %s\n", i+1, d.Kind, d.Summary)
-		for side, r := range []*repro.Refusal{d.A, d.B} {
+		for side, r := range []*observer.Refusal{d.A, d.B} {
 			k := res.Kernels[side].Kernel
 			switch {
 			case d.Kind == repro.KindUnenforceable:

@@ -6,7 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/enforcer"
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+	"github.com/lockstep-sandbox/lockstep/observer"
+	"github.com/lockstep-sandbox/lockstep/repro"
+	"github.com/lockstep-sandbox/lockstep/verify"
 )
 
 // TestRoleFromOutside runs the real binary with LOCKSTEP_ROLE exported by
@@ -23,6 +28,10 @@ func TestRoleFromOutside(t *testing.T) {
 		{"enforcer-child", "LOCKSTEP_ROLE=enforcer-child is set, but this process was not started by lockstep run"},
 		{"proof-refusal", "LOCKSTEP_ROLE=proof-refusal is set, but this process was not started by lockstep selftest"},
 		{"bogus", `LOCKSTEP_ROLE="bogus" names no role`},
+		// The workloads' guest sides: the job a guest is booted with.
+		{observer.GuestRole, "LOCKSTEP_ROLE=observe-guest is set, but this is not a lockstep guest"},
+		{repro.GuestRole, "LOCKSTEP_ROLE=repro-guest is set, but this is not a lockstep guest"},
+		{verify.GuestRole, "LOCKSTEP_ROLE=verify-guest is set, but this is not a lockstep guest"},
 	} {
 		t.Run(tc.Role, func(t *testing.T) {
 			code, out, errs := runBin(t, bin, []string{"LOCKSTEP_ROLE=" + tc.Role}, "policy", "check", cfg)
@@ -38,5 +47,13 @@ func TestRoleFromOutside(t *testing.T) {
 	}
 	if code, out, errs := runBin(t, bin, nil, "run", "-q", "--config", limited, "--", "echo", "ran"); code != 0 || out != "ran\n" {
 		t.Errorf("run through the re-executed child = %d, %q, %q; want 0 and ran", code, out, errs)
+	}
+}
+
+// TestRoleVariable: the guest's job names its role in the variable the
+// binary dispatches on, the one its re-executed children use.
+func TestRoleVariable(t *testing.T) {
+	if proto.EnvRole != enforcer.RoleEnv || roleEnv != enforcer.RoleEnv {
+		t.Errorf("proto.EnvRole %q, roleEnv %q, enforcer.RoleEnv %q: one variable selects every role", proto.EnvRole, roleEnv, enforcer.RoleEnv)
 	}
 }

@@ -21,7 +21,7 @@ import (
 func init() {
 	hiddenRoles[enforcer.ChildRole] = enforcer.ChildMain
 	register(&verb{
-		Name:  "run",
+		Name:  enforcer.Verb,
 		Usage: "run --config <file>… [--base-dir <dir>] [--expect-hash sha256:<hex>] [--require-abi <n>] [--env NAME[=VALUE]]… [--env-file <file>]… [--log-subprocesses] [-q] -- <cmd>…",
 		Short: "run one command under a policy with this kernel's Landlock",
 		Long: `Combines every Base*.cfg of --base-dir (sorted) and each --config in order,

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
-	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/report"
@@ -22,6 +20,7 @@ import (
 )
 
 func init() {
+	guestRole(verify.GuestRole, "verify", verifyHere)
 	register(&verb{
 		Name:  "verify",
 		Usage: "verify --base <file> [--config <file>…] --kernel {<pin>|<file>}… --exercises <dir> [--key <key>] [--exercise <name>…] [--joint-runs N] [--parallel N] [--json] [--html <file>]",
@@ -97,7 +96,7 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 		return usageExit(io, v, usagef("unexpected arguments %q", args))
 	}
 	if *a.inGuest {
-		return verifyHere(ctx, io, *a.name, *a.out, a.configs, *a.exercises, *a.key, a.only, *a.joint)
+		return verifyInGuest(ctx, io, *a.name, *a.out, a.configs, *a.exercises, *a.key, a.only, *a.joint)
 	}
 	if *a.base == "" || *a.exercises == "" || len(a.kernels) == 0 {
 		return usageExit(io, v, usagef("--base, --exercises and at least one --kernel are required"))
@@ -127,7 +126,7 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 		return fail(io, "verify", exitIndeterminate, err)
 	}
 	t0 := time.Now()
-	res, err := verify.Run(ctx, opts)
+	res, err := verify.Host(ctx, opts)
 	if err != nil {
 		return fail(io, "verify", exitIndeterminate, err)
 	}
@@ -146,9 +145,10 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 }
 
 // options are verify's options from the flags, without the kernels.
-func (a *verifyArgs) options(io *stdio, p *policy.Policy, files []string) verify.Options {
-	opts := verify.Options{Policy: p, Policies: files, Exercises: *a.exercises, Key: *a.key, Only: a.only, JointRuns: *a.joint,
-		Parallel: *a.parallel, Root: *a.root, Accel: *a.accel, CPUs: *a.cpus, MemMB: *a.mem, Timeout: *a.timeout, BootTimeout: *a.bootTimeout, Verbose: io.verbose}
+func (a *verifyArgs) options(io *stdio, p *policy.Policy, files []string) verify.HostOptions {
+	opts := verify.HostOptions{Policy: p, Policies: files, Exercises: *a.exercises, Key: *a.key, Only: a.only, JointRuns: *a.joint,
+		Parallel: *a.parallel, Verbose: io.verbose,
+		Sizing: harness.Sizing{Root: *a.root, Accel: *a.accel, CPUs: *a.cpus, MemMB: *a.mem, Timeout: *a.timeout, BootTimeout: *a.bootTimeout}}
 	if io.verbose {
 		opts.Stderr = io.err
 	}
@@ -217,8 +217,8 @@ func onlyKey(root string) (string, error) {
 	return "", nil
 }
 
-// verifyHere is the in-guest side: one exercise on the running kernel.
-func verifyHere(ctx context.Context, io *stdio, name, out string, configs []string, exercises, key string, only []string, joint int) int {
+// verifyInGuest checks --in-guest's flags and runs verifyHere.
+func verifyInGuest(ctx context.Context, io *stdio, name, out string, configs []string, exercises, key string, only []string, joint int) int {
 	v := verbs["verify"]
 	if len(configs) == 0 || exercises == "" || key == "" || len(only) != 1 {
 		return usageExit(io, v, usagef("--in-guest needs --config, --exercises, --key and one --exercise"))
@@ -229,26 +229,19 @@ func verifyHere(ctx context.Context, io *stdio, name, out string, configs []stri
 		}
 		out = proto.ResultsDir
 	}
-	p, err := policy.Load("", configs)
+	return verifyHere(ctx, io, verify.GuestOptions{Kernel: name, Configs: configs, Exercises: exercises, Key: key, Exercise: only[0],
+		JointRuns: joint, Out: out})
+}
+
+// verifyHere is the in-guest side (verify.GuestRole, or --in-guest): one
+// exercise on the running kernel.
+func verifyHere(ctx context.Context, io *stdio, opts verify.GuestOptions) int {
+	opts.Progress = func(format string, a ...any) { fmt.Fprintf(io.err, "verify: "+format+"\n", a...) }
+	c, err := verify.Guest(ctx, opts)
 	if err != nil {
 		return fail(io, "verify", exitIndeterminate, err)
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return fail(io, "verify", exitIndeterminate, err)
-	}
-	c, err := verify.Here(ctx, verify.HereOptions{Kernel: name, Policy: p, Exercises: exercises, Key: key, Exercise: only[0], JointRuns: joint,
-		Progress: func(format string, a ...any) { fmt.Fprintf(io.err, "verify: "+format+"\n", a...) }})
-	if err != nil {
-		return fail(io, "verify", exitIndeterminate, err)
-	}
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err == nil {
-		err = safefile.WriteFile(filepath.Join(out, verify.CellFile), append(b, '\n'), 0o644)
-	}
-	if err != nil {
-		return fail(io, "verify", exitIndeterminate, err)
-	}
-	fmt.Fprintf(io.err, "verify: %s × %s: %s %s\n", name, c.Exercise, c.Verdict, c.Why)
+	fmt.Fprintf(io.err, "verify: %s × %s: %s %s\n", opts.Kernel, c.Exercise, c.Verdict, c.Why)
 	return exitOK
 }
 

@@ -20,6 +20,14 @@
 //     [ReadFrame]): [FrameMagic], a big-endian uint64 length, the SHA-256 of
 //     the payload, then the payload (a zstd-compressed tar of [ResultsDir]).
 //
+// # Typed jobs
+//
+// A job's command may be the guest's own lockstep binary ([GuestBinary])
+// playing a registered role ([EnvRole] in its environment): a workload's
+// guest side. Its options travel in the job as [Job.Options]; PID 1 writes
+// them to [OptionsFile] before the command starts, and the role reads them
+// with [ReadOptions]. No side spells the other's command-line flags.
+//
 // # Kernel command line
 //
 // The host passes "lockstep.job=<id>" ([CmdlineJob]); the guest refuses a

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 )
 
@@ -28,6 +29,10 @@ const (
 	ShareDir = "/run/lockstep/share"
 	// JobFile is the job's path in the initramfs.
 	JobFile = "/job.json"
+	// OptionsFile is where PID 1 writes the job's Options before it
+	// starts the command: a workload's guest side reads its typed options
+	// there.
+	OptionsFile = RunDir + "/options.json"
 )
 
 // Names both sides agree on.
@@ -44,6 +49,11 @@ const (
 	CmdlineHook = "lockstep.hook"
 	// EnvGuest is set to "1" in the environment of every guest command.
 	EnvGuest = "LOCKSTEP_GUEST"
+	// EnvRole names the registered role the guest's lockstep binary
+	// ([GuestBinary]) plays instead of parsing a command line: a workload's
+	// guest side, which reads [OptionsFile]. It is the variable lockstep's
+	// re-executed children are selected by too.
+	EnvRole = "LOCKSTEP_ROLE"
 	// StatusPrefix starts the console status line.
 	StatusPrefix = "LOCKSTEP-STATUS "
 	// ErrorPrefix starts the console line that carries the reason of a guest
@@ -92,6 +102,10 @@ type Job struct {
 	Env []string `json:"env,omitempty"`
 	// Dir is the command's working directory; "" means "/".
 	Dir string `json:"dir,omitempty"`
+	// Options, when set, are written to OptionsFile before the command
+	// starts: the typed options of the role the command plays (EnvRole),
+	// carried in the job rather than spelled as a command line.
+	Options json.RawMessage `json:"options,omitempty"`
 	// Root describes the root file system; nil means the initramfs stays
 	// the root (used by the accel probe).
 	Root *Root `json:"root,omitempty"`
@@ -431,4 +445,21 @@ func ParseSetupError(console []byte) string {
 		rest = rest[:k]
 	}
 	return string(bytes.TrimSpace(bytes.ReplaceAll(rest, []byte{'\r'}, nil)))
+}
+
+// ReadOptions decodes the job's options ([OptionsFile], as PID 1 wrote
+// them) into v, refusing a field v does not have: the two ends of a
+// workload are one binary, so an unknown field is a defect, not a newer
+// host.
+func ReadOptions(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read the job's options: %w", err)
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("decode the job's options %s: %w", path, err)
+	}
+	return nil
 }

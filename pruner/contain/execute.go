@@ -142,7 +142,7 @@ func (s Setup) prober(cfg, cfgNoTimeout string) Probe {
 			if c.WithoutTimeout {
 				f = cfgNoTimeout
 			}
-			argv = append(append(append([]string(nil), s.Enforcer...), "--config", f, "--"), argv...)
+			argv = append(enforcer.Command(s.Enforcer, f), argv...)
 		}
 		if s.Ran != nil {
 			ranMu.Lock()

@@ -30,7 +30,7 @@ const (
 
 // ErrNotDisposable is returned by Disposable (and Prune) on a machine that
 // has not been declared disposable.
-var ErrNotDisposable = errors.New("refusing to prune here: the pruner deletes and recreates its working directory and plants canary files; run it in a guest (lockstep prune without --in-guest) or set LOCKSTEP_DISPOSABLE=1 on a machine you can throw away")
+var ErrNotDisposable = errors.New("refusing to prune here: the pruner deletes and recreates its working directory and plants canary files; run it in a throwaway guest (what lockstep prune does by default) or set LOCKSTEP_DISPOSABLE=1 on a machine you can throw away")
 
 // Disposable reports whether this machine may be changed by a prune:
 // LOCKSTEP_DISPOSABLE=1, or LOCKSTEP_GUEST=1 (inside a lockstep guest).

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
 	"github.com/lockstep-sandbox/lockstep/pruner/control"
@@ -43,7 +44,7 @@ func (s *state) run(ctx context.Context, stage, shape string, p *policy.Policy, 
 		return nil, nil, err
 	}
 	defer os.Remove(cand)
-	prefix := append(append([]string(nil), s.enforcer...), "--config", cand, "--")
+	prefix := enforcer.Command(s.enforcer, cand)
 	trace := filepath.Join(s.scratch, fmt.Sprintf("run-%04d.trace", n))
 	if observed {
 		prefix = strace.Command(trace, prefix...)

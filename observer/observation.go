@@ -1,4 +1,4 @@
-package repro
+package observer
 
 import (
 	"encoding/json"
@@ -13,13 +13,9 @@ import (
 // ObservationSchema is the version of an Observation document.
 const ObservationSchema = 1
 
-// ObservationFile is the file the in-guest side writes into the results.
-const ObservationFile = "repro-observation.json"
-
-// HostKernel names this machine's running kernel.
-const HostKernel = "host"
-
-// Observation is what one kernel did with the command.
+// Observation is what one kernel did with the command under the policy, as
+// one observed run (ObserveHere, ObserveRun) showed it: the document repro
+// compares across kernels and verify's diagnosis carries.
 type Observation struct {
 	Schema int `json:"schema"`
 	// Kernel is the kernel as named ("host", a pin, a bzImage path);
@@ -55,7 +51,8 @@ type Observation struct {
 	Guest *GuestInfo `json:"guest,omitempty"`
 }
 
-// GuestInfo is the provenance of a guest side.
+// GuestInfo is the provenance of a guest that ran one side (repro) or one
+// cell (verify).
 type GuestInfo struct {
 	Pin             string          `json:"pin,omitempty"`
 	BzImage         string          `json:"bzimage"`
@@ -77,6 +74,7 @@ type Rule struct {
 	Why     string `json:"why,omitempty"`
 }
 
+// String words the rule and the ABI it needs.
 func (r Rule) String() string {
 	return fmt.Sprintf("%s (needs Landlock ABI %d)", r.Rule, r.NeedABI)
 }
@@ -101,12 +99,6 @@ type Refusal struct {
 	// Audit are the denial records joined with this refusal (empty when
 	// the kernel logged none, or does not log).
 	Audit []string `json:"audit"`
-}
-
-// key is how refusals are lined up across kernels: the same call on the same
-// objects in the same layer.
-func (r *Refusal) key() string {
-	return r.Call + "\x00" + r.Layer + "\x00" + strings.Join(r.Objects, "\x00")
 }
 
 // GrantRows renders p as one "[section] row" line per rule.
@@ -148,8 +140,8 @@ func ParseObservation(name string, b []byte) (*Observation, error) {
 	return &o, nil
 }
 
-// normalise gives nil slices their empty JSON form.
-func (o *Observation) normalise() {
+// Normalise gives nil slices their empty JSON form.
+func (o *Observation) Normalise() {
 	if o.Unenforceable == nil {
 		o.Unenforceable = []Rule{}
 	}
@@ -170,4 +162,11 @@ func (o *Observation) normalise() {
 			}
 		}
 	}
+}
+
+// NewGuestInfo is the provenance of the guest run that booted bzImage (built
+// from pin; "" for a file).
+func NewGuestInfo(pin, bzImage string, run *harness.Result) *GuestInfo {
+	return &GuestInfo{Pin: pin, BzImage: bzImage, BzImageSHA256: run.KernelSHA256, InitramfsSHA256: run.InitramfsSHA256,
+		QEMUVersion: run.QEMUVersion, Accel: run.Accel, VCPUs: run.CPUs, MemMB: run.MemMB, Timings: run.Timings}
 }

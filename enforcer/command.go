@@ -1,0 +1,27 @@
+package enforcer
+
+// Verb is lockstep's verb that runs a command under a policy: the command
+// line every other part of lockstep builds to apply a policy file starts
+// with it.
+const Verb = "run"
+
+// Prefix is the argv that starts exe's Verb quietly (-q: the command's
+// stderr carries no status line of the enforcer's), with --log-subprocesses
+// when logSubprocesses (the kernel then audits denials after the exec too;
+// Landlock ABI 7+). It is what pruner/contain and pruner/prune take as their
+// Enforcer; Command completes it.
+func Prefix(exe string, logSubprocesses bool) []string {
+	argv := []string{exe, Verb, "-q"}
+	if logSubprocesses {
+		argv = append(argv, "--log-subprocesses")
+	}
+	return argv
+}
+
+// Command is the command line that runs what follows it under the policy
+// file cfg: prefix (Prefix's, or a library user's own enforcer), then
+// "--config", cfg, "--". It is the one place lockstep spells that tail; the
+// result is a new slice, so prefix is never written to.
+func Command(prefix []string, cfg string) []string {
+	return append(append(make([]string, 0, len(prefix)+3), prefix...), "--config", cfg, "--")
+}

@@ -1,0 +1,21 @@
+package harness
+
+import "time"
+
+// Sizing is what a workload's host side asks of every guest it boots: the
+// root, the accelerator, vCPUs, memory and the deadlines. Workloads embed it
+// in their HostOptions, and Apply hands it to each guest's Options; each
+// field is as in Options, zero included.
+type Sizing struct {
+	Root        string
+	Accel       string
+	CPUs        int
+	MemMB       int
+	Timeout     time.Duration
+	BootTimeout time.Duration
+}
+
+// Apply sets o's sizing fields from s.
+func (s Sizing) Apply(o *Options) {
+	o.Root, o.Accel, o.CPUs, o.MemMB, o.Timeout, o.BootTimeout = s.Root, s.Accel, s.CPUs, s.MemMB, s.Timeout, s.BootTimeout
+}
