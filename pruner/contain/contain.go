@@ -415,13 +415,21 @@ func Plant(canaries []string) ([]string, error) {
 			return created, fmt.Errorf("planting canary %s: %w", c, err)
 		}
 		created = append(created, mk...)
-		if _, err := os.Lstat(c); err == nil {
-			continue
-		}
+		_, err := os.Lstat(c)
+		existed := err == nil
+		// A canary that is already there is written all the same. In a
+		// guest whose root is the host's / under an overlay, the write
+		// copies it up, so the guest's canary no longer depends on the
+		// host's: a containment run on the host (pruner/prune's host
+		// tests beside cmd/lockstep's guest prune in one go test ./...)
+		// removed its canary under the guest's feet, and the guest's
+		// control read failed ("canary … (unproven)").
 		if err := os.WriteFile(c, []byte(CanaryText), 0o644); err != nil {
 			return created, fmt.Errorf("planting canary %s: %w", c, err)
 		}
-		created = append(created, c)
+		if !existed {
+			created = append(created, c)
+		}
 	}
 	return created, nil
 }

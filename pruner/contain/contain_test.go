@@ -207,6 +207,34 @@ func TestPlantRemove(t *testing.T) {
 	}
 }
 
+// TestPlantRewritesExisting: a canary already there (the host's, seen
+// through a guest's overlay) is written again, so the planter's copy is its
+// own, and is left in place by Remove, which removes only what Plant made.
+func TestPlantRewritesExisting(t *testing.T) {
+	dir := t.TempDir()
+	c := filepath.Join(dir, "srv/canary/secret")
+	if err := os.MkdirAll(filepath.Dir(c), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c, []byte("someone else's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	created, err := Plant([]string{c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(c); err != nil || string(b) != CanaryText {
+		t.Errorf("existing canary after Plant: %q, %v; want it written (%q)", b, err, CanaryText)
+	}
+	if len(created) != 0 {
+		t.Errorf("Plant created %v; want nothing listed for an existing canary", created)
+	}
+	Remove(created)
+	if _, err := os.Stat(c); err != nil {
+		t.Errorf("Remove took the canary Plant did not make: %v", err)
+	}
+}
+
 func TestPlanMemBeyondMachine(t *testing.T) {
 	p := &policy.Policy{Limits: map[policy.LimitKey]policy.Limit{policy.MemMB: {Value: 1024}}}
 	_, un := Plan(p, PlanOptions{MemoryMB: 700})
