@@ -76,6 +76,43 @@ func makeTargets(src []byte) map[string]bool {
 	return out
 }
 
+// packageConst is the string constant sel names (pkg.Name), read from the
+// non-test files of the module's package directory of that name; "" when
+// there is none.
+func packageConst(root string, sel *ast.SelectorExpr) string {
+	pkg, ok := sel.X.(*ast.Ident)
+	if !ok {
+		return ""
+	}
+	files, _ := filepath.Glob(filepath.Join(root, pkg.Name, "*.go"))
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+		if err != nil {
+			continue
+		}
+		for _, d := range af.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, sp := range gd.Specs {
+				vs := sp.(*ast.ValueSpec)
+				for i, n := range vs.Names {
+					if n.Name == sel.Sel.Name && i < len(vs.Values) {
+						if v, ok := stringLit(vs.Values[i]); ok {
+							return v
+						}
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
 // parseVerbs reads the non-test Go files of cmd/lockstep and returns every
 // verb registered with a composite literal verb{Name: "…", …}.
 func parseVerbs(dir string) (map[string]*verbInfo, error) {
@@ -127,6 +164,10 @@ func parseVerbs(dir string) (map[string]*verbInfo, error) {
 				switch key.Name {
 				case "Name":
 					name, _ = stringLit(kv.Value)
+					if sel, ok := kv.Value.(*ast.SelectorExpr); ok {
+						// A package's constant (Name: enforcer.Verb).
+						name = packageConst(filepath.Join(dir, "..", ".."), sel)
+					}
 				case "Usage":
 					if u, ok := stringLit(kv.Value); ok {
 						vi.subs = usageSubs(u)
