@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // SafeEnv names the caller's variables a command gets when nothing else is
@@ -111,25 +109,14 @@ func ParseEnvFile(name string, data []byte) ([]EnvRule, error) {
 // regular file (a FIFO or a device would block or never end) and a file over
 // 1 MiB.
 func ReadEnvFile(path string) ([]EnvRule, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("env file: %w", &os.PathError{Op: "open", Path: path, Err: err})
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("env file: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("env file %s: not a regular file (%v); want a file of NAME=VALUE lines", path, st.Mode().Type())
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxEnvFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("env file: %w", err)
-	}
-	if len(data) > maxEnvFile {
+	data, err := safefile.ReadFile(path, maxEnvFile)
+	switch {
+	case errors.Is(err, safefile.ErrNotRegular):
+		return nil, fmt.Errorf("env file %s: not a regular file; want a file of NAME=VALUE lines: %w", path, err)
+	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, fmt.Errorf("env file %s: larger than %d bytes", path, maxEnvFile)
+	case err != nil:
+		return nil, fmt.Errorf("env file: %w", err)
 	}
 	return ParseEnvFile(path, data)
 }

@@ -262,7 +262,7 @@ func readConfig(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("unreadable: %v", unwrapPath(err))
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("is a %s, want a regular file", describeMode(st.Mode()))
+		return nil, fmt.Errorf("is %s, want a regular file", safefile.Kind(st.Mode()))
 	}
 	if st.Size() > maxConfigBytes {
 		return nil, fmt.Errorf("is %d bytes, want at most %d", st.Size(), maxConfigBytes)
@@ -280,20 +280,4 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-func describeMode(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // BuildScripts are the build script names, looked up in this order.
@@ -138,7 +139,7 @@ func buildScript(dir string) (string, error) {
 			return "", fmt.Errorf("%s: %v", name, unwrapPath(err))
 		}
 		if !st.Mode().IsRegular() {
-			return "", fmt.Errorf("%s is a %s, want an executable regular file", name, describeMode(st.Mode()))
+			return "", fmt.Errorf("%s is %s, want an executable regular file", name, safefile.Kind(st.Mode()))
 		}
 		if st.Mode().Perm()&0o111 == 0 {
 			return "", fmt.Errorf("%s is not executable (mode %v), want an executable build script", name, st.Mode().Perm())

@@ -363,7 +363,7 @@ func CollectReports(workDir string, globs []string) ([]verdict.Report, error) {
 		case err != nil:
 			r.Err = err
 		case !st.Mode().IsRegular():
-			r.Err = fmt.Errorf("%s is a %s, not a report file", p, describeMode(st.Mode()))
+			r.Err = fmt.Errorf("%s is %s, not a report file", p, safefile.Kind(st.Mode()))
 		case st.Size() > verdict.MaxReportBytes:
 			r.Err = fmt.Errorf("%s is %d bytes, more than %d", p, st.Size(), verdict.MaxReportBytes)
 		default:
@@ -440,7 +440,7 @@ func FreshCopy(src, dst string) error {
 		case mode.IsRegular():
 			return copyFile(p, target, info)
 		default:
-			return fmt.Errorf("%s is a %s; an exercise holds only folders, files and links", p, describeMode(mode))
+			return fmt.Errorf("%s is %s; an exercise holds only folders, files and links", p, safefile.Kind(mode))
 		}
 		return nil
 	})
