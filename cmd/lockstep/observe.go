@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/observer"
@@ -89,12 +88,9 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 			*wantABI = pin.ABI
 		}
 		if *inGuest {
-			dir := *out
-			if dir == "" {
-				if os.Getenv("LOCKSTEP_GUEST") != "1" {
-					return usageExit(io, v, usagef("--in-guest outside a guest needs --out"))
-				}
-				dir = proto.ResultsDir
+			dir, err := inGuestOut(*out)
+			if err != nil {
+				return usageExit(io, v, err)
 			}
 			digest, err := rootDigestFlag(*rootDigest)
 			if err != nil {

@@ -6,12 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/observer"
@@ -135,12 +133,9 @@ func (a *reproArgs) run(ctx context.Context, io *stdio, args []string) int {
 // inGuestRun is --in-guest: the guest side run by hand, on any machine
 // given --out.
 func (a *reproArgs) inGuestRun(ctx context.Context, io *stdio, v *verb, p *policy.Policy, args []string) int {
-	dir := *a.out
-	if dir == "" {
-		if os.Getenv("LOCKSTEP_GUEST") != "1" {
-			return usageExit(io, v, usagef("--in-guest outside a guest needs --out"))
-		}
-		dir = proto.ResultsDir
+	dir, err := inGuestOut(*a.out)
+	if err != nil {
+		return usageExit(io, v, err)
 	}
 	return reproHere(ctx, io, repro.GuestOptions{Kernel: *a.name, Policy: p, Command: args, Wait: *a.wait, Out: dir})
 }

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
@@ -208,4 +209,16 @@ func checkAccel(accel string) error {
 		return nil
 	}
 	return usagef("--accel %q: want auto, kvm or tcg", accel)
+}
+
+// inGuestOut is where an --in-guest side writes: --out, else, in a guest,
+// the results directory that comes back to the host.
+func inGuestOut(out string) (string, error) {
+	if out != "" {
+		return out, nil
+	}
+	if os.Getenv(proto.EnvGuest) != "1" {
+		return "", usagef("--in-guest outside a guest needs --out")
+	}
+	return proto.ResultsDir, nil
 }

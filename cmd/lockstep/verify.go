@@ -6,12 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
@@ -223,11 +221,9 @@ func verifyInGuest(ctx context.Context, io *stdio, name, out string, configs []s
 	if len(configs) == 0 || exercises == "" || key == "" || len(only) != 1 {
 		return usageExit(io, v, usagef("--in-guest needs --config, --exercises, --key and one --exercise"))
 	}
-	if out == "" {
-		if os.Getenv("LOCKSTEP_GUEST") != "1" {
-			return usageExit(io, v, usagef("--in-guest outside a guest needs --out"))
-		}
-		out = proto.ResultsDir
+	out, err := inGuestOut(out)
+	if err != nil {
+		return usageExit(io, v, err)
 	}
 	return verifyHere(ctx, io, verify.GuestOptions{Kernel: name, Configs: configs, Exercises: exercises, Key: key, Exercise: only[0],
 		JointRuns: joint, Out: out})
