@@ -3,7 +3,10 @@ package enforcer
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 )
 
 // Sentinel errors. Run returns an error that Is one of them, with the exit
@@ -91,4 +94,31 @@ func (e *statusError) Unwrap() error { return e.kind }
 
 func errorf(kind error, format string, a ...any) error {
 	return &statusError{msg: fmt.Sprintf(format, a...), kind: kind}
+}
+
+// RefusalPrefix starts every line `lockstep run` prints of its own: the
+// pruner (verdict.Stopped) tells the enforcer's refusal from the command's
+// exit status by it.
+const RefusalPrefix = "lockstep run: "
+
+// WriteRefusal writes why the enforcer stopped, as `lockstep run` does: a
+// line per policy problem or unenforceable rule and a closing line, or err
+// itself; each line starts with RefusalPrefix.
+func WriteRefusal(w io.Writer, err error) {
+	var el policy.ErrorList
+	var ue *UnenforceableError
+	switch {
+	case errors.As(err, &el):
+		for _, e := range el {
+			fmt.Fprintf(w, "%s%v\n", RefusalPrefix, e)
+		}
+		fmt.Fprintf(w, "%s%d policy problems. Nothing ran.\n", RefusalPrefix, len(el))
+	case errors.As(err, &ue):
+		for _, pr := range ue.Problems {
+			fmt.Fprintf(w, "%sunenforceable: %s\n", RefusalPrefix, pr)
+		}
+		fmt.Fprintf(w, "%srefused. Nothing ran.\n", RefusalPrefix)
+	default:
+		fmt.Fprintf(w, "%s%v\n", RefusalPrefix, err)
+	}
 }

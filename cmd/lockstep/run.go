@@ -86,15 +86,11 @@ $ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1
 				env := enforcer.CommandEnv(os.Environ(), append(fileRules, rules...))
 				p, err := policy.Load(*baseDir, configs)
 				if err != nil {
-					var el policy.ErrorList
-					if errors.As(err, &el) {
-						for _, e := range el {
-							fmt.Fprintf(io.err, "lockstep run: %v\n", e)
-						}
-						fmt.Fprintf(io.err, "lockstep run: %d policy problems. Nothing ran.\n", len(el))
-						return exitRefused
+					if !errors.As(err, new(policy.ErrorList)) {
+						err = fmt.Errorf("%w. Nothing ran", err)
 					}
-					return fail(io, "run", exitRefused, fmt.Errorf("%w. Nothing ran", err))
+					enforcer.WriteRefusal(io.err, err)
+					return exitRefused
 				}
 				opts := enforcer.Options{
 					Policy:          p,
@@ -126,15 +122,7 @@ $ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1
 					return fail(io, "run", 128+int(sig.Signal), err)
 				}
 				if err != nil {
-					var ue *enforcer.UnenforceableError
-					if errors.As(err, &ue) {
-						for _, pr := range ue.Problems {
-							fmt.Fprintf(io.err, "lockstep run: unenforceable: %s\n", pr)
-						}
-						fmt.Fprintln(io.err, "lockstep run: refused. Nothing ran.")
-						return status
-					}
-					return fail(io, "run", status, err)
+					enforcer.WriteRefusal(io.err, err)
 				}
 				return status
 			}

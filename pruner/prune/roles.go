@@ -62,11 +62,6 @@ var servesRoles atomic.Bool
 // that does not serve its roles.
 var errNoRoles = errors.New("the default enforcer is this program, but it did not call prune.ServeRoles first thing in main: call it there, or set Options.Enforcer (lockstep's is {<path of lockstep>, \"run\"})")
 
-// enforcePrefix starts every line the enforcer prints of its own, as
-// `lockstep run` does: verdict.Stopped tells the enforcer's refusal from the
-// command's exit status by it.
-const enforcePrefix = "lockstep run: "
-
 // enforceSignals end the command, its process group and its cgroup, as they
 // end `lockstep run`'s; the enforcer then exits 128+n. Uncaught, the
 // exercise runner's SIGTERM at a timeout would end the enforcer alone.
@@ -123,25 +118,10 @@ func enforceMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return status
 }
 
-// refused prints why the enforcer stopped, one line per problem, and
+// refused prints why the enforcer stopped, as `lockstep run` does, and
 // returns status.
 func refused(w io.Writer, status int, err error) int {
-	var el policy.ErrorList
-	var ue *enforcer.UnenforceableError
-	switch {
-	case errors.As(err, &el):
-		for _, e := range el {
-			fmt.Fprintf(w, "%s%v\n", enforcePrefix, e)
-		}
-		fmt.Fprintf(w, "%s%d policy problems. Nothing ran.\n", enforcePrefix, len(el))
-	case errors.As(err, &ue):
-		for _, pr := range ue.Problems {
-			fmt.Fprintf(w, "%sunenforceable: %s\n", enforcePrefix, pr)
-		}
-		fmt.Fprintf(w, "%srefused. Nothing ran.\n", enforcePrefix)
-	default:
-		fmt.Fprintf(w, "%s%v\n", enforcePrefix, err)
-	}
+	enforcer.WriteRefusal(w, err)
 	return status
 }
 
