@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/guest"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -164,22 +165,7 @@ func storeVerdict(v Verdict) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(CacheDir(), "accel.json.*")
-	if err != nil {
-		return fmt.Errorf("accel cache: %w", err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), accelCachePath())
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := safefile.WriteFile(accelCachePath(), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("accel cache: %w", err)
 	}
 	return nil

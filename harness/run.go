@@ -1063,24 +1063,6 @@ func writeRunJSON(dir string, res *Result) error {
 	if err != nil {
 		return err
 	}
-	// Through a temporary and a rename: a full disk leaves no run.json
-	// rather than a truncated one.
-	f, err := os.CreateTemp(dir, ".run.json.*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(b, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(dir, "run.json"))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	// Atomic: a full disk leaves no run.json rather than a truncated one.
+	return safefile.WriteFile(filepath.Join(dir, "run.json"), append(b, '\n'), 0o644)
 }
