@@ -325,6 +325,12 @@ func (p *pid1) runJob() int {
 	go p.stream(&wg, stderr, proto.EventStderr)
 	// Reap the command itself; its pipes close when every holder is gone.
 	state, werr := cmd.Process.Wait()
+	if werr == nil {
+		if ws := state.Sys().(syscall.WaitStatus); ws.Signaled() {
+			ru, _ := state.SysUsage().(*syscall.Rusage)
+			fmt.Fprintf(p.console, "\n%s\n", witness(ws.Signal(), ru))
+		}
+	}
 	// Whatever the command left behind dies with it, so the pipes reach
 	// EOF and nothing runs past the status line.
 	unix.Kill(-1, unix.SIGKILL)

@@ -257,6 +257,21 @@ func TestOOMKills(t *testing.T) {
 	}
 }
 
+// TestSignaledLine: PID 1's line about a command that died by a signal is
+// found among the console's lines, '\r' stripped, and only that one.
+func TestSignaledLine(t *testing.T) {
+	console := "[    1.0] boot\r\n" +
+		"\r\nLOCKSTEP-JOB-SIGNALED signal=9 (killed) job_user_s=0.01 job_sys_s=0.00 job_maxrss_kb=1800 oom_kill=0 mem_available_kb=400000 mem_total_kb=480000 last_pid=77\r\n" +
+		"LOCKSTEP-STATUS 137\r\n"
+	want := "signal=9 (killed) job_user_s=0.01 job_sys_s=0.00 job_maxrss_kb=1800 oom_kill=0 mem_available_kb=400000 mem_total_kb=480000 last_pid=77"
+	if got := signaledLine([]byte(console)); got != want {
+		t.Errorf("signaledLine = %q\nwant %q", got, want)
+	}
+	if got := signaledLine([]byte("LOCKSTEP-STATUS 0\n")); got != "" {
+		t.Errorf("signaledLine of a console without one = %q", got)
+	}
+}
+
 // FuzzOOMKills: the console is the guest's; every line returned is one of
 // its lines naming a kill, and there are never more than maxOOMKills.
 func FuzzOOMKills(f *testing.F) {

@@ -156,6 +156,10 @@ type Result struct {
 	// OOMKills are the console's lines of the guest kernel's OOM killer
 	// killing a process: why a command ended with 137 it did not ask for.
 	OOMKills []string `json:"oom_kills,omitempty"`
+	// Signaled is PID 1's console line when the command died by a signal
+	// (proto.SignaledPrefix and what follows): the command's CPU time, the
+	// OOM-kill count and the memory left at that moment.
+	Signaled string `json:"signaled,omitempty"`
 	// QEMUCommand is the pasteable QEMU command line.
 	QEMUCommand string `json:"qemu_command"`
 	// ConsoleTail is the console's last lines, '\r' stripped.
@@ -834,6 +838,10 @@ func (g *guestRun) conclude(ctx context.Context, ch *guestChannels, w *waitState
 	console, _ := os.ReadFile(g.consolePath)
 	res.ConsoleTail = consoleLines(console, consoleTailLines)
 	res.OOMKills = oomKills(console)
+	res.Signaled = signaledLine(console)
+	if res.Signaled != "" && len(res.OOMKills) == 0 {
+		g.log.Warn("the command died by a signal no OOM killer sent", "guest", res.Signaled)
+	}
 	for _, l := range res.OOMKills {
 		g.log.Warn("the guest ran out of memory and its kernel killed a process", "mem_mb", o.MemMB, "console", l)
 	}
@@ -914,6 +922,17 @@ func oomKills(console []byte) []string {
 		}
 	}
 	return out
+}
+
+// signaledLine returns PID 1's line about a command that died by a signal,
+// without its prefix, or "".
+func signaledLine(console []byte) string {
+	for _, l := range strings.Split(strings.ReplaceAll(string(console), "\r", ""), "\n") {
+		if _, rest, ok := strings.Cut(l, proto.SignaledPrefix); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return ""
 }
 
 // outcome is everything the channels delivered once QEMU is gone.

@@ -213,6 +213,10 @@ func cellOf(results string, res *Result, i int, run *harness.Result, err error) 
 			// The cause, when the guest's OOM killer took the job.
 			c.Why += "; the guest's OOM killer ran: " + strings.Join(run.OOMKills, "; ")
 		}
+		if run != nil && run.Signaled != "" {
+			// What the guest looked like when the job died by a signal.
+			c.Why += "; PID 1 saw: " + run.Signaled
+		}
 		if run != nil && len(run.ConsoleTail) > 0 {
 			c.Console = run.ConsoleTail[max(0, len(run.ConsoleTail)-10):]
 		}

@@ -389,7 +389,35 @@ func TestBootGuestOOM(t *testing.T) {
 	if err != nil || !bytes.Contains(b, []byte(`"oom_kills": [`)) {
 		t.Errorf("run.json lacks oom_kills: %v\n%s", err, b)
 	}
+	// PID 1's witness line: SIGKILL, and the kernel counted the OOM kill.
+	if !bytes.Contains(b, []byte(`"signaled": "signal=9 (killed)`)) || bytes.Contains(b, []byte(" oom_kill=0 ")) {
+		t.Errorf("run.json lacks PID 1's signaled line with a non-zero oom_kill:\n%s", b)
+	}
 	if names := dirNames(tmp); len(names) > 0 {
 		t.Errorf("temp files left: %v", names)
+	}
+}
+
+// TestBootGuestSignaled: a command killed by a SIGKILL that no OOM killer
+// sent exits 137, and PID 1's witness line says so (oom_kill=0) with the
+// command's CPU time, in run.json and as a warning: the cause of a 137 is
+// told apart from an OOM kill without reproducing it.
+func TestBootGuestSignaled(t *testing.T) {
+	bin, bz, tmp := bootEnv(t)
+	results := t.TempDir()
+	cmd, _, stderr := bootCmd(t.Context(), bin, tmp, "--kernel", bz, "--accel", "tcg", "--results", results,
+		"--", "/bin/sh", "-c", "kill -KILL $$")
+	err := cmd.Run()
+	t.Logf("the user sees (exit %d):\n%s", exitCode(err), stderr)
+	if got := exitCode(err); got != exitCapPassed {
+		t.Fatalf("lockstep boot of a command that kills itself = %d, want 137\n%s", got, stderr)
+	}
+	if !strings.Contains(stderr.String(), "the command died by a signal no OOM killer sent") ||
+		!strings.Contains(stderr.String(), "signal=9 (killed)") || !strings.Contains(stderr.String(), " oom_kill=0 ") {
+		t.Errorf("stderr does not carry PID 1's witness line with oom_kill=0:\n%s", stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(results, "run.json"))
+	if err != nil || !bytes.Contains(b, []byte(`"signaled": "signal=9 (killed) job_user_s=`)) {
+		t.Errorf("run.json lacks the signaled line: %v\n%s", err, b)
 	}
 }

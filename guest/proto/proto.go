@@ -59,6 +59,10 @@ const (
 	// ErrorPrefix starts the console line that carries the reason of a guest
 	// setup failure (status [StatusSetupFailed]).
 	ErrorPrefix = "LOCKSTEP-ERROR "
+	// SignaledPrefix starts the console line PID 1 prints when the command
+	// died by a signal: the command's CPU time and peak memory, the kernel's
+	// OOM-kill count, the memory left and the last PID, at that moment.
+	SignaledPrefix = "LOCKSTEP-JOB-SIGNALED "
 )
 
 // Test hooks: names accepted in [CmdlineHook]. They exist so the harness's
