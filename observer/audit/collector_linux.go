@@ -91,18 +91,8 @@ type Collector struct {
 // records in a goroutine. It needs CAP_AUDIT_CONTROL in the initial user and
 // pid namespaces, and fails if a healthy daemon (auditd) holds the slot.
 func Start(opts Options) (_ *Collector, err error) {
-	backlog := opts.BacklogLimit
-	if backlog == 0 {
-		backlog = DefaultBacklogLimit
-	}
-	slotWait := opts.SlotWait
-	if slotWait == 0 {
-		slotWait = DefaultSlotWait
-	}
-	log := opts.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	opts = opts.withDefaults()
+	backlog, log := opts.BacklogLimit, opts.Log
 	reader, err := libaudit.NewAuditClient(nil)
 	if err != nil {
 		return nil, fmt.Errorf("audit collector: open netlink socket: %w", err)
@@ -136,7 +126,7 @@ func Start(opts Options) (_ *Collector, err error) {
 	}
 	// Take the slot first, then change the settings: another collector that
 	// is closing restores its settings before it lets the slot go.
-	if err = takeSlot(reader, st.PID, slotWait, log); err != nil {
+	if err = takeSlot(reader, st.PID, opts.SlotWait, log); err != nil {
 		return nil, err
 	}
 	if prev, err = auditnl.Status(ctl, 0); err != nil {
@@ -154,6 +144,20 @@ func Start(opts Options) (_ *Collector, err error) {
 	go c.loop()
 	log.Debug("audit collector registered", "pid", os.Getpid(), "backlog_limit", backlog, "was_enabled", prev.Enabled)
 	return c, nil
+}
+
+// withDefaults is o with each zero field's default.
+func (o Options) withDefaults() Options {
+	if o.BacklogLimit == 0 {
+		o.BacklogLimit = DefaultBacklogLimit
+	}
+	if o.SlotWait == 0 {
+		o.SlotWait = DefaultSlotWait
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
 }
 
 // takeSlot registers reader's process as the audit daemon, waiting up to
