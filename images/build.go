@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -178,12 +179,55 @@ func Build(ctx context.Context, r *Recipe, opts Options) (img *Image, err error)
 			log.Warn("cached image refused; rebuilding", "err", err)
 		}
 	}
+	debootstrap, srcs, err := buildTools(r, opts)
+	if err != nil {
+		return nil, err
+	}
+	tmp, logf, err := buildDir(cache, r)
+	if err != nil {
+		return nil, err
+	}
+	logPath := logf.Name()
+	b := &builder{ctx: ctx, log: log, out: logf, logPath: logPath, root: filepath.Join(tmp, "root")}
+	defer func() {
+		b.unmountAll()
+		logf.Close()
+		if err != nil {
+			keepFailed(log, err, tmp, logPath, filepath.Join(cache, r.DirName()+".failed.log"))
+		}
+	}()
+	start := time.Now()
+	debVersion := strings.TrimSpace(strings.TrimPrefix(b.output(debootstrap, "--version"), "debootstrap"))
+	if err := b.bootstrap(debootstrap, r.Suite, srcs[0].URI, filepath.Join(cache, "debs")); err != nil {
+		return nil, err
+	}
+	if err := b.install(r, srcs, opts.Lock); err != nil {
+		return nil, err
+	}
+	m, err := b.finish(r, opts.Lock)
+	if err != nil {
+		return nil, err
+	}
+	rec := Record{Schema: recordSchema, Name: r.Name, Suite: r.Suite, Builder: BuilderVersion, RecipeKey: r.Key(),
+		ManifestSHA256: m.Hash(), Packages: len(m), Locked: opts.Lock, Debootstrap: debVersion,
+		BuiltAt: time.Now().UTC().Format(time.RFC3339), Seconds: time.Since(start).Round(time.Millisecond).Seconds()}
+	if err := writeImage(tmp, final, m, rec); err != nil {
+		return nil, err
+	}
+	log.Info("image built", "dir", final, "manifest", rec.ManifestSHA256, "elapsed", time.Since(start).Round(time.Second))
+	return &Image{Name: r.Name, Dir: final, Root: filepath.Join(final, "root"), RecipeKey: rec.RecipeKey,
+		ManifestHash: rec.ManifestSHA256, Manifest: m, Record: rec}, nil
+}
+
+// buildTools checks what a build needs (root, debootstrap) and returns
+// debootstrap's path and the machine's apt sources for r's suite.
+func buildTools(r *Recipe, opts Options) (string, []SuiteSource, error) {
 	if os.Geteuid() != 0 {
-		return nil, errors.New("building an image needs root (debootstrap and chroot); run it as root")
+		return "", nil, errors.New("building an image needs root (debootstrap and chroot); run it as root")
 	}
 	debootstrap, err := exec.LookPath("debootstrap")
 	if err != nil {
-		return nil, errors.New("debootstrap is not installed; install it with: apt-get install debootstrap")
+		return "", nil, errors.New("debootstrap is not installed; install it with: apt-get install debootstrap")
 	}
 	aptRootDir := opts.AptRoot
 	if aptRootDir == "" {
@@ -191,129 +235,133 @@ func Build(ctx context.Context, r *Recipe, opts Options) (img *Image, err error)
 	}
 	all, err := HostSources(aptRootDir)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	srcs, err := SourcesFor(r.Suite, all)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
+	return debootstrap, srcs, nil
+}
+
+// buildDir makes the temporary build directory of r in cache and the build
+// log inside it; on an error nothing is left.
+func buildDir(cache string, r *Recipe) (string, *os.File, error) {
 	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return nil, fmt.Errorf("create the image cache: %w", err)
+		return "", nil, fmt.Errorf("create the image cache: %w", err)
 	}
 	tmp, err := os.MkdirTemp(cache, r.DirName()+".tmp-")
 	if err != nil {
-		return nil, fmt.Errorf("create a build directory: %w", err)
+		return "", nil, fmt.Errorf("create a build directory: %w", err)
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		os.RemoveAll(tmp)
-		return nil, err
+		return "", nil, err
 	}
-	root := filepath.Join(tmp, "root")
-	logPath := filepath.Join(tmp, "build.log")
-	logf, err := os.Create(logPath)
+	logf, err := os.Create(filepath.Join(tmp, "build.log"))
 	if err != nil {
 		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("create the build log: %w", err)
+		return "", nil, fmt.Errorf("create the build log: %w", err)
 	}
-	b := &builder{ctx: ctx, log: log, out: logf, logPath: logPath, root: root}
-	defer func() {
-		b.unmountAll()
-		logf.Close()
-		if err != nil {
-			if mounted(tmp) {
-				log.Error("build directory still has mounts; left in place", "dir", tmp)
-				return
-			}
-			// Keep the log of a failed build beside the cache for the user.
-			keep := filepath.Join(cache, r.DirName()+".failed.log")
-			if lb, rerr := os.ReadFile(logPath); rerr == nil && os.WriteFile(keep, lb, 0o644) == nil {
-				var be *BuildError
-				if errors.As(err, &be) {
-					be.Log = keep
-				}
-			}
-			_ = os.RemoveAll(tmp)
+	return tmp, logf, nil
+}
+
+// keepFailed cleans up after a failed build: the log is kept at keep (and
+// named in err's BuildError) and tmp removed, unless something is still
+// mounted below it.
+func keepFailed(log *slog.Logger, err error, tmp, logPath, keep string) {
+	if mounted(tmp) {
+		log.Error("build directory still has mounts; left in place", "dir", tmp)
+		return
+	}
+	if lb, rerr := os.ReadFile(logPath); rerr == nil && os.WriteFile(keep, lb, 0o644) == nil {
+		var be *BuildError
+		if errors.As(err, &be) {
+			be.Log = keep
 		}
-	}()
-	start := time.Now()
-	debVersion := strings.TrimSpace(strings.TrimPrefix(b.output(debootstrap, "--version"), "debootstrap"))
+	}
+	_ = os.RemoveAll(tmp)
+}
 
-	log.Info("debootstrap", "suite", r.Suite, "variant", "minbase", "uri", srcs[0].URI)
-	debs := filepath.Join(cache, "debs")
+// bootstrap runs debootstrap --variant=minbase of suite from uri into the
+// root, its downloads cached in debs.
+func (b *builder) bootstrap(debootstrap, suite, uri, debs string) error {
+	b.log.Info("debootstrap", "suite", suite, "variant", "minbase", "uri", uri)
 	if err := os.MkdirAll(debs, 0o755); err != nil {
-		return nil, err
+		return err
 	}
-	if err := b.run("debootstrap", debootstrap, "--variant=minbase", "--arch=amd64", "--components=main",
-		"--cache-dir="+debs, r.Suite, root, srcs[0].URI); err != nil {
-		return nil, err
-	}
+	return b.run("debootstrap", debootstrap, "--variant=minbase", "--arch=amd64", "--components=main",
+		"--cache-dir="+debs, suite, b.root, uri)
+}
 
+// install points the root's apt at srcs and installs every package of r in
+// a chroot (a lock build first upgrades to what the sources offer now).
+func (b *builder) install(r *Recipe, srcs []SuiteSource, lock bool) error {
 	var list strings.Builder
 	for _, s := range srcs {
 		fmt.Fprintf(&list, "deb %s %s main\n", s.URI, s.Suite)
 	}
-	if err := os.WriteFile(filepath.Join(root, "etc/apt/sources.list"), []byte(list.String()), 0o644); err != nil {
-		return nil, err
+	if err := os.WriteFile(filepath.Join(b.root, "etc/apt/sources.list"), []byte(list.String()), 0o644); err != nil {
+		return err
 	}
-	aptOpts := []string{"-o", "APT::Sandbox::User=root"}
+	apt := []string{"apt-get", "-o", "APT::Sandbox::User=root"}
 	if v := hostAptValue("Acquire::Check-Valid-Until"); v != "" {
-		aptOpts = append(aptOpts, "-o", "Acquire::Check-Valid-Until="+v)
+		apt = append(apt, "-o", "Acquire::Check-Valid-Until="+v)
 	}
-	if err := b.mount("proc", filepath.Join(root, "proc"), "proc"); err != nil {
-		return nil, err
+	if err := b.mount("proc", filepath.Join(b.root, "proc"), "proc"); err != nil {
+		return err
 	}
-	log.Info("apt-get update", "sources", len(srcs))
-	if err := b.chroot("apt-get update", append(append([]string{"apt-get"}, aptOpts...), "update")...); err != nil {
-		return nil, err
+	b.log.Info("apt-get update", "sources", len(srcs))
+	if err := b.chroot("apt-get update", append(slices.Clip(apt), "update")...); err != nil {
+		return err
 	}
-	if opts.Lock {
+	if lock {
 		// A new closure starts from what the sources offer now (apt-cache
 		// policy's candidates), security updates included.
-		log.Info("apt-get dist-upgrade (lock build)")
-		if err := b.chroot("apt-get dist-upgrade", append(append([]string{"apt-get"}, aptOpts...),
+		b.log.Info("apt-get dist-upgrade (lock build)")
+		if err := b.chroot("apt-get dist-upgrade", append(slices.Clip(apt),
 			"dist-upgrade", "-y", "--no-install-recommends", "-o", "Dpkg::Options::=--force-confold", "-o", "Dpkg::Use-Pty=0")...); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	install := append([]string{"apt-get"}, aptOpts...)
-	install = append(install, "install", "-y", "--no-install-recommends", "--allow-downgrades",
+	install := append(slices.Clip(apt), "install", "-y", "--no-install-recommends", "--allow-downgrades",
 		"-o", "Dpkg::Options::=--force-confold", "-o", "Dpkg::Use-Pty=0")
 	for _, p := range r.Packages {
 		install = append(install, p.String())
 	}
-	log.Info("apt-get install", "packages", len(r.Packages))
-	if err := b.chroot("apt-get install", install...); err != nil {
-		return nil, err
-	}
+	b.log.Info("apt-get install", "packages", len(r.Packages))
+	return b.chroot("apt-get install", install...)
+}
+
+// finish unmounts and scrubs the root and returns its manifest, which must
+// be exactly r's packages.
+func (b *builder) finish(r *Recipe, lock bool) (Manifest, error) {
 	b.unmountAll()
-	if err := scrub(root); err != nil {
+	if err := scrub(b.root); err != nil {
 		return nil, &BuildError{Step: "clean the root", Err: err}
 	}
-
-	m, err := manifestOf(root)
+	m, err := manifestOf(b.root)
 	if err != nil {
 		return nil, &BuildError{Step: "read the manifest", Err: err}
 	}
-	if d := m.Diff(r, opts.Lock); len(d) > 0 {
+	if d := m.Diff(r, lock); len(d) > 0 {
 		return nil, &BuildError{Step: "check the installed packages against images/" + r.Name + "/packages.txt",
 			Err: fmt.Errorf("%d differences: %s", len(d), strings.Join(d, "; "))}
 	}
-	rec := Record{Schema: recordSchema, Name: r.Name, Suite: r.Suite, Builder: BuilderVersion, RecipeKey: r.Key(),
-		ManifestSHA256: m.Hash(), Packages: len(m), Locked: opts.Lock, Debootstrap: debVersion,
-		BuiltAt: time.Now().UTC().Format(time.RFC3339), Seconds: time.Since(start).Round(time.Millisecond).Seconds()}
+	return m, nil
+}
+
+// writeImage writes the manifest and image.json into tmp and renames tmp
+// into place at final.
+func writeImage(tmp, final string, m Manifest, rec Record) error {
 	if err := os.WriteFile(filepath.Join(tmp, "manifest.txt"), m.Render(), 0o644); err != nil {
-		return nil, err
+		return err
 	}
 	rb, _ := json.MarshalIndent(rec, "", "  ")
 	if err := os.WriteFile(filepath.Join(tmp, "image.json"), append(rb, '\n'), 0o644); err != nil {
-		return nil, err
+		return err
 	}
-	if err := replace(tmp, final); err != nil {
-		return nil, err
-	}
-	log.Info("image built", "dir", final, "manifest", rec.ManifestSHA256, "elapsed", time.Since(start).Round(time.Second))
-	return &Image{Name: r.Name, Dir: final, Root: filepath.Join(final, "root"), RecipeKey: rec.RecipeKey,
-		ManifestHash: rec.ManifestSHA256, Manifest: m, Record: rec}, nil
+	return replace(tmp, final)
 }
 
 // replace renames tmp to final; an existing final is moved aside first and

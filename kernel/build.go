@@ -156,95 +156,152 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 		return err
 	}
 	defer logf.Close()
-	lw := &lastLineWriter{w: logf}
-	obj := filepath.Join(work, "obj")
-	mk := command{
-		log:     b.log(),
-		dir:     src,
-		env:     buildEnv(src, obj),
-		onlyEnv: true,
-		stdout:  lw,
-		stderr:  lw,
-	}
-	makeArgs := func(extra ...string) []string { return append([]string{"O=" + obj, "ARCH=x86_64"}, extra...) }
-
-	// Configure: tinyconfig, then the fragment, then olddefconfig; later
-	// assignments win, as in scripts/kconfig/merge_config.sh.
-	stop := progress(b.log(), b.interval(), "configure", lw.Last)
-	err = mk.run(ctx, "make", makeArgs("tinyconfig")...)
-	if err == nil {
-		err = appendFile(filepath.Join(obj, ".config"), frag)
-	}
-	if err == nil {
-		err = mk.run(ctx, "make", makeArgs("olddefconfig")...)
-	}
-	stop()
-	if err != nil {
-		return &BuildError{Stage: "configure", Log: logPath, Tail: lw.Tail(), Err: err}
-	}
-	cfg, err := os.ReadFile(filepath.Join(obj, ".config"))
+	kb := b.newKernelBuild(src, work, logf)
+	cfg, err := kb.configure(ctx, frag, dir)
 	if err != nil {
 		return err
 	}
-	if err := CheckConfig(filepath.Join(obj, ".config"), cfg, RequiredOptions(frag)); err != nil {
+	img, err := kb.compile(ctx, pin)
+	if err != nil {
+		return err
+	}
+	rec, err := kb.record(pin, key, frag, img, cfg, start)
+	if err != nil {
+		return err
+	}
+	if err := kb.finish(logf, map[string][]byte{BzImageName: img, ConfigName: cfg, RecordName: rec.Marshal()}); err != nil {
+		return err
+	}
+	if err := b.store(work, dir, pin, rec); err != nil {
+		return err
+	}
+	os.Remove(failedLog)
+	os.Remove(dir + ".unfit.config")
+	b.log().Info("kernel: built", "pin", pin.Version, "build", rec.BuildDuration, "cpu", rec.BuildCPU, "total", rec.Duration, "bzImage", fmt.Sprintf("%d bytes", len(img)))
+	return nil
+}
+
+// kernelBuild is one build's make: the source tree, the object directory
+// inside the build directory, and the log every step writes.
+type kernelBuild struct {
+	b        *Builder
+	mk       command
+	work     string
+	obj      string
+	logPath  string
+	lw       *lastLineWriter
+	buildDur time.Duration
+	cpu      time.Duration
+}
+
+func (b *Builder) newKernelBuild(src, work string, logf *os.File) *kernelBuild {
+	lw := &lastLineWriter{w: logf}
+	obj := filepath.Join(work, "obj")
+	return &kernelBuild{b: b, work: work, obj: obj, logPath: logf.Name(), lw: lw,
+		mk: command{log: b.log(), dir: src, env: buildEnv(src, obj), onlyEnv: true, stdout: lw, stderr: lw}}
+}
+
+func (kb *kernelBuild) makeArgs(extra ...string) []string {
+	return append([]string{"O=" + kb.obj, "ARCH=x86_64"}, extra...)
+}
+
+// configure writes the kernel's .config and returns it, checked against
+// what frag requires; an unfit config is kept as dir.unfit.config.
+func (kb *kernelBuild) configure(ctx context.Context, frag []byte, dir string) ([]byte, error) {
+	// Configure: tinyconfig, then the fragment, then olddefconfig; later
+	// assignments win, as in scripts/kconfig/merge_config.sh.
+	stop := progress(kb.b.log(), kb.b.interval(), "configure", kb.lw.Last)
+	err := kb.mk.run(ctx, "make", kb.makeArgs("tinyconfig")...)
+	if err == nil {
+		err = appendFile(filepath.Join(kb.obj, ".config"), frag)
+	}
+	if err == nil {
+		err = kb.mk.run(ctx, "make", kb.makeArgs("olddefconfig")...)
+	}
+	stop()
+	if err != nil {
+		return nil, &BuildError{Stage: "configure", Log: kb.logPath, Tail: kb.lw.Tail(), Err: err}
+	}
+	cfg, err := os.ReadFile(filepath.Join(kb.obj, ".config"))
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckConfig(filepath.Join(kb.obj, ".config"), cfg, RequiredOptions(frag)); err != nil {
 		// Keep the unfit config for inspection beside the failed log.
 		os.WriteFile(dir+".unfit.config", cfg, 0o644)
 		var u *UnfitError
 		if errors.As(err, &u) {
 			u.Config = dir + ".unfit.config"
 		}
-		return err
+		return nil, err
 	}
+	return cfg, nil
+}
 
-	b.log().Info("kernel: compiling", "pin", pin.Version, "jobs", b.jobs(), "log", logPath)
+// compile makes the bzImage and returns it, noting the build's wall and CPU
+// time.
+func (kb *kernelBuild) compile(ctx context.Context, pin Pin) ([]byte, error) {
+	kb.b.log().Info("kernel: compiling", "pin", pin.Version, "jobs", kb.b.jobs(), "log", kb.logPath)
 	buildStart := time.Now()
-	stop = progress(b.log(), b.interval(), "build", lw.Last)
-	var cpu time.Duration
-	mkBuild := mk
-	mkBuild.cpu = &cpu
-	err = mkBuild.run(ctx, "make", makeArgs(fmt.Sprintf("-j%d", b.jobs()), "bzImage")...)
+	stop := progress(kb.b.log(), kb.b.interval(), "build", kb.lw.Last)
+	mkBuild := kb.mk
+	mkBuild.cpu = &kb.cpu
+	err := mkBuild.run(ctx, "make", kb.makeArgs(fmt.Sprintf("-j%d", kb.b.jobs()), "bzImage")...)
 	stop()
 	if err != nil {
-		return &BuildError{Stage: "build", Log: logPath, Tail: lw.Tail(), Err: err}
+		return nil, &BuildError{Stage: "build", Log: kb.logPath, Tail: kb.lw.Tail(), Err: err}
 	}
-	buildDur := time.Since(buildStart)
-
-	img, err := os.ReadFile(filepath.Join(obj, "arch", "x86", "boot", "bzImage"))
+	kb.buildDur = time.Since(buildStart)
+	img, err := os.ReadFile(filepath.Join(kb.obj, "arch", "x86", "boot", "bzImage"))
 	if err != nil {
-		return fmt.Errorf("read built bzImage: %w", err)
+		return nil, fmt.Errorf("read built bzImage: %w", err)
 	}
+	return img, nil
+}
+
+// record is build.txt of the built kernel.
+func (kb *kernelBuild) record(pin Pin, key string, frag, img, cfg []byte, start time.Time) (*Record, error) {
 	hv, err := HeaderVersion(bytes.NewReader(img))
 	if err != nil {
-		return fmt.Errorf("built bzImage: %w", err)
+		return nil, fmt.Errorf("built bzImage: %w", err)
 	}
 	t, err := toolchain()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rec := &Record{
+	return &Record{
 		Key: key, Pin: pin.Row, Version: pin.Version, ABI: pin.ABI, Source: pin.Describe(),
 		SourceSHA256: pin.SHA256, InnerSHA256: pin.InnerSHA256, FragmentSHA256: sha256Hex(frag),
 		Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make, Binutils: t.Binutils,
 		BzImageSHA256: sha256Hex(img), BzImageSize: int64(len(img)), ConfigSHA256: sha256Hex(cfg),
 		KernelVersion: hv, Duration: time.Since(start).Round(time.Second).String(),
-		BuildDuration: buildDur.Round(time.Second).String(), BuildCPU: cpu.Round(time.Second).String(), Jobs: b.jobs(),
+		BuildDuration: kb.buildDur.Round(time.Second).String(), BuildCPU: kb.cpu.Round(time.Second).String(), Jobs: kb.b.jobs(),
 		Built: time.Now().UTC().Format(time.RFC3339),
-	}
-	for name, data := range map[string][]byte{BzImageName: img, ConfigName: cfg, RecordName: rec.Marshal()} {
-		if err := os.WriteFile(filepath.Join(work, name), data, 0o644); err != nil {
+	}, nil
+}
+
+// finish writes files into the build directory, removes the objects and
+// closes the log: the directory then holds what the cache keeps.
+func (kb *kernelBuild) finish(logf *os.File, files map[string][]byte) error {
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(kb.work, name), data, 0o644); err != nil {
 			return err
 		}
 	}
-	if err := os.RemoveAll(obj); err != nil {
+	if err := os.RemoveAll(kb.obj); err != nil {
 		return fmt.Errorf("remove objects: %w", err)
 	}
 	if err := logf.Close(); err != nil {
 		return err
 	}
-	if err := os.Chmod(work, 0o755); err != nil { // MkdirTemp made it 0700
-		return err
-	}
-	if row := lookupRecorded(b.recorded(), key); row != nil && row.BzImageSHA256 != rec.BzImageSHA256 {
+	return os.Chmod(kb.work, 0o755) // MkdirTemp made it 0700
+}
+
+// store renames the finished build directory work to dir, unless a recorded
+// build of the key made a different bzImage: that build did not reproduce,
+// and work is kept as dir.unreproduced instead.
+func (b *Builder) store(work, dir string, pin Pin, rec *Record) error {
+	if row := lookupRecorded(b.recorded(), rec.Key); row != nil && row.BzImageSHA256 != rec.BzImageSHA256 {
 		kept := dir + ".unreproduced"
 		os.RemoveAll(kept)
 		if err := os.Rename(work, kept); err != nil {
@@ -255,9 +312,6 @@ func (b *Builder) build(ctx context.Context, pin Pin, key, dir string, start tim
 	if err := os.Rename(work, dir); err != nil {
 		return fmt.Errorf("store kernel: %w", err)
 	}
-	os.Remove(failedLog)
-	os.Remove(dir + ".unfit.config")
-	b.log().Info("kernel: built", "pin", pin.Version, "build", rec.BuildDuration, "cpu", rec.BuildCPU, "total", rec.Duration, "bzImage", fmt.Sprintf("%d bytes", len(img)))
 	return nil
 }
 

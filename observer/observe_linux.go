@@ -56,9 +56,7 @@ func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 		sum.Status, sum.Reason = StatusIndeterminate, "the kernel proof did not hold: "+rep.Summary()
 		return sum, nil
 	}
-	o.abi = rep.ABI
-	o.prov = record.NewProvenance(time.Now(), rep.ABI, record.StraceVersion(ctx))
-	o.prov.RootDigest = opts.RootDigest
+	o.proven(ctx, rep.ABI)
 	if st, err := col.Status(); err == nil {
 		sum.Audit.LostBefore = st.Lost
 	}
@@ -206,6 +204,14 @@ func newObserver(opts GuestOptions) (*observer, error) {
 		o.scratch, o.rmTemp = d, true
 	}
 	return o, nil
+}
+
+// proven notes the Landlock ABI the kernel proof found and the provenance
+// every record of the run carries, the root's digest the host took among it.
+func (o *observer) proven(ctx context.Context, abi int) {
+	o.abi = abi
+	o.prov = record.NewProvenance(time.Now(), abi, record.StraceVersion(ctx))
+	o.prov.RootDigest = o.opts.RootDigest
 }
 
 func (o *observer) cleanup() {

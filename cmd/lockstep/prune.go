@@ -5,30 +5,20 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
-	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
-	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/kernel"
+	"github.com/lockstep-sandbox/lockstep/pruneguest"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/prune"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
-)
-
-// Where the guest sees the prune's read-only inputs.
-const (
-	pruneGuestExercises = "/run/lockstep/share/exercises"
-	pruneGuestSeeds     = "/run/lockstep/share/seeds"
 )
 
 func init() {
+	guestRole(pruneguest.GuestRole, "prune", pruneRole)
 	register(&verb{
 		Name:   contain.Verb,
 		Hidden: true,
@@ -106,9 +96,6 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 		if code != exitOK {
 			return code
 		}
-		// The key's earlier artefacts are removed (as Phobos does) only once
-		// nothing more can refuse the prune: a refusal leaves --out as it was.
-		out := &pruneOut{dir: *out, key: *key, clean: *only == ""}
 		if *inGuest || *onHost {
 			if err := prune.Disposable(); err != nil {
 				return fail(io, "prune", exitRefused, err)
@@ -117,19 +104,12 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 			if err != nil {
 				return rootDigestExit(io, v, err)
 			}
-			if err := out.prepare(); err != nil {
-				return fail(io, "prune", exitFail, err)
-			}
-			enf, err := runEnforcer()
-			if err != nil {
-				return fail(io, "prune", exitFail, err)
-			}
-			opts := prune.Options{Enforcer: enf, WorkDir: *workDir, SeedDir: *seeds, SkipContainment: *skipContain,
-				CheckMinimality: *minimal, RootDigest: digest, Log: guestLogger(io, "prune")}
-			return pruneHere(ctx, io, found, opts, out.dir)
+			return pruneHere(ctx, io, pruneguest.GuestOptions{Key: *key, Exercises: *root, Only: *only, Found: found, Out: *out,
+				SeedDir: *seeds, WorkDir: *workDir, SkipContainment: *skipContain, CheckMinimality: *minimal, RootDigest: digest})
 		}
-		return pruneGuests(ctx, io, found, pruneGuestArgs{key: *key, root: *root, out: out, kernel: *kernelArg,
-			rootDir: *rootDir, accel: *accel, seeds: *seeds, skipContain: *skipContain, minimal: *minimal})
+		return pruneGuests(ctx, io, *kernelArg, pruneguest.HostOptions{Key: *key, Exercises: *root, Only: *only, Found: found,
+			Out: *out, Seeds: *seeds, SkipContainment: *skipContain, CheckMinimality: *minimal,
+			Sizing: harness.Sizing{Root: *rootDir, Accel: *accel, MemMB: 1024}})
 	}
 }
 
@@ -160,187 +140,66 @@ func pruneExercises(io *stdio, root, key, only string) ([]exercise.Found, int) {
 	return found, exitOK
 }
 
-// pruneOut is the prune's --out: made if missing and, for a prune of the
-// whole key, rid of the key's earlier artefacts, once (prepare).
-type pruneOut struct {
-	dir, key string
-	clean    bool
-	prepared bool
-}
-
-func (o *pruneOut) prepare() error {
-	if o.prepared {
-		return nil
+// pruneRole is the prune's guest side (pruneguest.GuestRole): the
+// exercise the host named, pruned on the running kernel.
+func pruneRole(ctx context.Context, io *stdio, opts pruneguest.GuestOptions) int {
+	found, code := pruneExercises(io, opts.Exercises, opts.Key, opts.Only)
+	if code != exitOK {
+		return code
 	}
-	if err := os.MkdirAll(o.dir, 0o755); err != nil {
-		return err
-	}
-	if o.clean {
-		if err := pruneClean(o.dir, o.key); err != nil {
-			return err
-		}
-	}
-	o.prepared = true
-	return nil
+	opts.Found = found
+	return pruneHere(ctx, io, opts)
 }
 
-// pruneClean removes a key's stale artefacts from out, as Phobos does.
-func pruneClean(out, key string) error {
-	for _, pat := range []string{"*.cfg", "*.json"} {
-		ms, err := filepath.Glob(filepath.Join(out, key+"_"+pat))
-		if err != nil {
-			return err
-		}
-		for _, m := range ms {
-			if strings.HasSuffix(m, record.KVMSuffix) || strings.HasSuffix(m, record.KVMConfigSuffix) {
-				continue
-			}
-			if err := os.Remove(m); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// pruneHere prunes each exercise on this machine.
-func pruneHere(ctx context.Context, io *stdio, found []exercise.Found, opts prune.Options, out string) int {
-	code := exitOK
-	for _, f := range found {
-		start := time.Now()
-		ex, err := exercise.Read(f)
-		var res *prune.Result
-		if err != nil {
-			res = pruneRefused(ctx, f, err, opts.RootDigest)
-		} else if res, err = prune.Prune(ctx, ex, opts); err != nil {
-			return fail(io, "prune", exitFail, fmt.Errorf("%s_%s: %w", f.Key, f.Name, err))
-		}
-		paths, err := res.Write(out)
-		if err != nil {
-			return fail(io, "prune", exitFail, err)
-		}
-		if res.Aborted != nil {
-			code = exitFail
-			fmt.Fprintf(io.err, "lockstep prune: %s_%s: aborted: %s (%s)\n", f.Key, f.Name, res.Aborted.Aborted, paths[0])
-			continue
-		}
-		fmt.Fprintf(io.err, "lockstep prune: %s_%s: %s in %d runs, %s (%s)\n", f.Key, f.Name, res.Policy.Hash(),
-			res.TotalRuns(), time.Since(start).Round(time.Second), strings.Join(paths, ", "))
-	}
-	return code
-}
-
-// pruneRefused is the abort of an exercise that does not meet the contract.
-func pruneRefused(ctx context.Context, f exercise.Found, err error, rootDigest string) *prune.Result {
-	prov := record.NewProvenance(time.Now(), -1, record.StraceVersion(ctx))
-	prov.RootDigest = rootDigest
-	return &prune.Result{Key: f.Key, Exercise: f.Name, Aborted: &record.Aborted{
-		SchemaVersion: record.ExerciseSchema, Key: f.Key, Exercise: f.Name, Stage: record.StageAll,
-		Aborted:    strings.ReplaceAll(err.Error(), "\n", "; "),
-		Evidence:   map[string]any{"record": []any{}},
-		Provenance: prov,
-	}}
-}
-
-type pruneGuestArgs struct {
-	key, root, kernel, rootDir, accel, seeds string
-	out                                      *pruneOut
-	skipContain, minimal                     bool
-}
-
-// pruneGuests prunes each exercise in a fresh guest and copies what it
-// wrote into out.
-func pruneGuests(ctx context.Context, io *stdio, found []exercise.Found, a pruneGuestArgs) int {
-	log := guestLogger(io, "prune")
-	bz, err := resolveKernel(ctx, a.kernel, log)
+// pruneHere prunes each exercise on this machine (pruneguest.Guest) with
+// lockstep's own enforcer.
+func pruneHere(ctx context.Context, io *stdio, opts pruneguest.GuestOptions) int {
+	enf, err := runEnforcer()
 	if err != nil {
 		return fail(io, "prune", exitFail, err)
 	}
-	rootAbs, err := filepath.Abs(a.root)
+	opts.Enforcer, opts.Log, opts.Done = enf, guestLogger(io, "prune"), pruneDone(io)
+	status, err := pruneguest.Guest(ctx, opts)
 	if err != nil {
 		return fail(io, "prune", exitFail, err)
 	}
-	shares := []harness.Share{{Source: rootAbs, GuestPath: pruneGuestExercises}}
-	// The guest's root is hashed here, where it is a plain directory.
-	digest, err := rootdigest.Of(rootdigest.RootOr(a.rootDir))
-	if err != nil {
-		return fail(io, "prune", exitFail, err)
-	}
-	cmd := []string{proto.GuestBinary, "prune", "--in-guest", "--key", a.key, "--exercises", pruneGuestExercises, "--out", proto.ResultsDir,
-		"--root-digest", digest}
-	if a.seeds != "" {
-		s, err := filepath.Abs(a.seeds)
-		if err != nil {
-			return fail(io, "prune", exitFail, err)
-		}
-		shares = append(shares, harness.Share{Source: s, GuestPath: pruneGuestSeeds})
-		cmd = append(cmd, "--seeds", pruneGuestSeeds)
-	}
-	if a.skipContain {
-		cmd = append(cmd, "--skip-containment")
-	}
-	if a.minimal {
-		cmd = append(cmd, "--check-minimality")
-	}
-	code := exitOK
-	for _, f := range found {
-		if c := pruneOneGuest(ctx, io, log, bz, shares, append(append([]string(nil), cmd...), "--only", f.Name), f, a); c > code {
-			code = c
-		}
-	}
-	return code
+	return status
 }
 
-func pruneOneGuest(ctx context.Context, io *stdio, log *slog.Logger, bz string, shares []harness.Share, cmd []string, f exercise.Found, a pruneGuestArgs) int {
-	dir, err := os.MkdirTemp("", "lockstep-prune-guest.")
+// pruneGuests prunes each exercise in a fresh guest (pruneguest.Host).
+func pruneGuests(ctx context.Context, io *stdio, kernelArg string, opts pruneguest.HostOptions) int {
+	opts.Log = guestLogger(io, "prune")
+	bz, err := resolveKernel(ctx, kernelArg, opts.Log)
 	if err != nil {
 		return fail(io, "prune", exitFail, err)
 	}
-	defer os.RemoveAll(dir)
-	guestOut := io.err
-	if !io.verbose {
-		guestOut = nil
+	opts.Kernel, opts.Stderr, opts.Verbose, opts.Done = bz, io.err, io.verbose, pruneDone(io)
+	if io.verbose {
+		opts.Stdout = io.err
 	}
-	res, err := harness.Run(ctx, harness.Options{Kernel: bz, Root: a.rootDir, Shares: shares, Accel: a.accel,
-		MemMB: 1024, ResultsDir: dir, Command: cmd, Stdout: guestOut, Stderr: io.err, Verbose: io.verbose, Log: log})
-	if res == nil {
-		return fail(io, "prune", exitFail, err)
-	}
+	status, err := pruneguest.Host(ctx, opts)
 	if err != nil {
-		c := exitIndeterminate
-		if errors.Is(err, harness.ErrGuestSetup) {
-			c = exitGuestSetup
-		}
-		return fail(io, "prune", c, fmt.Errorf("%s_%s: guest on %s: %w", f.Key, f.Name, filepath.Base(bz), err))
-	}
-	stem := f.Key + "_" + f.Name
-	// Only now, with a guest's results in hand, is --out prepared: a
-	// prune that no guest could run (no QEMU, KVM asked for and
-	// unusable) leaves the earlier artefacts where they were.
-	if err := a.out.prepare(); err != nil {
 		return fail(io, "prune", exitFail, err)
 	}
-	copied := 0
-	for _, suf := range []string{record.ConfigSuffix, record.ExerciseSuffix, record.AbortedSuffix} {
-		b, err := safefile.ReadFile(filepath.Join(dir, stem+suf), 0)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+	return status
+}
+
+// pruneDone prints how an exercise's prune ended: its policy or abort here,
+// or on the host the reason a guest's exercise has no result (the guest
+// printed the rest).
+func pruneDone(io *stdio) func(pruneguest.Outcome) {
+	return func(o pruneguest.Outcome) {
+		switch res := o.Result; {
+		case o.Err != nil:
+			fmt.Fprintf(io.err, "lockstep prune: %v\n", o.Err)
+		case res == nil:
+		case res.Aborted != nil:
+			fmt.Fprintf(io.err, "lockstep prune: %s_%s: aborted: %s (%s)\n", o.Key, o.Exercise, res.Aborted.Aborted, o.Paths[0])
+		default:
+			fmt.Fprintf(io.err, "lockstep prune: %s_%s: %s in %d runs, %s (%s)\n", o.Key, o.Exercise, res.Policy.Hash(),
+				res.TotalRuns(), o.Took.Round(time.Second), strings.Join(o.Paths, ", "))
 		}
-		if err != nil {
-			return fail(io, "prune", exitIndeterminate, err)
-		}
-		if err := safefile.WriteFile(filepath.Join(a.out.dir, stem+suf), b, 0o644); err != nil {
-			return fail(io, "prune", exitFail, err)
-		}
-		copied++
 	}
-	if copied == 0 {
-		return fail(io, "prune", exitIndeterminate, fmt.Errorf("%s: the guest exited %d and wrote no policy or record", stem, res.Status))
-	}
-	if res.Status != exitOK {
-		return exitFail
-	}
-	return exitOK
 }
 
 // runEnforcer is lockstep's own enforcer: its run verb, as it always was;

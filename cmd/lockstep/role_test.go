@@ -10,7 +10,9 @@ import (
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 	"github.com/lockstep-sandbox/lockstep/observer"
+	"github.com/lockstep-sandbox/lockstep/pruneguest"
 	"github.com/lockstep-sandbox/lockstep/repro"
+	"github.com/lockstep-sandbox/lockstep/selftest"
 	"github.com/lockstep-sandbox/lockstep/verify"
 )
 
@@ -32,6 +34,8 @@ func TestRoleFromOutside(t *testing.T) {
 		{observer.GuestRole, "LOCKSTEP_ROLE=observe-guest is set, but this is not a lockstep guest"},
 		{repro.GuestRole, "LOCKSTEP_ROLE=repro-guest is set, but this is not a lockstep guest"},
 		{verify.GuestRole, "LOCKSTEP_ROLE=verify-guest is set, but this is not a lockstep guest"},
+		{pruneguest.GuestRole, "LOCKSTEP_ROLE=prune-guest is set, but this is not a lockstep guest"},
+		{selftest.GuestRole, "LOCKSTEP_ROLE=selftest-guest is set, but this is not a lockstep guest"},
 	} {
 		t.Run(tc.Role, func(t *testing.T) {
 			code, out, errs := runBin(t, bin, []string{"LOCKSTEP_ROLE=" + tc.Role}, "policy", "check", cfg)

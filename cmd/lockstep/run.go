@@ -24,7 +24,17 @@ func init() {
 		Name:  enforcer.Verb,
 		Usage: "run --config <file>… [--base-dir <dir>] [--expect-hash sha256:<hex>] [--require-abi <n>] [--env NAME[=VALUE]]… [--env-file <file>]… [--log-subprocesses] [-q] -- <cmd>…",
 		Short: "run one command under a policy with this kernel's Landlock",
-		Long: `Combines every Base*.cfg of --base-dir (sorted) and each --config in order,
+		Long:  runLong,
+		Example: `# run cat under a policy: what it grants works, anything else is EACCES
+$ lockstep run --config policy.cfg -- cat /etc/hostname
+# only if the policy is exactly the one reviewed, on a kernel that restricts UNIX sockets, with one token
+$ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1f… --require-abi 9 --env PYPI_TOKEN -- python3 -m pytest`,
+		Flags: runFlags,
+	})
+}
+
+// runLong is run's help text.
+var runLong = `Combines every Base*.cfg of --base-dir (sorted) and each --config in order,
 checks that this kernel's Landlock ABI can enforce every rule, and runs the
 command in a restricted child: every right the ABI knows is handled, so what
 the policy does not grant is refused (EACCES). [limits] become rlimits, a
@@ -48,86 +58,77 @@ kernel cannot enforce — the rule and the ABI it needs are named — an
 127 not found; 128+n lockstep got signal n (SIGHUP, SIGINT, SIGQUIT,
 SIGTERM) and killed the command; 137 a cap was passed. With -v (lockstep -v
 run …) every rule of the ruleset and the environment's names are printed
-first. See docs/run.md.`,
-		Example: `# run cat under a policy: what it grants works, anything else is EACCES
-$ lockstep run --config policy.cfg -- cat /etc/hostname
-# only if the policy is exactly the one reviewed, on a kernel that restricts UNIX sockets, with one token
-$ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1f… --require-abi 9 --env PYPI_TOKEN -- python3 -m pytest`,
-		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
-			var configs multiFlag
-			fs.Var(&configs, "config", "policy `file` (repeatable; applied after the bases, in order)")
-			baseDir := strictString(fs, "base-dir", "", "`dir`ectory whose Base*.cfg files are combined first, in sorted order", wantBaseDir)
-			expect := strictString(fs, "expect-hash", "", "refuse unless the combined policy hashes to this `sha256:<hex>` (lockstep policy hash)", wantHash)
-			logSub := fs.Bool("log-subprocesses", false, fmt.Sprintf("audit-log Landlock denials after exec too (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON, ABI %d+)", landlock.ABIAuditRecords))
-			quiet := fs.Bool("q", false, "leave out the status line")
-			requireABI := fs.Int("require-abi", 0, "refuse (125) on a kernel whose Landlock ABI is below `n`")
-			var envs, envFiles multiFlag
-			fs.Var(&envs, "env", "pass the caller's `NAME`, or set NAME=VALUE, in the command's environment (repeatable)")
-			fs.Var(&envFiles, "env-file", "read NAME and NAME=VALUE lines as --env takes them from `file` (repeatable; --env wins)")
-			return func(ctx context.Context, io *stdio, args []string) int {
-				v := verbs["run"]
-				if len(args) == 0 {
-					return usageExit(io, v, usagef("no command given after --"))
-				}
-				if len(configs) == 0 && *baseDir == "" {
-					return usageExit(io, v, usagef("no policy: give --config <file> or --base-dir <dir>"))
-				}
-				if *requireABI < 0 {
-					return usageExit(io, v, usagef("--require-abi %d: want an ABI version, 1 or more", *requireABI))
-				}
-				rules, err := envRules(envs)
-				if err != nil {
-					return usageExit(io, v, err)
-				}
-				fileRules, err := envFileRules(envFiles)
-				if err != nil {
-					return fail(io, "run", exitRefused, fmt.Errorf("%w. Nothing ran", err))
-				}
-				env := enforcer.CommandEnv(os.Environ(), append(fileRules, rules...))
-				p, err := policy.Load(*baseDir, configs)
-				if err != nil {
-					if !errors.As(err, new(policy.ErrorList)) {
-						err = fmt.Errorf("%w. Nothing ran", err)
-					}
-					enforcer.WriteRefusal(io.err, err)
-					return exitRefused
-				}
-				opts := enforcer.Options{
-					Policy:          p,
-					Command:         args,
-					LogSubprocesses: *logSub,
-					ExpectHash:      *expect,
-					RequireABI:      *requireABI,
-					Env:             env,
-					Stdin:           io.in,
-					Stdout:          io.out,
-					Stderr:          io.err,
-					Quiet:           *quiet,
-				}
-				if io.verbose {
-					// The ruleset as the kernel will get it; Run prepares it again.
-					if prep, err := enforcer.Prepare(opts); err == nil {
-						for _, l := range append(prep.Ruleset.Describe(), wide.Links(p)...) {
-							fmt.Fprintf(io.err, "lockstep run: %s\n", l)
-						}
-					}
-					fmt.Fprintf(io.err, "lockstep run: environment: %s; left out: %s\n",
-						strings.Join(envNames(env), ","), strings.Join(enforcer.DroppedEnv(os.Environ(), env), ","))
-				}
-				ctx, stop := catchSignals(ctx)
-				defer stop()
-				status, err := enforcer.Run(ctx, opts)
-				var sig caughtSignal
-				if errors.Is(err, enforcer.ErrInterrupted) && errors.As(context.Cause(ctx), &sig) {
-					return fail(io, "run", 128+int(sig.Signal), err)
-				}
-				if err != nil {
-					enforcer.WriteRefusal(io.err, err)
-				}
-				return status
+first. See docs/run.md.`
+
+func runFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+	var configs multiFlag
+	fs.Var(&configs, "config", "policy `file` (repeatable; applied after the bases, in order)")
+	baseDir := strictString(fs, "base-dir", "", "`dir`ectory whose Base*.cfg files are combined first, in sorted order", wantBaseDir)
+	expect := strictString(fs, "expect-hash", "", "refuse unless the combined policy hashes to this `sha256:<hex>` (lockstep policy hash)", wantHash)
+	logSub := fs.Bool("log-subprocesses", false, fmt.Sprintf("audit-log Landlock denials after exec too (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON, ABI %d+)", landlock.ABIAuditRecords))
+	quiet := fs.Bool("q", false, "leave out the status line")
+	requireABI := fs.Int("require-abi", 0, "refuse (125) on a kernel whose Landlock ABI is below `n`")
+	var envs, envFiles multiFlag
+	fs.Var(&envs, "env", "pass the caller's `NAME`, or set NAME=VALUE, in the command's environment (repeatable)")
+	fs.Var(&envFiles, "env-file", "read NAME and NAME=VALUE lines as --env takes them from `file` (repeatable; --env wins)")
+	return func(ctx context.Context, io *stdio, args []string) int {
+		v := verbs["run"]
+		if len(args) == 0 {
+			return usageExit(io, v, usagef("no command given after --"))
+		}
+		if len(configs) == 0 && *baseDir == "" {
+			return usageExit(io, v, usagef("no policy: give --config <file> or --base-dir <dir>"))
+		}
+		if *requireABI < 0 {
+			return usageExit(io, v, usagef("--require-abi %d: want an ABI version, 1 or more", *requireABI))
+		}
+		rules, err := envRules(envs)
+		if err != nil {
+			return usageExit(io, v, err)
+		}
+		fileRules, err := envFileRules(envFiles)
+		if err != nil {
+			return fail(io, "run", exitRefused, fmt.Errorf("%w. Nothing ran", err))
+		}
+		env := enforcer.CommandEnv(os.Environ(), append(fileRules, rules...))
+		p, err := policy.Load(*baseDir, configs)
+		if err != nil {
+			if !errors.As(err, new(policy.ErrorList)) {
+				err = fmt.Errorf("%w. Nothing ran", err)
 			}
-		},
-	})
+			enforcer.WriteRefusal(io.err, err)
+			return exitRefused
+		}
+		return runCommand(ctx, io, enforcer.Options{Policy: p, Command: args, LogSubprocesses: *logSub, ExpectHash: *expect,
+			RequireABI: *requireABI, Env: env, Stdin: io.in, Stdout: io.out, Stderr: io.err, Quiet: *quiet})
+	}
+}
+
+// runCommand runs the command under the policy (enforcer.Run), first
+// printing the ruleset and the environment with -v; lockstep's own signals
+// kill the command and exit 128+n.
+func runCommand(ctx context.Context, io *stdio, opts enforcer.Options) int {
+	if io.verbose {
+		// The ruleset as the kernel will get it; Run prepares it again.
+		if prep, err := enforcer.Prepare(opts); err == nil {
+			for _, l := range append(prep.Ruleset.Describe(), wide.Links(opts.Policy)...) {
+				fmt.Fprintf(io.err, "lockstep run: %s\n", l)
+			}
+		}
+		fmt.Fprintf(io.err, "lockstep run: environment: %s; left out: %s\n",
+			strings.Join(envNames(opts.Env), ","), strings.Join(enforcer.DroppedEnv(os.Environ(), opts.Env), ","))
+	}
+	ctx, stop := catchSignals(ctx)
+	defer stop()
+	status, err := enforcer.Run(ctx, opts)
+	var sig caughtSignal
+	if errors.Is(err, enforcer.ErrInterrupted) && errors.As(context.Cause(ctx), &sig) {
+		return fail(io, "run", 128+int(sig.Signal), err)
+	}
+	if err != nil {
+		enforcer.WriteRefusal(io.err, err)
+	}
+	return status
 }
 
 // envRules parses the --env flags.

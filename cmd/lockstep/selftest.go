@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
@@ -18,16 +17,12 @@ import (
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/observer/proof"
-)
-
-// Files the in-guest selftest writes among its results.
-const (
-	selftestReport  = "selftest.json"
-	selftestRecords = "selftest-records.txt"
+	"github.com/lockstep-sandbox/lockstep/selftest"
 )
 
 func init() {
 	hiddenRoles[proof.Role] = proof.RefusalMain
+	guestRole(selftest.GuestRole, "selftest", selftestRole)
 	register(&verb{
 		Name:  "selftest",
 		Usage: "selftest [--kernel <pin>|<file>] [--modules <dir>] [--machine {microvm|q35}] [--accel {auto|kvm|tcg}] [--results <dir>] [--json]",
@@ -102,10 +97,10 @@ func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args [
 		}
 		if *inGuest {
 			out := *results
-			if out == "" && os.Getenv("LOCKSTEP_GUEST") == "1" {
+			if out == "" && os.Getenv(proto.EnvGuest) == "1" {
 				out = proto.ResultsDir
 			}
-			code := selftestHere(ctx, io, out, *wantRelease, *wantABI, *asJSON)
+			code := selftestHere(ctx, io, selftest.GuestOptions{WantRelease: *wantRelease, WantABI: *wantABI, Out: out}, *asJSON)
 			if *capture != "" {
 				if err := proof.Capture(ctx, proof.CaptureOptions{Out: *capture}); err != nil {
 					return fail(io, "selftest", exitIndeterminate, err)
@@ -120,40 +115,24 @@ func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args [
 	}
 }
 
-// selftestHere runs the proof on the running kernel and writes its report
-// and records to out (when not empty).
-func selftestHere(ctx context.Context, io *stdio, out, wantRelease string, wantABI int, asJSON bool) int {
-	opts := proof.Options{WantRelease: wantRelease, WantABI: wantABI, Log: selftestLogger(io)}
-	var rawFile *os.File
-	if out != "" {
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			return fail(io, "selftest", exitIndeterminate, err)
-		}
-		f, err := os.Create(filepath.Join(out, selftestRecords))
-		if err != nil {
-			return fail(io, "selftest", exitIndeterminate, err)
-		}
-		rawFile = f
-		opts.Raw = f
-	}
-	rep, err := proof.Run(ctx, opts)
-	if rawFile != nil {
-		if cerr := rawFile.Close(); err == nil && cerr != nil {
-			err = cerr
-		}
-	}
+// selftestHere runs the proof on the running kernel (selftest.Guest) and
+// prints the report.
+func selftestHere(ctx context.Context, io *stdio, opts selftest.GuestOptions, asJSON bool) int {
+	opts.Log = selftestLogger(io)
+	rep, err := selftest.Guest(ctx, opts)
 	if err != nil {
 		return fail(io, "selftest", exitIndeterminate, err)
-	}
-	if out != "" {
-		if err := selftestWriteJSON(filepath.Join(out, selftestReport), rep); err != nil {
-			return fail(io, "selftest", exitIndeterminate, err)
-		}
 	}
 	if err := selftestPrint(io.out, rep, asJSON); err != nil {
 		return fail(io, "selftest", exitIndeterminate, err)
 	}
 	return rep.Status
+}
+
+// selftestRole is the selftest's guest side (selftest.GuestRole): the
+// report as JSON on stdout, as the host's job always asked.
+func selftestRole(ctx context.Context, io *stdio, opts selftest.GuestOptions) int {
+	return selftestHere(ctx, io, opts, true)
 }
 
 // selftestBoot is how the selftest's guest boots.
@@ -161,66 +140,43 @@ type selftestBoot struct {
 	kernel, modules, machine, accel, results string
 }
 
-// selftestGuest boots the kernel with the in-guest selftest as the job and
-// reads the report it wrote.
+// selftestGuest boots the kernel with the selftest's guest side as the job
+// (selftest.Host) and prints the report it wrote.
 func selftestGuest(ctx context.Context, io *stdio, b selftestBoot, asJSON bool) int {
 	log := selftestLogger(io)
 	bz, err := resolveKernel(ctx, b.kernel, log)
 	if err != nil {
 		return fail(io, "selftest", exitIndeterminate, err)
 	}
-	mods, err := guestModules(b.modules)
-	if err != nil {
+	opts := selftest.HostOptions{Kernel: bz, Machine: b.machine, Results: b.results, Sizing: harness.Sizing{Accel: b.accel},
+		Stderr: io.err, Verbose: io.verbose, Log: log}
+	if opts.Modules, err = guestModules(b.modules); err != nil {
 		return fail(io, "selftest", exitIndeterminate, err)
 	}
-	wantABI, err := selftestPinABI(b.kernel)
-	if err != nil {
+	if opts.WantABI, err = selftestPinABI(b.kernel); err != nil {
 		return fail(io, "selftest", exitIndeterminate, err)
 	}
-	release, err := selftestRelease(bz)
-	if err != nil {
+	if opts.WantRelease, err = selftestRelease(bz); err != nil {
 		return fail(io, "selftest", exitIndeterminate, err)
 	}
-	dir := b.results
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "lockstep-selftest.")
-		if err != nil {
-			return fail(io, "selftest", exitIndeterminate, err)
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
+	if io.verbose {
+		opts.Stdout = io.err // the report is read from the results, not the console
 	}
-	guestOut := io.err
-	if !io.verbose {
-		guestOut = nil // the report is read from the results, not the console
-	}
-	res, err := harness.Run(ctx, harness.Options{
-		Kernel: bz, Accel: b.accel, Machine: b.machine, Modules: mods, ResultsDir: dir, Verbose: io.verbose, Log: log,
-		Command: []string{proto.GuestBinary, "selftest", "--in-guest", "--json",
-			"--want-release", release, "--want-abi", strconv.Itoa(wantABI)},
-		Stdout: guestOut, Stderr: io.err,
-	})
-	if res == nil {
-		return fail(io, "selftest", exitIndeterminate, err)
-	}
+	res, err := selftest.Host(ctx, opts)
 	if err != nil {
 		code := exitIndeterminate
-		if errors.Is(err, harness.ErrGuestSetup) {
+		if res != nil && errors.Is(err, harness.ErrGuestSetup) {
 			code = exitGuestSetup
 		}
-		return fail(io, "selftest", code, fmt.Errorf("guest on %s: %w", filepath.Base(bz), err))
-	}
-	rep, err := selftestGuestReport(dir, res.Status)
-	if err != nil {
-		return fail(io, "selftest", exitIndeterminate, err)
+		return fail(io, "selftest", code, err)
 	}
 	if !asJSON {
-		fmt.Fprintf(io.out, "kernel %s (%s), accel %s\n", release, filepath.Base(bz), res.Accel)
+		fmt.Fprintf(io.out, "kernel %s (%s), accel %s\n", opts.WantRelease, filepath.Base(bz), res.Run.Accel)
 	}
-	if err := selftestPrint(io.out, rep, asJSON); err != nil {
+	if err := selftestPrint(io.out, res.Report, asJSON); err != nil {
 		return fail(io, "selftest", exitIndeterminate, err)
 	}
-	return rep.Status
+	return res.Report.Status
 }
 
 // guestModules are the modules a distribution kernel's guest loads from
@@ -230,24 +186,6 @@ func guestModules(dir string) ([]string, error) {
 		return nil, nil
 	}
 	return harness.ResolveModules(dir, harness.GuestModules)
-}
-
-// selftestGuestReport reads the report the guest wrote into dir, which
-// must be a report of this schema whose status is the one the guest
-// exited with.
-func selftestGuestReport(dir string, status int) (*proof.Report, error) {
-	data, err := safefile.ReadFile(filepath.Join(dir, selftestReport), 0)
-	if err != nil {
-		return nil, fmt.Errorf("the guest wrote no report (status %d): %w", status, err)
-	}
-	var rep proof.Report
-	if err := json.Unmarshal(data, &rep); err != nil || rep.Schema != proof.Schema {
-		return nil, fmt.Errorf("the guest's %s is not a schema-%d report: %v", selftestReport, proof.Schema, err)
-	}
-	if rep.Status != status {
-		return nil, fmt.Errorf("the guest exited %d but its report says status %d", status, rep.Status)
-	}
-	return &rep, nil
 }
 
 // selftestLogger is verbLogger for selftest.
@@ -292,13 +230,4 @@ func selftestRelease(bz string) (string, error) {
 	}
 	release, _, _ := strings.Cut(v, " ")
 	return release, nil
-}
-
-// selftestWriteJSON writes v as indented JSON to path, atomically.
-func selftestWriteJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return safefile.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -91,18 +91,8 @@ type Collector struct {
 // records in a goroutine. It needs CAP_AUDIT_CONTROL in the initial user and
 // pid namespaces, and fails if a healthy daemon (auditd) holds the slot.
 func Start(opts Options) (_ *Collector, err error) {
-	backlog := opts.BacklogLimit
-	if backlog == 0 {
-		backlog = DefaultBacklogLimit
-	}
-	slotWait := opts.SlotWait
-	if slotWait == 0 {
-		slotWait = DefaultSlotWait
-	}
-	log := opts.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	opts = opts.withDefaults()
+	backlog, log := opts.BacklogLimit, opts.Log
 	reader, err := libaudit.NewAuditClient(nil)
 	if err != nil {
 		return nil, fmt.Errorf("audit collector: open netlink socket: %w", err)
@@ -136,11 +126,48 @@ func Start(opts Options) (_ *Collector, err error) {
 	}
 	// Take the slot first, then change the settings: another collector that
 	// is closing restores its settings before it lets the slot go.
+	if err = takeSlot(reader, st.PID, opts.SlotWait, log); err != nil {
+		return nil, err
+	}
+	if prev, err = auditnl.Status(ctl, 0); err != nil {
+		prev = nil
+		return nil, fmt.Errorf("audit collector: get status: %w", err)
+	}
+	if err := configure(reader, prev, backlog, opts.DropWhenFull); err != nil {
+		return nil, err
+	}
+	c := &Collector{
+		reader: reader, ctl: ctl, raw: opts.Raw, log: log,
+		runs: map[*Run]bool{}, barriers: map[string]bool{},
+		stop: make(chan struct{}), done: make(chan struct{}), prev: prev,
+	}
+	go c.loop()
+	log.Debug("audit collector registered", "pid", os.Getpid(), "backlog_limit", backlog, "was_enabled", prev.Enabled)
+	return c, nil
+}
+
+// withDefaults is o with each zero field's default.
+func (o Options) withDefaults() Options {
+	if o.BacklogLimit == 0 {
+		o.BacklogLimit = DefaultBacklogLimit
+	}
+	if o.SlotWait == 0 {
+		o.SlotWait = DefaultSlotWait
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// takeSlot registers reader's process as the audit daemon, waiting up to
+// slotWait for the holder (pid) to let the slot go.
+func takeSlot(reader *libaudit.AuditClient, holder uint32, slotWait time.Duration, log *slog.Logger) error {
 	deadline := time.Now().Add(slotWait)
 	for attempt := 0; ; attempt++ {
-		err = reader.SetPID(libaudit.WaitForReply)
+		err := reader.SetPID(libaudit.WaitForReply)
 		if err == nil {
-			break
+			return nil
 		}
 		switch {
 		case errors.Is(err, syscall.ENOBUFS) && attempt < 3:
@@ -153,43 +180,38 @@ func Start(opts Options) (_ *Collector, err error) {
 			continue
 		case errors.Is(err, syscall.EEXIST) && time.Now().Before(deadline):
 			if attempt == 0 {
-				log.Info("waiting for the audit daemon slot", "holder", st.PID, "up_to", slotWait)
+				log.Info("waiting for the audit daemon slot", "holder", holder, "up_to", slotWait)
 			}
 			time.Sleep(100 * time.Millisecond)
 			continue
 		case errors.Is(err, syscall.EEXIST):
-			return nil, fmt.Errorf("audit collector: register as audit daemon: another daemon (pid %d) held the slot for %v (stop auditd): %w", st.PID, slotWait, err)
+			return fmt.Errorf("audit collector: register as audit daemon: another daemon (pid %d) held the slot for %v (stop auditd): %w", holder, slotWait, err)
 		}
-		return nil, fmt.Errorf("audit collector: register as audit daemon: %w", err)
+		return fmt.Errorf("audit collector: register as audit daemon: %w", err)
 	}
-	if prev, err = auditnl.Status(ctl, 0); err != nil {
-		prev = nil
-		return nil, fmt.Errorf("audit collector: get status: %w", err)
-	}
+}
+
+// configure enables audit (if prev, the status found, had it off) and sets
+// the backlog limit, a rate limit of 0 and, with dropWhenFull, a backlog
+// wait time of 0.
+func configure(reader *libaudit.AuditClient, prev *libaudit.AuditStatus, backlog uint32, dropWhenFull bool) error {
 	if prev.Enabled == 0 {
 		if err := reader.SetEnabled(true, libaudit.WaitForReply); err != nil {
-			return nil, fmt.Errorf("audit collector: enable audit: %w", err)
+			return fmt.Errorf("audit collector: enable audit: %w", err)
 		}
 	}
 	if err := reader.SetBacklogLimit(backlog, libaudit.WaitForReply); err != nil {
-		return nil, fmt.Errorf("audit collector: set backlog limit %d: %w", backlog, err)
+		return fmt.Errorf("audit collector: set backlog limit %d: %w", backlog, err)
 	}
 	if err := reader.SetRateLimit(0, libaudit.WaitForReply); err != nil {
-		return nil, fmt.Errorf("audit collector: set rate limit 0: %w", err)
+		return fmt.Errorf("audit collector: set rate limit 0: %w", err)
 	}
-	if opts.DropWhenFull {
+	if dropWhenFull {
 		if err := reader.SetBacklogWaitTime(0, libaudit.WaitForReply); err != nil {
-			return nil, fmt.Errorf("audit collector: set backlog wait time 0: %w", err)
+			return fmt.Errorf("audit collector: set backlog wait time 0: %w", err)
 		}
 	}
-	c := &Collector{
-		reader: reader, ctl: ctl, raw: opts.Raw, log: log,
-		runs: map[*Run]bool{}, barriers: map[string]bool{},
-		stop: make(chan struct{}), done: make(chan struct{}), prev: prev,
-	}
-	go c.loop()
-	log.Debug("audit collector registered", "pid", os.Getpid(), "backlog_limit", backlog, "was_enabled", prev.Enabled)
-	return c, nil
+	return nil
 }
 
 // restore puts back the enabled flag, backlog limit and rate limit of prev.

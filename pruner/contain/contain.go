@@ -134,44 +134,73 @@ func firstFile(p string) string {
 
 // Plan lists the checks for policy p (with its limits).
 func Plan(p *policy.Policy, o PlanOptions) ([]Check, []record.ContainmentCheck) {
-	var cs []Check
-	var un []record.ContainmentCheck
+	pl := &plan{p: p, o: o}
 	for _, c := range o.Canaries {
-		cs = append(cs, Check{Name: "canary " + c, Args: []string{"read", c}, WantErrno: "EACCES", Control: true})
+		pl.check(Check{Name: "canary " + c, Args: []string{"read", c}, WantErrno: "EACCES", Control: true})
 	}
-	// A write into a read-only path.
-	writeUnder := func(q string) bool {
-		for w, secs := range p.FS {
-			for s, on := range secs {
-				if on && policy.IsWriteClass(s) && (w == q || policy.Beneath(q, w)) {
-					return true
-				}
+	pl.readOnly()
+	pl.connect()
+	pl.bind()
+	pl.fileLimits()
+	pl.timeLimits()
+	return pl.cs, pl.un
+}
+
+// plan gathers Plan's checks and the checks it leaves out, with why.
+type plan struct {
+	p  *policy.Policy
+	o  PlanOptions
+	cs []Check
+	un []record.ContainmentCheck
+}
+
+func (pl *plan) check(c Check) { pl.cs = append(pl.cs, c) }
+
+func (pl *plan) skip(name, why string) { pl.un = append(pl.un, unchecked(name, why)) }
+
+// limit is the policy's limit k, and whether it is set, on and positive.
+func (pl *plan) limit(k policy.LimitKey) (int64, bool) {
+	l, ok := pl.p.Limits[k]
+	return l.Value, ok && !l.Off && l.Value > 0
+}
+
+// writeUnder says a write-class grant covers q.
+func (pl *plan) writeUnder(q string) bool {
+	for w, secs := range pl.p.FS {
+		for s, on := range secs {
+			if on && policy.IsWriteClass(s) && (w == q || policy.Beneath(q, w)) {
+				return true
 			}
 		}
-		return false
 	}
-	pick := o.ReadOnlyFile
+	return false
+}
+
+// readOnly is a write into a read-only path: a regular file the policy
+// lets the exercise read and no write-class grant covers.
+func (pl *plan) readOnly() {
+	const name = "write into a read-only path"
+	pick := pl.o.ReadOnlyFile
 	if pick == nil {
 		pick = firstFile
 	}
-	target := ""
-	for _, q := range p.Paths(policy.Read) {
-		if special(q) || writeUnder(q) {
+	for _, q := range pl.p.Paths(policy.Read) {
+		if special(q) || pl.writeUnder(q) {
 			continue
 		}
-		if f := pick(q); f != "" && !writeUnder(f) {
-			target = f
-			break
+		if f := pick(q); f != "" && !pl.writeUnder(f) {
+			pl.check(Check{Name: name, Args: []string{"write", f}, WantErrno: "EACCES", Control: true})
+			return
 		}
 	}
-	if target != "" {
-		cs = append(cs, Check{Name: "write into a read-only path", Args: []string{"write", target}, WantErrno: "EACCES", Control: true})
-	} else {
-		un = append(un, unchecked("write into a read-only path", "the policy grants [read] on no regular file outside /proc, /sys, /dev and every write-class grant"))
-	}
-	// Network.
-	connectCovered := func(port int) bool {
-		for _, r := range p.Connect {
+	pl.skip(name, "the policy grants [read] on no regular file outside /proc, /sys, /dev and every write-class grant")
+}
+
+// connect is a connect to a loopback port no [connect] rule names.
+func (pl *plan) connect() {
+	const name = "connect to an unnamed loopback port"
+	covered := func(port int) bool {
+		for _, r := range pl.p.Connect {
 			if r.Transport != policy.TCP {
 				continue
 			}
@@ -181,92 +210,101 @@ func Plan(p *policy.Policy, o PlanOptions) ([]Check, []record.ContainmentCheck) 
 		}
 		return false
 	}
-	switch {
-	case o.ListenPort == 0:
-		un = append(un, unchecked("connect to an unnamed loopback port", "no loopback listener was given"))
-	case connectCovered(o.ListenPort):
-		un = append(un, unchecked("connect to an unnamed loopback port", fmt.Sprintf("a [connect] rule covers 127.0.0.1:%d", o.ListenPort)))
+	switch port := pl.o.ListenPort; {
+	case port == 0:
+		pl.skip(name, "no loopback listener was given")
+	case covered(port):
+		pl.skip(name, fmt.Sprintf("a [connect] rule covers 127.0.0.1:%d", port))
 	default:
-		cs = append(cs, Check{Name: "connect to an unnamed loopback port", Args: []string{"connect", "127.0.0.1:" + strconv.Itoa(o.ListenPort)}, WantErrno: "EACCES", Control: true})
+		pl.check(Check{Name: name, Args: []string{"connect", "127.0.0.1:" + strconv.Itoa(port)}, WantErrno: "EACCES", Control: true})
 	}
+}
+
+// bind is a bind of a free port no [bind] rule names.
+func (pl *plan) bind() {
+	const name = "bind of an ungranted port"
 	bound := false
-	for _, r := range p.Bind {
-		if r.Transport == policy.TCP && r.Port == o.FreePort {
+	for _, r := range pl.p.Bind {
+		if r.Transport == policy.TCP && r.Port == pl.o.FreePort {
 			bound = true
 		}
 	}
 	switch {
-	case o.FreePort == 0:
-		un = append(un, unchecked("bind of an ungranted port", "no free port was given"))
+	case pl.o.FreePort == 0:
+		pl.skip(name, "no free port was given")
 	case bound:
-		un = append(un, unchecked("bind of an ungranted port", fmt.Sprintf("[bind] allow %d", o.FreePort)))
+		pl.skip(name, fmt.Sprintf("[bind] allow %d", pl.o.FreePort))
 	default:
-		cs = append(cs, Check{Name: "bind of an ungranted port", Args: []string{"bind", "127.0.0.1:" + strconv.Itoa(o.FreePort)}, WantErrno: "EACCES", Control: true})
+		pl.check(Check{Name: name, Args: []string{"bind", "127.0.0.1:" + strconv.Itoa(pl.o.FreePort)}, WantErrno: "EACCES", Control: true})
 	}
-	// Limits.
-	maxS := o.MaxSeconds
-	if maxS <= 0 {
-		maxS = DefaultMaxSeconds
-	}
-	lim := func(k policy.LimitKey) (int64, bool) {
-		l, ok := p.Limits[k]
-		return l.Value, ok && !l.Off && l.Value > 0
-	}
-	if v, ok := lim(policy.NoFile); !ok {
-		un = append(un, unchecked("limit nofile", "not set"))
+}
+
+// fileLimits are the checks of the nofile, nproc, mem_mb and fsize_mb
+// limits.
+func (pl *plan) fileLimits() {
+	if v, ok := pl.limit(policy.NoFile); !ok {
+		pl.skip("limit nofile", "not set")
 	} else if v >= MaxNoFile {
-		un = append(un, unchecked("limit nofile", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxNoFile)))
+		pl.skip("limit nofile", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxNoFile))
 	} else {
-		cs = append(cs, Check{Name: "limit nofile", Args: []string{"nofile", strconv.FormatInt(v, 10)}, WantErrno: "EMFILE", Control: true})
+		pl.check(Check{Name: "limit nofile", Args: []string{"nofile", strconv.FormatInt(v, 10)}, WantErrno: "EMFILE", Control: true})
 	}
-	if v, ok := lim(policy.NProc); !ok {
-		un = append(un, unchecked("limit nproc", "not set"))
-	} else if o.NProcUnenforced != "" {
-		un = append(un, unchecked("limit nproc", o.NProcUnenforced))
+	if v, ok := pl.limit(policy.NProc); !ok {
+		pl.skip("limit nproc", "not set")
+	} else if pl.o.NProcUnenforced != "" {
+		pl.skip("limit nproc", pl.o.NProcUnenforced)
 	} else if v >= MaxNProc {
-		un = append(un, unchecked("limit nproc", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxNProc)))
+		pl.skip("limit nproc", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxNProc))
 	} else {
 		// 137: the enforcer's cgroup cap was passed and it killed the
 		// probe, possibly before the probe could print its EAGAIN.
-		cs = append(cs, Check{Name: "limit nproc", Args: []string{"nproc", strconv.FormatInt(v, 10)}, WantErrno: "EAGAIN", WantStatus: []int{137}, Control: true})
+		pl.check(Check{Name: "limit nproc", Args: []string{"nproc", strconv.FormatInt(v, 10)}, WantErrno: "EAGAIN", WantStatus: []int{137}, Control: true})
 	}
-	if v, ok := lim(policy.MemMB); !ok {
-		un = append(un, unchecked("limit mem_mb", "not set"))
+	if v, ok := pl.limit(policy.MemMB); !ok {
+		pl.skip("limit mem_mb", "not set")
 	} else if v >= MaxMemMB {
-		un = append(un, unchecked("limit mem_mb", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxMemMB)))
-	} else if memBelowProbe(p) {
-		un = append(un, unchecked("limit mem_mb", fmt.Sprintf("%d MiB is below the %d MiB the probe (a Go program) needs to start; the other checks ran without it", v, MinProbeMemMB)))
-	} else if o.MemoryMB > 0 && v+1 >= o.MemoryMB {
-		un = append(un, unchecked("limit mem_mb", fmt.Sprintf("%d MiB is beyond this machine's memory and swap (%d MiB): the control could not map it either", v, o.MemoryMB)))
+		pl.skip("limit mem_mb", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxMemMB))
+	} else if memBelowProbe(pl.p) {
+		pl.skip("limit mem_mb", fmt.Sprintf("%d MiB is below the %d MiB the probe (a Go program) needs to start; the other checks ran without it", v, MinProbeMemMB))
+	} else if pl.o.MemoryMB > 0 && v+1 >= pl.o.MemoryMB {
+		pl.skip("limit mem_mb", fmt.Sprintf("%d MiB is beyond this machine's memory and swap (%d MiB): the control could not map it either", v, pl.o.MemoryMB))
 	} else {
-		cs = append(cs, Check{Name: "limit mem_mb", Args: []string{"mem", strconv.FormatInt(v, 10)}, WantErrno: "ENOMEM", Control: true})
+		pl.check(Check{Name: "limit mem_mb", Args: []string{"mem", strconv.FormatInt(v, 10)}, WantErrno: "ENOMEM", Control: true})
 	}
-	if v, ok := lim(policy.FsizeMB); !ok {
-		un = append(un, unchecked("limit fsize_mb", "not set"))
+	if v, ok := pl.limit(policy.FsizeMB); !ok {
+		pl.skip("limit fsize_mb", "not set")
 	} else if v >= MaxFsizeMB {
-		un = append(un, unchecked("limit fsize_mb", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxFsizeMB)))
-	} else if o.WritableDir == "" {
-		un = append(un, unchecked("limit fsize_mb", "no directory with [write] and [create]"))
+		pl.skip("limit fsize_mb", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxFsizeMB))
+	} else if pl.o.WritableDir == "" {
+		pl.skip("limit fsize_mb", "no directory with [write] and [create]")
 	} else {
-		cs = append(cs, Check{Name: "limit fsize_mb", Args: []string{"fsize", strconv.FormatInt(v, 10), o.WritableDir}, WantErrno: "EFBIG", Control: true})
+		pl.check(Check{Name: "limit fsize_mb", Args: []string{"fsize", strconv.FormatInt(v, 10), pl.o.WritableDir}, WantErrno: "EFBIG", Control: true})
 	}
-	tms, tok := lim(policy.Timeout)
+}
+
+// timeLimits are the checks of the timeout and cpu limits, each bounded by
+// the probe's cap (MaxSeconds).
+func (pl *plan) timeLimits() {
+	maxS := pl.o.MaxSeconds
+	if maxS <= 0 {
+		maxS = DefaultMaxSeconds
+	}
+	tms, tok := pl.limit(policy.Timeout)
 	t := (tms + 999) / 1000
 	if !tok {
-		un = append(un, unchecked("limit timeout", "not set"))
+		pl.skip("limit timeout", "not set")
 	} else if t > int64(maxS) {
-		un = append(un, unchecked("limit timeout", fmt.Sprintf("%d s is beyond the probe's cap %d s", t, maxS)))
+		pl.skip("limit timeout", fmt.Sprintf("%d s is beyond the probe's cap %d s", t, maxS))
 	} else {
-		cs = append(cs, Check{Name: "limit timeout", Args: []string{"sleep", strconv.FormatInt(t+5, 10)}, WantStatus: []int{124}})
+		pl.check(Check{Name: "limit timeout", Args: []string{"sleep", strconv.FormatInt(t+5, 10)}, WantStatus: []int{124}})
 	}
-	if v, ok := lim(policy.CPU); !ok {
-		un = append(un, unchecked("limit cpu", "not set"))
+	if v, ok := pl.limit(policy.CPU); !ok {
+		pl.skip("limit cpu", "not set")
 	} else if v > int64(maxS) {
-		un = append(un, unchecked("limit cpu", fmt.Sprintf("%d s is beyond the probe's cap %d s", v, maxS)))
+		pl.skip("limit cpu", fmt.Sprintf("%d s is beyond the probe's cap %d s", v, maxS))
 	} else {
-		cs = append(cs, Check{Name: "limit cpu", Args: []string{"spin", strconv.FormatInt(CPUSpinBound(v), 10)}, WantStatus: []int{137, 152}, WithoutTimeout: true})
+		pl.check(Check{Name: "limit cpu", Args: []string{"spin", strconv.FormatInt(CPUSpinBound(v), 10)}, WantStatus: []int{137, 152}, WithoutTimeout: true})
 	}
-	return cs, un
 }
 
 // CPUSpinBound is how many seconds of CPU time, by the clock getrusage
