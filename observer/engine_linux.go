@@ -133,7 +133,7 @@ func RunObserved(ctx context.Context, s Spec) (*Observed, error) {
 		}
 		ob.Denials = ob.Audit.Denials()
 	}
-	ob.Join = CrossCheck(ob.Landlock, ob.Denials)
+	ob.Join = CrossCheck(ob.Landlock, ob.Denials, nil)
 	return ob, nil
 }
 
