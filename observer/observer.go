@@ -113,6 +113,9 @@ type AuditCounters struct {
 type ExerciseSummary struct {
 	Exercise string `json:"exercise"`
 	Verified bool   `json:"verified"`
+	// Inconclusive: a run ran out of time before anything was found, so
+	// the exercise says nothing about the kernel (Reason says which run).
+	Inconclusive bool `json:"inconclusive,omitempty"`
 	// Reason is why it was not verified.
 	Reason string `json:"reason,omitempty"`
 	// Reference are the reference runs' durations in seconds.
