@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -36,8 +37,13 @@ func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 	}
 	defer o.cleanup()
 	sum := &Summary{Schema: SummarySchema, Key: opts.Key, Exercises: []ExerciseSummary{}}
+	raw, err := openRaw(opts.AuditRaw)
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Close()
 	// A lowered backlog (--backlog-limit, for tests) is for provoking loss.
-	col, err := audit.Start(audit.Options{BacklogLimit: opts.BacklogLimit, Log: o.log,
+	col, err := audit.Start(audit.Options{BacklogLimit: opts.BacklogLimit, Log: o.log, Raw: raw.w,
 		DropWhenFull: opts.BacklogLimit != 0 && opts.BacklogLimit < audit.DefaultBacklogLimit})
 	if err != nil {
 		sum.Status, sum.Reason = StatusIndeterminate, fmt.Sprintf("the audit collector did not start: %v", err)
@@ -79,6 +85,30 @@ func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 		return nil, fmt.Errorf("observe: %w", err)
 	}
 	return sum, nil
+}
+
+// rawFile is where the collector's raw records go: a file, or nowhere.
+type rawFile struct {
+	f *os.File
+	w io.Writer
+}
+
+// openRaw creates path for the raw audit records; "" keeps none.
+func openRaw(path string) (*rawFile, error) {
+	if path == "" {
+		return &rawFile{}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("observe: the raw audit log: %w", err)
+	}
+	return &rawFile{f: f, w: f}, nil
+}
+
+func (r *rawFile) Close() {
+	if r.f != nil {
+		r.f.Close()
+	}
 }
 
 // exercises verifies every exercise of the key and writes its files.

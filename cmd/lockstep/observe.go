@@ -41,14 +41,22 @@ status 3 and nothing is written), then for each exercise of the key:
   5. containment (pruner/contain): the canaries, a write into a read-only
      path, a connect and a bind to ports no rule names, one probe per limit.
 
+Every run of an exercise is bounded by its policy's [limits] timeout; a run
+that runs out of time makes the exercise inconclusive, unless the cross-check
+had already found a mismatch.
+
 Writes into --path-sets: <key>_<ex>.abi10.json (schema 1), <key>_<ex>.abi10.cfg
 (only with rows), <key>_<ex>.abi10.observed.trace.gz (the cross-check run's
-strace log), observe.json and run.json. See docs/observe.md.
+strace log; after a joint run that ran out of time, that of one observed run
+of the same policy), observe.json, run.json and the guest run's artefacts
+kvm-console.log (its console), audit-raw.log (every audit record as received)
+and kernel.config. See docs/observe.md.
 
 Exit status: 0 every exercise verified; 1 an exercise failed (its .abi10.json
-says why); 3 indeterminate (kernel proof failed, records lost before any
-exercise, the guest did not report, or an exercise lacks its record); 70 the
-guest could not be set up; 2 usage.`,
+says why); 3 indeterminate (kernel proof failed, records lost, an exercise
+inconclusive because a run ran out of time, the guest did not report, or an
+exercise lacks its record) when no exercise failed; 70 the guest could not be
+set up; 2 usage.`,
 		Example: `# The KVM run for the fixture key on the default pin (7.2.13)
 $ lockstep observe --key fixture --exercises testdata/exercises --path-sets /tmp/path_sets`,
 		Flags: observeFlags,
@@ -153,7 +161,10 @@ func observeHost(ctx context.Context, io *stdio, kernelArg, html string, opts ob
 	}
 	for _, e := range exSummaries(res) {
 		state := "verified"
-		if !e.Verified {
+		switch {
+		case e.Inconclusive:
+			state = "INCONCLUSIVE: " + e.Reason
+		case !e.Verified:
 			state = "FAILED: " + e.Reason
 		}
 		fmt.Fprintf(io.out, "%s_%s: %s\n", opts.Key, e.Exercise, state)
