@@ -47,7 +47,9 @@ type Match struct {
 //     rights the domain lacked; strace's call may have asked for more).
 //
 // Further records of the same event that agree are consumed with it. A
-// refusal with no partner is a mismatch; a record nobody took is audit-only.
+// device ioctl refused with EACCES (attribute.Fixed: the pruner grants none)
+// takes an fs.ioctl_dev record on its device, and is dropped without one. A
+// filesystem or network refusal with no partner is a mismatch; a record nobody took is audit-only.
 // A record without a SYSCALL record can never join.
 //
 // strace names an object as the program spelled it, the kernel as it
@@ -80,6 +82,12 @@ func CrossCheck(refusals []*attribute.Refusal, denials []audit.Denial, readlink 
 				first = d
 				break
 			}
+		}
+		if first == nil && r.Layer == attribute.Fixed {
+			// Not attributed to Landlock by the pruner: only a record
+			// makes it one.
+			c.Compared--
+			continue
 		}
 		if first == nil {
 			c.Mismatches = append(c.Mismatches, mismatch(r, objs, recs))
@@ -188,6 +196,10 @@ func agrees(r *attribute.Refusal, objs []string, d *audit.Denial) bool {
 				return true
 			}
 		}
+	case attribute.Fixed:
+		// A device ioctl no policy of the pruner's grants (RunObserved
+		// passes only those refused with EACCES).
+		return r.Op == "ioctl" && slices.Contains(objs, a.Path) && slices.Equal(a.Blockers, []string{string(landlock.IoctlDev)})
 	}
 	return false
 }

@@ -372,3 +372,34 @@ func FuzzKernelPath(f *testing.F) {
 		}
 	})
 }
+
+// TestCrossCheckDeviceIoctl: bash's isatty probe on a /dev/null it opened
+// in the domain is refused with EACCES (fs.ioctl_dev); the pruner grants no
+// device ioctl (attribute.Fixed), yet the kernel's record pairs with it
+// instead of standing audit-only, and without a record it is no mismatch.
+func TestCrossCheckDeviceIoctl(t *testing.T) {
+	var calls []*strace.Call
+	for c, err := range strace.NewParser(strings.NewReader(`7 landlock_restrict_self(3<anon_inode:[landlock-ruleset]>, 0) = 0
+7 ioctl(2</dev/null>, TCGETS, 0x7fff7b5f2b50) = -1 EACCES (Permission denied)
+`)).All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls = append(calls, c)
+	}
+	refusals := attribute.Refusals(calls, attribute.Options{})
+	if len(refusals) != 1 || refusals[0].Layer != attribute.Fixed {
+		t.Fatalf("refusals %v, want one fixed device ioctl", refusals)
+	}
+	refusals[0].Call.TGID = 7
+	rec := audit.Denial{Access: audit.Access{Blockers: []string{"fs.ioctl_dev"}, Path: "/dev/null"},
+		Syscall: &audit.Syscall{Arch: "c000003e", Nr: 16, Pid: 7}}
+	c := CrossCheck(refusals, []audit.Denial{rec}, captureReadlink)
+	if len(c.Matched) != 1 || len(c.AuditOnly) != 0 || len(c.Mismatches) != 0 {
+		t.Errorf("with its record: matched %d, audit-only %+v, mismatches %+v; want one match", len(c.Matched), c.AuditOnly, c.Mismatches)
+	}
+	c = CrossCheck(refusals, nil, captureReadlink)
+	if len(c.Mismatches) != 0 || c.Compared != 0 {
+		t.Errorf("without a record: compared %d, mismatches %+v; want neither", c.Compared, c.Mismatches)
+	}
+}

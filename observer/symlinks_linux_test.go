@@ -4,14 +4,18 @@ package observer
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"github.com/lockstep-sandbox/lockstep/pruner/control"
+	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 )
 
 // symlinksWork is the capture script's working directory.
@@ -109,5 +113,34 @@ func TestCrossCheckSymlinksHostKernel(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "netlink.txt"), raw.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestProcMountsHostKernel verifies the proc-mounts exercise on this
+// machine's kernel: its program reads /proc/mounts without a grant (the
+// kernel's record names /proc/<pid>/mounts), and the exercise is verified
+// with no mismatch and no audit-only record.
+func TestProcMountsHostKernel(t *testing.T) {
+	needRootAudit(t)
+	col, err := audit.Start(audit.Options{})
+	if err != nil {
+		t.Fatalf("audit.Start: %v", err)
+	}
+	defer col.Close()
+	found, err := exercise.ForKey("testdata/exercises", "observer")
+	i := slices.IndexFunc(found, func(f exercise.Found) bool { return f.Name == "proc-mounts" })
+	if err != nil || i < 0 {
+		t.Fatalf("ForKey(observer) = %v, %v; want proc-mounts among them", found, err)
+	}
+	o := &observer{opts: GuestOptions{Key: "observer", PathSets: observerPathSet, ReferenceRuns: 1, JointRuns: 1, Rounds: 3},
+		exe: lockstepBinary(t), work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10,
+		log: slog.New(slog.DiscardHandler)}
+	o.opts.Progress = testWriter{t}
+	k, _, trace, es := o.verify(t.Context(), found[i])
+	if !es.Verified || k.CrossCheck == nil || len(k.Mismatches) != 0 || len(k.AuditOnly) != 0 {
+		t.Fatalf("verified %v (%s), cross-check %+v", es.Verified, es.Reason, k.CrossCheck)
+	}
+	if !strings.Contains(string(trace), `"/proc/mounts", O_RDONLY) = -1 EACCES`) {
+		t.Error("the cross-check run was not refused /proc/mounts: the case did not happen")
 	}
 }

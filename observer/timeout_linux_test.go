@@ -5,65 +5,15 @@ package observer
 import (
 	"errors"
 	"log/slog"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
 )
-
-// hangPolicy is the time-out exercise's policy: enough for bash to run it,
-// with a nofile limit below the 64 files it needs, so that the joint runs
-// (which apply the limits) wait until the 4 s timeout ends them, while the
-// cross-check run (no limits but the timeout) passes.
-const hangPolicy = `[read]
-/dev/null
-/etc/ld.so.cache
-/usr/bin
-/usr/lib/x86_64-linux-gnu
-/var/tmp/testing-dir
-
-[execute]
-/usr/bin
-/usr/lib/x86_64-linux-gnu
-
-[write]
-/dev/null
-/var/tmp/testing-dir
-
-[create]
-/var/tmp/testing-dir
-
-[limits]
-timeout=4
-nofile=32
-`
-
-// hangPathSet writes hangPolicy as the timeout key's path set (the .cfg
-// and the record that vouches for it) into a fresh directory.
-func hangPathSet(t *testing.T) string {
-	t.Helper()
-	p, err := policy.Parse("hang.cfg", []byte(hangPolicy))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := p.Render()
-	dir := t.TempDir()
-	if err := safefile.WriteFile(filepath.Join(dir, "timeout_nofile-hang.cfg"), cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := record.WriteExercise(dir, &record.Exercise{SchemaVersion: record.ExerciseSchema, Key: "timeout",
-		Exercise: "nofile-hang", Stage: record.StageAll, Provenance: fixtureProvenance, CfgSHA256: record.SHA256Hex(cfg),
-		Policy: record.FromPolicy(p, nil), Log: []record.Entry{}}); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // TestJointTimeoutHostKernel: a joint run that runs out of time leaves the
 // exercise inconclusive (never failed) after about the policy's timeout,
@@ -77,19 +27,20 @@ func TestJointTimeoutHostKernel(t *testing.T) {
 		t.Fatalf("audit.Start: %v", err)
 	}
 	defer col.Close()
-	found, err := exercise.ForKey("testdata/exercises", "timeout")
-	if err != nil || len(found) != 1 {
-		t.Fatalf("ForKey(timeout) = %v, %v", found, err)
+	found, err := exercise.ForKey("testdata/exercises", "observer")
+	i := slices.IndexFunc(found, func(f exercise.Found) bool { return f.Name == "nofile-hang" })
+	if err != nil || i < 0 {
+		t.Fatalf("ForKey(observer) = %v, %v; want nofile-hang among them", found, err)
 	}
-	o := &observer{opts: GuestOptions{Key: "timeout", PathSets: hangPathSet(t), ReferenceRuns: 1, JointRuns: 2, Rounds: 3},
+	o := &observer{opts: GuestOptions{Key: "observer", PathSets: observerPathSet, ReferenceRuns: 1, JointRuns: 2, Rounds: 3},
 		exe: lockstepBinary(t), work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10,
 		log: slog.New(slog.DiscardHandler)}
 	o.opts.Progress = testWriter{t}
 	t0 := time.Now()
-	k, _, trace, es := o.verify(t.Context(), found[0])
+	k, _, trace, es := o.verify(t.Context(), found[i])
 	took := time.Since(t0)
 	t.Logf("%s; runs %v; %.1f s", es.Reason, es.Runs, took.Seconds())
-	if es.Verified || !es.Inconclusive || !strings.Contains(es.Reason, "joint run ran out of time (4s") {
+	if es.Verified || !es.Inconclusive || !strings.Contains(es.Reason, "joint run ran out of time (15s") {
 		t.Errorf("verified %v, inconclusive %v, reason %q; want inconclusive, the joint run out of time", es.Verified, es.Inconclusive, es.Reason)
 	}
 	if got := exercisesStatus(false, es.Inconclusive); got != StatusIndeterminate {
@@ -105,9 +56,9 @@ func TestJointTimeoutHostKernel(t *testing.T) {
 		t.Error("the kept trace does not show where the run stopped")
 	}
 	// reference and cross-check end at once; the joint run and its
-	// observed re-run take 4 s each.
-	if took > 60*time.Second {
-		t.Errorf("took %s; the policy's timeout is 4 s a run", took)
+	// observed re-run take 15 s each.
+	if took > 90*time.Second {
+		t.Errorf("took %s; the policy's timeout is 15 s a run", took)
 	}
 }
 
