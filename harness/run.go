@@ -424,9 +424,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		deadlines: o.deadlines(accel)}
 	err = g.boot(ctx)
 	res.Timings.Total = time.Since(start)
-	saveRunJSON(&o, res)
-	saveConsole(&o, cfg.ConsoleLog)
+	saveOutputs(&o, res, cfg.ConsoleLog)
 	return res, err
+}
+
+// saveOutputs keeps what a run leaves for its caller: run.json and the
+// console.
+func saveOutputs(o *Options, res *Result, console string) {
+	saveRunJSON(o, res)
+	saveConsole(o, console)
 }
 
 // saveConsole copies the console log to o.ConsoleFile, if one is asked

@@ -120,12 +120,8 @@ func Host(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("observe: %w", err)
 	}
-	// The artefacts describe this run or none: an earlier run's console
-	// must not pass for this one's.
-	for _, n := range []string{ConsoleFile, AuditRawFile, KernelConfigFile} {
-		if err := os.Remove(filepath.Join(opts.PathSets, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("observe: %w", err)
-		}
+	if err := clearArtefacts(opts.PathSets); err != nil {
+		return nil, err
 	}
 	run, err := harness.Run(ctx, hopts)
 	res := &HostResult{Run: run}
@@ -154,11 +150,9 @@ func Host(ctx context.Context, opts HostOptions) (*HostResult, error) {
 		// An inconclusive exercise's record and the trace of its stopped
 		// run are kept; they vouch for nothing (verified: false).
 		if matched && len(res.Summary.Exercises) > 0 {
-			if res.Files, err = unpack(results, opts.PathSets, opts.Key); err != nil {
-				return nil, err
-			}
+			res.Files, err = unpack(results, opts.PathSets, opts.Key)
 		}
-		return res, writeRunJSON(opts, res, results, start)
+		return res, errors.Join(err, writeRunJSON(opts, res, results, start))
 	}
 	if !matched {
 		res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest exited %d without a matching %s", run.Status, SummaryFile)
@@ -271,6 +265,17 @@ func unpack(results, dir, key string) ([]string, error) {
 		files = append(files, n)
 	}
 	return files, nil
+}
+
+// clearArtefacts removes an earlier run's artefacts from dir: they describe
+// this run or none, and an earlier console must not pass for this one's.
+func clearArtefacts(dir string) error {
+	for _, n := range []string{ConsoleFile, AuditRawFile, KernelConfigFile} {
+		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("observe: %w", err)
+		}
+	}
+	return nil
 }
 
 // keepArtefacts copies the raw audit log (when the guest's results came

@@ -40,7 +40,7 @@ func TestJointTimeoutHostKernel(t *testing.T) {
 	k, _, trace, es := o.verify(t.Context(), found[i])
 	took := time.Since(t0)
 	t.Logf("%s; runs %v; %.1f s", es.Reason, es.Runs, took.Seconds())
-	if es.Verified || !es.Inconclusive || !strings.Contains(es.Reason, "joint run ran out of time (15s") {
+	if es.Verified || !es.Inconclusive || !strings.Contains(es.Reason, "joint run ran out of time (30s") {
 		t.Errorf("verified %v, inconclusive %v, reason %q; want inconclusive, the joint run out of time", es.Verified, es.Inconclusive, es.Reason)
 	}
 	if got := exercisesStatus(false, es.Inconclusive); got != StatusIndeterminate {
@@ -56,9 +56,9 @@ func TestJointTimeoutHostKernel(t *testing.T) {
 		t.Error("the kept trace does not show where the run stopped")
 	}
 	// reference and cross-check end at once; the joint run and its
-	// observed re-run take 15 s each.
-	if took > 90*time.Second {
-		t.Errorf("took %s; the policy's timeout is 15 s a run", took)
+	// observed re-run take 30 s each.
+	if took > 150*time.Second {
+		t.Errorf("took %s; the policy's timeout is 30 s a run", took)
 	}
 }
 
