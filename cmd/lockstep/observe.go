@@ -41,6 +41,11 @@ status 3 and nothing is written), then for each exercise of the key:
   5. containment (pruner/contain): the canaries, a write into a read-only
      path, a connect and a bind to ports no rule names, one probe per limit.
 
+--key all observes every key of the exercise tree in turn, one guest each,
+reading and writing <path-sets>/<key> (so each key's run.json, observe.json and
+artefacts stay apart; the report is <file>-<key>.html); one key's failure does
+not stop the others, and the status is the worst (1 over 70 over 3 over 0).
+
 Every run of an exercise is bounded by its policy's [limits] timeout; a run
 that runs out of time makes the exercise inconclusive, unless the cross-check
 had already found a mismatch.
@@ -64,7 +69,7 @@ $ lockstep observe --key fixture --exercises testdata/exercises --path-sets /tmp
 }
 
 func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
-	key := fs.String("key", "", "the `key` whose exercises to observe (required)")
+	key := fs.String("key", "", "the `key` whose exercises to observe, or all: every key, each in <path-sets>/<key> (required)")
 	exercises := fs.String("exercises", "", "testing root `dir`ectory, <root>/<family>/<exercise> (required)")
 	pathSets := fs.String("path-sets", "", "`dir`ectory with the default prune's <key>_<ex>.cfg and .json; receives the results (required)")
 	kernelArg := strictString(fs, "kernel", kernel.DefaultPin, "kernel `pin` or bzImage file", wantKernel)
@@ -96,6 +101,9 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 			*wantABI = pin.ABI
 		}
 		if *inGuest {
+			if *key == allKeys {
+				return usageExit(io, v, usagef("--key %s is the host's: the guest observes one key", allKeys))
+			}
 			dir, err := inGuestOut(*out)
 			if err != nil {
 				return usageExit(io, v, err)
@@ -110,8 +118,12 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 		if err := checkAccel(*accel); err != nil {
 			return usageExit(io, v, err)
 		}
-		return observeHost(ctx, io, *kernelArg, *html, observer.HostOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets,
-			Sizing: harness.Sizing{Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout}, Verbose: io.verbose})
+		opts := observer.HostOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets,
+			Sizing: harness.Sizing{Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout}, Verbose: io.verbose}
+		if *key == allKeys {
+			return observeAll(ctx, io, *kernelArg, *html, opts)
+		}
+		return observeHost(ctx, io, *kernelArg, *html, opts)
 	}
 }
 

@@ -7,8 +7,8 @@ set -uo pipefail
 # root_type prints the root file system's type from /proc/mounts, or "unknown" when the
 # table cannot be read.
 root_type() {
-	local dev mnt type rest
-	while read -r dev mnt type rest; do
+	local mnt type rest
+	while read -r _ mnt type rest; do
 		if [[ $mnt == / ]]; then
 			echo "$type"
 			return
