@@ -74,6 +74,9 @@ type Options struct {
 	// ResultsDir receives what the command wrote under
 	// /run/lockstep/results, plus run.json; "" discards the results.
 	ResultsDir string
+	// ConsoleFile, if set, receives the guest's whole console log (its
+	// ttyS0) when the run ends, whatever the outcome.
+	ConsoleFile string
 	// ForensicsDir receives forensics.txt when a deadline passes; "" is
 	// ResultsDir, or CacheDir()/forensics/<job> when that is "" too.
 	ForensicsDir string
@@ -425,8 +428,31 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		deadlines: o.deadlines(accel)}
 	err = g.boot(ctx)
 	res.Timings.Total = time.Since(start)
-	saveRunJSON(&o, res)
+	saveOutputs(&o, res, cfg.ConsoleLog)
 	return res, err
+}
+
+// saveOutputs keeps what a run leaves for its caller: run.json and the
+// console.
+func saveOutputs(o *Options, res *Result, console string) {
+	saveRunJSON(o, res)
+	saveConsole(o, console)
+}
+
+// saveConsole copies the console log to o.ConsoleFile, if one is asked
+// for; a failure is only warned about, as the run's outcome stands without
+// it.
+func saveConsole(o *Options, console string) {
+	if o.ConsoleFile == "" {
+		return
+	}
+	b, err := os.ReadFile(console)
+	if err == nil {
+		err = safefile.WriteFile(o.ConsoleFile, b, 0o644)
+	}
+	if err != nil {
+		o.Log.Warn("cannot keep the console log", "file", o.ConsoleFile, "err", err)
+	}
 }
 
 // saveRunJSON writes run.json into o.ResultsDir, if there is one; a failure

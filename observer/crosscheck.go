@@ -47,9 +47,16 @@ type Match struct {
 //     rights the domain lacked; strace's call may have asked for more).
 //
 // Further records of the same event that agree are consumed with it. A
-// refusal with no partner is a mismatch; a record nobody took is audit-only.
+// device ioctl refused with EACCES (attribute.Fixed: the pruner grants none)
+// takes an fs.ioctl_dev record on its device, and is dropped without one. A
+// filesystem or network refusal with no partner is a mismatch; a record nobody took is audit-only.
 // A record without a SYSCALL record can never join.
-func CrossCheck(refusals []*attribute.Refusal, denials []audit.Denial) *Comparison {
+//
+// strace names an object as the program spelled it, the kernel as it
+// resolved it: a filesystem object agrees under either spelling, its
+// resolved one being KernelPath's for the refused call's process, with
+// readlink (nil: os.Readlink) reading the links as they are now.
+func CrossCheck(refusals []*attribute.Refusal, denials []audit.Denial, readlink Readlink) *Comparison {
 	c := &Comparison{Compared: len(refusals), Mismatches: []record.Mismatch{}, AuditOnly: []record.AuditOnly{}}
 	var recs []*denial
 	for i := range denials {
@@ -68,20 +75,27 @@ func CrossCheck(refusals []*attribute.Refusal, denials []audit.Denial) *Comparis
 		return line(order[i]) < line(order[j])
 	})
 	for _, r := range order {
+		objs := kernelObjects(r, readlink)
 		var first *denial
 		for _, d := range recs {
-			if !d.used && joins(r, d.Denial) && agrees(r, d.Denial) {
+			if !d.used && joins(r, d.Denial) && agrees(r, objs, d.Denial) {
 				first = d
 				break
 			}
 		}
+		if first == nil && r.Layer == attribute.Fixed {
+			// Not attributed to Landlock by the pruner: only a record
+			// makes it one.
+			c.Compared--
+			continue
+		}
 		if first == nil {
-			c.Mismatches = append(c.Mismatches, mismatch(r, recs))
+			c.Mismatches = append(c.Mismatches, mismatch(r, objs, recs))
 			continue
 		}
 		m := Match{Refusal: r}
 		for _, d := range recs {
-			if d == first || (!d.used && sameEvent(d.Denial, first.Denial) && joins(r, d.Denial) && agrees(r, d.Denial)) {
+			if d == first || (!d.used && sameEvent(d.Denial, first.Denial) && joins(r, d.Denial) && agrees(r, objs, d.Denial)) {
 				d.used = true
 				m.Records = append(m.Records, d.Denial)
 			}
@@ -142,16 +156,32 @@ func joins(r *attribute.Refusal, d *audit.Denial) bool {
 	return ok && name == r.Call.Name
 }
 
-// agrees reports whether the denial's object and rights agree with the
-// refusal's.
-func agrees(r *attribute.Refusal, d *audit.Denial) bool {
+// kernelObjects are a filesystem refusal's objects under both spellings:
+// as strace saw them and as the kernel resolved them for the refused call's
+// process (KernelPath).
+func kernelObjects(r *attribute.Refusal, readlink Readlink) []string {
+	objs := slices.Clone(r.Paths)
+	if r.Layer != attribute.Filesystem || r.Call == nil {
+		return objs
+	}
+	for _, p := range r.Paths {
+		if k := KernelPath(p, r.Call.TGID, r.Call.PID, readlink); !slices.Contains(objs, k) {
+			objs = append(objs, k)
+		}
+	}
+	return objs
+}
+
+// agrees reports whether the denial's object (one of objs, the refusal's
+// objects under both spellings) and rights agree with the refusal's.
+func agrees(r *attribute.Refusal, objs []string, d *audit.Denial) bool {
 	a := &d.Access
 	if len(a.Blockers) == 0 {
 		return false
 	}
 	switch r.Layer {
 	case attribute.Filesystem:
-		if a.Path == "" || !slices.Contains(r.Paths, a.Path) {
+		if a.Path == "" || !slices.Contains(objs, a.Path) {
 			return false
 		}
 		for _, b := range a.Blockers {
@@ -166,6 +196,10 @@ func agrees(r *attribute.Refusal, d *audit.Denial) bool {
 				return true
 			}
 		}
+	case attribute.Fixed:
+		// A device ioctl no policy of the pruner's grants (RunObserved
+		// passes only those refused with EACCES).
+		return r.Op == "ioctl" && slices.Contains(objs, a.Path) && slices.Equal(a.Blockers, []string{string(landlock.IoctlDev)})
 	}
 	return false
 }
@@ -189,7 +223,7 @@ func sameEvent(a, b *audit.Denial) bool {
 	return a.Record.Serial == b.Record.Serial && a.Record.Sec == b.Record.Sec && a.Record.Milli == b.Record.Milli
 }
 
-func mismatch(r *attribute.Refusal, recs []*denial) record.Mismatch {
+func mismatch(r *attribute.Refusal, objs []string, recs []*denial) record.Mismatch {
 	m := record.Mismatch{Operation: r.Op, Objects: refusalObjects(r), Sections: sectionNames(r.Sections), AuditForObject: [][]string{}}
 	if r.Layer == attribute.Network {
 		m.Sections = nil
@@ -203,7 +237,7 @@ func mismatch(r *attribute.Refusal, recs []*denial) record.Mismatch {
 			continue
 		}
 		for _, o := range objects(d.Denial) {
-			if slices.Contains(m.Objects, o) {
+			if slices.Contains(m.Objects, o) || slices.Contains(objs, o) {
 				m.AuditForObject = append(m.AuditForObject, sections(d.Access.Blockers))
 				break
 			}

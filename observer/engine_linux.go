@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
@@ -126,14 +127,15 @@ func RunObserved(ctx context.Context, s Spec) (*Observed, error) {
 	for _, c := range tr.Calls {
 		pids[c.PID], pids[c.TGID] = true, true
 	}
-	ob.Landlock, ob.Other = confirmed(tr.Calls, s.Control)
+	var devices []*attribute.Refusal
+	ob.Landlock, ob.Other, devices = confirmed(tr.Calls, s.Control)
 	if run != nil {
 		if ob.Audit, err = run.End(ctx, func(pid int) bool { return pids[pid] }, s.Wait); err != nil {
 			return ob, &StageError{StageAudit, fmt.Errorf("audit: %w", err)}
 		}
 		ob.Denials = ob.Audit.Denials()
 	}
-	ob.Join = CrossCheck(ob.Landlock, ob.Denials)
+	ob.Join = CrossCheck(append(slices.Clone(ob.Landlock), devices...), ob.Denials, nil)
 	return ob, nil
 }
 
@@ -161,8 +163,11 @@ func readTrace(kind, path string, ob *Observed) (*strace.Trace, error) {
 }
 
 // confirmed sorts the trace's refusals inside the enforcer's domain: the
-// filesystem and network ones the control replay confirms, and the limits'.
-func confirmed(calls []*strace.Call, copts control.Options) (landlock, other []*attribute.Refusal) {
+// filesystem and network ones the control replay confirms, the limits', and
+// the device ioctls refused with EACCES (Landlock's fs.ioctl_dev: never
+// granted by the pruner, but the kernel records them, so the cross-check
+// pairs them with their records).
+func confirmed(calls []*strace.Call, copts control.Options) (landlock, other, devices []*attribute.Refusal) {
 	for _, r := range attribute.Refusals(calls, attribute.Options{Resolve: attribute.ResolveSymlinks}) {
 		if r.Call == nil || !r.Call.InDomain {
 			continue
@@ -174,7 +179,11 @@ func confirmed(calls []*strace.Call, copts control.Options) (landlock, other []*
 			}
 		case attribute.Limit:
 			other = append(other, r)
+		case attribute.Fixed:
+			if r.Op == "ioctl" && r.Errno == "EACCES" && len(r.Paths) == 1 {
+				devices = append(devices, r)
+			}
 		}
 	}
-	return landlock, other
+	return landlock, other, devices
 }

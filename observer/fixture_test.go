@@ -27,24 +27,32 @@ var fixtureProvenance = record.Provenance{Pruner: record.PrunerName, Kernel: "6.
 // policy.Render) and its record with pruner/record's writers.
 func fixtureFiles(t *testing.T) map[string][]byte {
 	t.Helper()
-	rules, err := os.ReadFile(filepath.Join(fixtureDir, "fixture.rules"))
+	return pathSetFiles(t, filepath.Join(fixtureDir, "fixture.rules"), "fixture", "udp-fixture",
+		[]record.Entry{record.MustEntry("seed", map[string]any{"name": "fixture.rules", "rows": 11})})
+}
+
+// pathSetFiles renders the .cfg and record of exercise ex of key from a
+// rules file, as fixtureFiles does.
+func pathSetFiles(t *testing.T, rulesFile, key, ex string, log []record.Entry) map[string][]byte {
+	t.Helper()
+	rules, err := os.ReadFile(rulesFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := policy.Parse("fixture.rules", rules)
+	p, err := policy.Parse(filepath.Base(rulesFile), rules)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Header = record.CfgHeader("fixture", "udp-fixture", record.StageAll, fixtureProvenance)
+	stem := key + "_" + ex
+	p.Header = record.CfgHeader(key, ex, record.StageAll, fixtureProvenance)
 	cfg := p.Render()
 	dir := t.TempDir()
-	if err := safefile.WriteFile(filepath.Join(dir, "fixture_udp-fixture.cfg"), cfg, 0o644); err != nil {
+	if err := safefile.WriteFile(filepath.Join(dir, stem+".cfg"), cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	path, err := record.WriteExercise(dir, &record.Exercise{SchemaVersion: record.ExerciseSchema, Key: "fixture",
-		Exercise: "udp-fixture", Stage: record.StageAll, Provenance: fixtureProvenance, CfgSHA256: record.SHA256Hex(cfg),
-		Policy: record.FromPolicy(p, nil),
-		Log:    []record.Entry{record.MustEntry("seed", map[string]any{"name": "fixture.rules", "rows": len(p.FS)})}})
+	path, err := record.WriteExercise(dir, &record.Exercise{SchemaVersion: record.ExerciseSchema, Key: key,
+		Exercise: ex, Stage: record.StageAll, Provenance: fixtureProvenance, CfgSHA256: record.SHA256Hex(cfg),
+		Policy: record.FromPolicy(p, nil), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +60,31 @@ func fixtureFiles(t *testing.T) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string][]byte{"fixture_udp-fixture.cfg": cfg, "fixture_udp-fixture.json": js}
+	return map[string][]byte{stem + ".cfg": cfg, stem + ".json": js}
+}
+
+// observerPathSet holds the path set of the observer key
+// (testdata/exercises/observer: proc-mounts and nofile-hang), rendered from
+// its .rules files.
+const observerPathSet = "testdata/path_sets/observer"
+
+// TestObserverPathSet: the committed .cfg and records of the observer key
+// are what pruner/record writes for their .rules (-update rewrites them).
+func TestObserverPathSet(t *testing.T) {
+	for _, ex := range []string{"proc-mounts", "nofile-hang"} {
+		files := pathSetFiles(t, filepath.Join(observerPathSet, ex+".rules"), "observer", ex, []record.Entry{})
+		for name, want := range files {
+			p := filepath.Join(observerPathSet, name)
+			if *update {
+				if err := safefile.WriteFile(p, want, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s differs from what pruner/record writes (go test ./observer -run TestObserverPathSet -update): %v", name, err)
+			}
+		}
+	}
 }
 
 // TestFixturePathSet: the committed .cfg and record are exactly what

@@ -36,13 +36,19 @@ func needGuest(t testing.TB) {
 // copyPathSet copies testdata/path_sets/fixture into a fresh directory.
 func copyPathSet(t testing.TB) string {
 	t.Helper()
+	return copyDir(t, fixtureDir)
+}
+
+// copyDir copies the files of src into a fresh directory.
+func copyDir(t testing.TB, src string) string {
+	t.Helper()
 	dst := t.TempDir()
-	ents, err := os.ReadDir(fixtureDir)
+	ents, err := os.ReadDir(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(fixtureDir, e.Name()))
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,11 +63,17 @@ func copyPathSet(t testing.TB) string {
 // returns its exit status, output and wall time.
 func observeGuest(t testing.TB, bin, exercises, pathSets string) (int, string, time.Duration) {
 	t.Helper()
+	return observeKey(t, bin, "fixture", exercises, pathSets)
+}
+
+// observeKey runs `lockstep observe --key key` on the 7.2.13 pin.
+func observeKey(t testing.TB, bin, key, exercises, pathSets string) (int, string, time.Duration) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	// The HTML report goes beside the path set (outside it: the orchestrator
 	// reads every file there); checkObserveGuest checks it.
-	cmd := exec.CommandContext(ctx, bin, "observe", "--key", "fixture", "--exercises", exercises, "--path-sets", pathSets,
+	cmd := exec.CommandContext(ctx, bin, "observe", "--key", key, "--exercises", exercises, "--path-sets", pathSets,
 		"--html", filepath.Join(filepath.Dir(pathSets), "observe.html"))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -85,7 +86,10 @@ type RunJSON struct {
 	// account (observe.json).
 	Audit     *AuditCounters    `json:"audit,omitempty"`
 	Exercises []ExerciseSummary `json:"exercises"`
-	Seconds   float64           `json:"seconds"`
+	// Artefacts name the files of this run next to run.json (ConsoleFile,
+	// AuditRawFile, KernelConfigFile), those that exist.
+	Artefacts []string `json:"artefacts"`
+	Seconds   float64  `json:"seconds"`
 }
 
 // Host is the observer's host side: it boots the kernel with the observer's
@@ -116,6 +120,9 @@ func Host(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("observe: %w", err)
 	}
+	if err := clearArtefacts(opts.PathSets); err != nil {
+		return nil, err
+	}
 	run, err := harness.Run(ctx, hopts)
 	res := &HostResult{Run: run}
 	if run == nil {
@@ -128,22 +135,28 @@ func Host(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	}
 	if err != nil {
 		res.guestFailed(err)
-		return res, writeRunJSON(opts, res, start)
+		return res, writeRunJSON(opts, res, results, start)
 	}
 	res.Status = run.Status
 	if res.Status != StatusVerified && res.Status != StatusFailed {
 		res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest observer exited %d", run.Status)
 	}
 	res.Summary = readSummary(results)
+	matched := res.Summary != nil && res.Summary.Status == run.Status
 	if res.Status == StatusIndeterminate {
 		if res.Summary != nil && res.Summary.Reason != "" {
 			res.Reason = res.Summary.Reason
 		}
-		return res, writeRunJSON(opts, res, start)
+		// An inconclusive exercise's record and the trace of its stopped
+		// run are kept; they vouch for nothing (verified: false).
+		if matched && len(res.Summary.Exercises) > 0 {
+			res.Files, err = unpack(results, opts.PathSets, opts.Key)
+		}
+		return res, errors.Join(err, writeRunJSON(opts, res, results, start))
 	}
-	if res.Summary == nil || res.Summary.Status != run.Status {
+	if !matched {
 		res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest exited %d without a matching %s", run.Status, SummaryFile)
-		return res, writeRunJSON(opts, res, start)
+		return res, writeRunJSON(opts, res, results, start)
 	}
 	if res.Files, err = unpack(results, opts.PathSets, opts.Key); err != nil {
 		return nil, err
@@ -151,7 +164,7 @@ func Host(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	if res.Status == StatusVerified {
 		res.checkRecords(found, results)
 	}
-	return res, writeRunJSON(opts, res, start)
+	return res, writeRunJSON(opts, res, results, start)
 }
 
 // guestFailed notes a guest run that did not finish: indeterminate, or 70
@@ -203,10 +216,12 @@ func guestRun(opts HostOptions, results string) (harness.Options, error) {
 		Kernel: opts.Kernel,
 		Shares: []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: psAbs, GuestPath: guestPathSets}},
 		Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log,
+		ConsoleFile: filepath.Join(opts.PathSets, ConsoleFile),
 	}
 	opts.Sizing.Apply(&hopts)
 	err = hopts.SetRole(GuestRole, GuestOptions{Key: opts.Key, Exercises: guestExercises, PathSets: guestPathSets,
-		Out: proto.ResultsDir, WantABI: opts.WantABI, WantRelease: opts.WantRelease, RootDigest: digest})
+		Out: proto.ResultsDir, WantABI: opts.WantABI, WantRelease: opts.WantRelease, RootDigest: digest,
+		AuditRaw: path.Join(proto.ResultsDir, AuditRawFile)})
 	return hopts, err
 }
 
@@ -252,12 +267,55 @@ func unpack(results, dir, key string) ([]string, error) {
 	return files, nil
 }
 
-func writeRunJSON(opts HostOptions, res *HostResult, start time.Time) error {
+// clearArtefacts removes an earlier run's artefacts from dir: they describe
+// this run or none, and an earlier console must not pass for this one's.
+func clearArtefacts(dir string) error {
+	for _, n := range []string{ConsoleFile, AuditRawFile, KernelConfigFile} {
+		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("observe: %w", err)
+		}
+	}
+	return nil
+}
+
+// keepArtefacts copies the raw audit log (when the guest's results came
+// back) and the kernel's configuration (when the kernel has one beside it)
+// next to run.json, and names every artefact present there.
+func keepArtefacts(opts HostOptions, results string) ([]string, error) {
+	for src, dst := range map[string]string{
+		filepath.Join(results, AuditRawFile):               AuditRawFile,
+		filepath.Join(filepath.Dir(opts.Kernel), "config"): KernelConfigFile,
+	} {
+		b, err := safefile.ReadFile(src, 0)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			err = safefile.WriteFile(filepath.Join(opts.PathSets, dst), b, 0o644)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("observe: %w", err)
+		}
+	}
+	names := []string{}
+	for _, n := range []string{ConsoleFile, AuditRawFile, KernelConfigFile} {
+		if _, err := os.Stat(filepath.Join(opts.PathSets, n)); err == nil {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
+func writeRunJSON(opts HostOptions, res *HostResult, results string, start time.Time) error {
+	artefacts, err := keepArtefacts(opts, results)
+	if err != nil {
+		return err
+	}
 	r := res.Run
 	doc := RunJSON{Schema: RunJSONSchema, Key: opts.Key, Status: res.Status, Reason: res.Reason, KernelPin: opts.Pin,
 		KernelRelease: r.KernelRelease, BzImageSHA256: r.KernelSHA256, InitramfsSHA256: r.InitramfsSHA256,
 		QEMUVersion: r.QEMUVersion, Accel: r.Accel, AccelReason: r.AccelReason, VCPUs: r.CPUs, MemMB: r.MemMB,
-		Timings: r.Timings, Exercises: []ExerciseSummary{}, Seconds: time.Since(start).Seconds()}
+		Timings: r.Timings, Exercises: []ExerciseSummary{}, Artefacts: artefacts, Seconds: time.Since(start).Seconds()}
 	if b, err := os.ReadFile(filepath.Join(filepath.Dir(opts.Kernel), "config")); err == nil {
 		sum := sha256.Sum256(b)
 		doc.ConfigSHA256 = hex.EncodeToString(sum[:])

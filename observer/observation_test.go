@@ -1,6 +1,9 @@
 package observer
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,5 +19,37 @@ func TestGrantRowsRender(t *testing.T) {
 	want := "[read] /etc;[bind] allow 80;[bind] allow 5000 udp"
 	if got != want {
 		t.Errorf("GrantRows = %q, want %q", got, want)
+	}
+}
+
+// TestKeepArtefacts: the raw audit log comes from the guest's results, the
+// kernel's configuration from beside the bzImage, and run.json names every
+// artefact present, the console included; a missing one is left out.
+func TestKeepArtefacts(t *testing.T) {
+	results, kdir, ps := t.TempDir(), t.TempDir(), t.TempDir()
+	for path, body := range map[string]string{
+		filepath.Join(results, AuditRawFile): "1423 audit(1.2:3): domain=1 blockers=fs.read_file\n",
+		filepath.Join(kdir, "config"):        "CONFIG_SECURITY_LANDLOCK=y\n",
+		filepath.Join(ps, ConsoleFile):       "LOCKSTEP-STATUS 0\n",
+	} {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := HostOptions{PathSets: ps, Kernel: filepath.Join(kdir, "bzImage")}
+	names, err := keepArtefacts(opts, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{ConsoleFile, AuditRawFile, KernelConfigFile}; !slices.Equal(names, want) {
+		t.Errorf("artefacts %v, want %v", names, want)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ps, KernelConfigFile)); string(b) != "CONFIG_SECURITY_LANDLOCK=y\n" {
+		t.Errorf("%s = %q", KernelConfigFile, b)
+	}
+	os.Remove(filepath.Join(ps, AuditRawFile))
+	names, err = keepArtefacts(opts, t.TempDir())
+	if err != nil || slices.Contains(names, AuditRawFile) {
+		t.Errorf("without results: %v, %v; want no %s", names, err, AuditRawFile)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/pruner/control"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
 )
 
 // Guest is the observer inside the guest: it starts the audit collector before
@@ -35,8 +37,13 @@ func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 	}
 	defer o.cleanup()
 	sum := &Summary{Schema: SummarySchema, Key: opts.Key, Exercises: []ExerciseSummary{}}
+	raw, err := openRaw(opts.AuditRaw)
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Close()
 	// A lowered backlog (--backlog-limit, for tests) is for provoking loss.
-	col, err := audit.Start(audit.Options{BacklogLimit: opts.BacklogLimit, Log: o.log,
+	col, err := audit.Start(audit.Options{BacklogLimit: opts.BacklogLimit, Log: o.log, Raw: raw.w,
 		DropWhenFull: opts.BacklogLimit != 0 && opts.BacklogLimit < audit.DefaultBacklogLimit})
 	if err != nil {
 		sum.Status, sum.Reason = StatusIndeterminate, fmt.Sprintf("the audit collector did not start: %v", err)
@@ -78,6 +85,30 @@ func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 	return sum, nil
 }
 
+// rawFile is where the collector's raw records go: a file, or nowhere.
+type rawFile struct {
+	f *os.File
+	w io.Writer
+}
+
+// openRaw creates path for the raw audit records; "" keeps none.
+func openRaw(path string) (*rawFile, error) {
+	if path == "" {
+		return &rawFile{}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("observe: the raw audit log: %w", err)
+	}
+	return &rawFile{f: f, w: f}, nil
+}
+
+func (r *rawFile) Close() {
+	if r.f != nil {
+		r.f.Close()
+	}
+}
+
 // exercises verifies every exercise of the key and writes its files.
 func (o *observer) exercises(ctx context.Context, sum *Summary) int {
 	found, err := exercise.ForKey(o.opts.Exercises, o.opts.Key)
@@ -88,7 +119,7 @@ func (o *observer) exercises(ctx context.Context, sum *Summary) int {
 		sum.Reason = err.Error()
 		return StatusFailed
 	}
-	failed, lost := false, false
+	failed, inconclusive := false, false
 	for _, f := range found {
 		t0 := time.Now()
 		k, sidecar, trace, es := o.verify(ctx, f)
@@ -99,8 +130,11 @@ func (o *observer) exercises(ctx context.Context, sum *Summary) int {
 		switch {
 		case es.Verified:
 			o.progress("%s: verified, rows %v (%.1f s)", f.Name, rowRules(k.Rows), es.Seconds)
+		case es.Inconclusive:
+			inconclusive = true
+			o.progress("%s: INCONCLUSIVE: %s", f.Name, es.Reason)
 		case strings.Contains(es.Reason, recordsLost):
-			lost = true
+			inconclusive = true
 			o.progress("%s: INDETERMINATE: %s", f.Name, es.Reason)
 		default:
 			failed = true
@@ -108,16 +142,17 @@ func (o *observer) exercises(ctx context.Context, sum *Summary) int {
 		}
 		sum.Exercises = append(sum.Exercises, es)
 	}
-	return exercisesStatus(failed, lost)
+	return exercisesStatus(failed, inconclusive)
 }
 
 // exercisesStatus is the run's status: a failed exercise is a finding (1);
-// otherwise lost records leave the run indeterminate (3), never verified.
-func exercisesStatus(failed, lost bool) int {
+// otherwise lost records or a run that ran out of time leave the run
+// indeterminate (3), never verified.
+func exercisesStatus(failed, inconclusive bool) int {
 	switch {
 	case failed:
 		return StatusFailed
-	case lost:
+	case inconclusive:
 		return StatusIndeterminate
 	}
 	return StatusVerified
@@ -238,7 +273,15 @@ func (o *observer) verify(ctx context.Context, f exercise.Found) (k *record.KVM,
 	if err != nil {
 		var ae *AbortError
 		var re *exercise.RefusedError
+		var te *TimeoutError
 		switch {
+		case errors.As(err, &te) && len(k.Mismatches) == 0:
+			// Nothing was found before the run stopped: no verdict on
+			// the kernel either way.
+			k.Aborted, k.Evidence = te.Error(), te.Evidence()
+			es.Inconclusive = true
+		case errors.As(err, &te):
+			k.Aborted, k.Evidence = oneLine(fmt.Sprintf("the audit cross-check found %d strace denial(s) the kernel's records do not agree with (then: %v)", len(k.Mismatches), te)), te.Evidence()
 		case errors.As(err, &ae):
 			k.Aborted, k.Evidence = ae.Reason, ae.Evidence
 		case errors.As(err, &re):
@@ -266,6 +309,10 @@ type verification struct {
 	ex    *exercise.Exercise
 	ref   *exercise.Result
 	trace []byte
+	// bound is every run's time limit (RunBound); stopped is the first run
+	// that ran into it.
+	bound   time.Duration
+	stopped *TimeoutError
 }
 
 func (v *verification) run(ctx context.Context, f exercise.Found) (reason string, err error) {
@@ -290,6 +337,7 @@ func (v *verification) run(ctx context.Context, f exercise.Found) (reason string
 	if err != nil {
 		return "", abortf(nil, "%s.cfg does not parse: %v", stem, err)
 	}
+	v.bound = RunBound(p, o.opts.RunTimeout)
 	if v.ex, err = exercise.Read(f); err != nil {
 		return "", err
 	}
@@ -331,6 +379,9 @@ func (v *verification) reference(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if v.stopped != nil {
+			return v.stopped
+		}
 		v.es.Reference = append(v.es.Reference, res.Duration.Seconds())
 		if i == 0 {
 			if prob := res.Verdict.ReferenceProblem(); prob != nil {
@@ -351,15 +402,34 @@ func (v *verification) reference(ctx context.Context) error {
 // exRun runs the exercise once behind prefix and counts it.
 func (v *verification) exRun(ctx context.Context, kind string, prefix []string) (*exercise.Result, error) {
 	v.es.Runs[kind]++
-	res, err := v.ex.Run(ctx, exercise.RunOptions{WorkDir: v.o.work, Prefix: prefix, Timeout: v.o.opts.RunTimeout, Log: v.o.log})
+	bound := v.bound
+	if prefix != nil && bound != 0 {
+		// Under lockstep run the policy's timeout ends the command (124)
+		// and strace, if any, ends cleanly; the runner's bound is the
+		// backstop.
+		bound += prefixGrace
+	}
+	res, err := v.ex.Run(ctx, exercise.RunOptions{WorkDir: v.o.work, Prefix: prefix, Timeout: bound, Log: v.o.log})
 	if err != nil {
 		return nil, err
+	}
+	if res.Verdict.ExitClass == verdict.Timeout && v.stopped == nil {
+		v.stopped = &TimeoutError{Kind: kind, Limit: v.limit(), Log: tail(res.Log)}
 	}
 	if prefix != nil && !res.Started {
 		return nil, abortf(map[string]any{"status": res.Status, "log": tail(res.BeforeStart())},
 			"a defect of the pruner: the %s run stopped before the command started (status %d)", kind, res.Status)
 	}
 	return res, nil
+}
+
+// limit is the bound a run ran into: v.bound, or the exercise package's
+// default when there is none.
+func (v *verification) limit() time.Duration {
+	if v.bound == 0 {
+		return exercise.DefaultTimeout
+	}
+	return v.bound
 }
 
 // observe runs the exercise under p with strace and the log-new-exec flag
@@ -378,10 +448,10 @@ func (v *verification) observe(ctx context.Context, kind string, p *policy.Polic
 			return res.Status, "", nil
 		}})
 	if err != nil {
-		return nil, err
+		return ob, err
 	}
 	if ae := JudgeAudit(kind, ob.Audit); ae != nil {
-		return nil, ae
+		return ob, ae
 	}
 	return ob, nil
 }
@@ -395,13 +465,17 @@ func (v *verification) crossCheck(ctx context.Context, p *policy.Policy) (string
 		v.o.log.Warn("cross-check: what the interpreter needs to start is unknown; narrowing as Phobos does", "err", err)
 	}
 	narrowed, removed := Narrowed(p, needed...)
+	// The policy's own timeout bounds this run too, enforced by lockstep
+	// run so that strace ends cleanly and its trace shows where it stopped.
+	if l, ok := p.Limits[policy.Timeout]; ok {
+		narrowed.Limits[policy.Timeout] = l
+	}
 	v.o.progress("%s: cross-check run (%d of %d filesystem grants removed, strace + audit)", v.ex.Name, removed, len(p.FS))
 	ob, err := v.observe(ctx, "cross-check", narrowed)
 	if err != nil {
-		return "", err
+		return "", v.stoppedOr(ob, "cross-check", err)
 	}
-	v.trace = ob.Trace
-	v.es.Trace = &TraceInfo{Run: "cross-check", SHA256: record.SHA256Hex(ob.Trace), Bytes: len(ob.Trace)}
+	v.keepTrace("cross-check", ob.Trace)
 	cmp := ob.Join
 	v.k.CrossCheck = cmp.Record()
 	v.k.Mismatches, v.k.AuditOnly = cmp.Mismatches, cmp.AuditOnly
@@ -410,6 +484,8 @@ func (v *verification) crossCheck(ctx context.Context, p *policy.Policy) (string
 	switch {
 	case len(cmp.Mismatches) > 0:
 		return fmt.Sprintf("the audit cross-check found %d strace denial(s) the kernel's records do not agree with", len(cmp.Mismatches)), nil
+	case v.stopped != nil:
+		return "", v.stopped
 	case cmp.Compared == 0 && removed > 0:
 		return fmt.Sprintf("the cross-check run was refused nothing strace could attribute, although it ran without %d grant(s) the policy holds, so nothing was compared", removed), nil
 	}
@@ -430,13 +506,20 @@ func (v *verification) abi10(ctx context.Context, p *policy.Policy) (*policy.Pol
 		if diff == nil {
 			return current, nil
 		}
+		if v.stopped != nil {
+			return nil, v.stoppedJoint(ctx, current)
+		}
 		if round == o.opts.Rounds {
 			break
 		}
 		o.progress("%s: ABI-10 round %d: the joint runs differ from the reference; diagnosis run (strace + audit)", v.ex.Name, round)
 		ob, err := v.observe(ctx, "diagnosis", current)
 		if err != nil {
-			return nil, err
+			return nil, v.stoppedOr(ob, "diagnosis", err)
+		}
+		if v.stopped != nil {
+			v.keepTrace("diagnosis", ob.Trace)
+			return nil, v.stopped
 		}
 		d := difference(ob)
 		var connect []string
@@ -458,6 +541,41 @@ func (v *verification) abi10(ctx context.Context, p *policy.Policy) (*policy.Pol
 		current = WithBind(current, ports)
 	}
 	return nil, abortf(nil, "the joint verification on the guest kernel did not settle")
+}
+
+// keepTrace makes trace the exercise's .abi10.observed.trace.gz.
+func (v *verification) keepTrace(run string, trace []byte) {
+	v.trace = trace
+	v.es.Trace = &TraceInfo{Run: run, SHA256: record.SHA256Hex(trace), Bytes: len(trace)}
+}
+
+// stoppedOr is the error of an observed run that failed: when the run ran
+// out of time, the time-out (its trace kept, if it was read), else err.
+func (v *verification) stoppedOr(ob *Observed, run string, err error) error {
+	if v.stopped == nil {
+		return err
+	}
+	if ob != nil && ob.Trace != nil {
+		v.keepTrace(run, ob.Trace)
+	}
+	return v.stopped
+}
+
+// stoppedJoint follows a joint run that ran out of time with one observed
+// run of the same policy (strace + audit, the same bound), whose trace is
+// kept, so that it shows where the run stopped; the exercise is
+// inconclusive either way.
+func (v *verification) stoppedJoint(ctx context.Context, p *policy.Policy) error {
+	stopped := v.stopped
+	v.o.progress("%s: the %s run ran out of time (%s); one observed run of the same policy shows where", v.ex.Name, stopped.Kind, stopped.Limit)
+	ob, err := v.observe(ctx, "observed", p)
+	if err != nil {
+		v.o.log.Warn("the observed re-run of a stopped joint run", "err", err)
+	}
+	if ob != nil && ob.Trace != nil {
+		v.keepTrace("observed", ob.Trace)
+	}
+	return stopped
 }
 
 // joint runs JointRuns unobserved runs under p with its limits; nil when all

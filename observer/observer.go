@@ -26,6 +26,16 @@ const (
 // records; the host folds it into run.json.
 const SummaryFile = "observe.json"
 
+// Artefacts of a guest run, written by Host next to run.json in PathSets
+// whatever the run's outcome: the guest's console, every audit record the
+// guest's collector read (as AuditRawFile's lines: "<type> <netlink body>",
+// in the order received) and the booted kernel's configuration.
+const (
+	ConsoleFile      = "kvm-console.log"
+	AuditRawFile     = "audit-raw.log"
+	KernelConfigFile = "kernel.config"
+)
+
 // Statuses of an observer run, as `lockstep observe` exits.
 const (
 	StatusVerified      = 0
@@ -72,6 +82,9 @@ type GuestOptions struct {
 	// Wait bounds the wait for each domain's deallocation record; 0 is
 	// DefaultWait.
 	Wait time.Duration `json:"wait,omitempty"`
+	// AuditRaw, if set, is a file that receives every audit record the
+	// collector reads, one line each, as received (Host's AuditRawFile).
+	AuditRaw string `json:"audit_raw,omitempty"`
 	// BacklogLimit is the kernel's audit backlog limit to set; 0 is the
 	// collector's default (8192). Tests lower it to provoke loss.
 	BacklogLimit uint32 `json:"backlog_limit,omitempty"`
@@ -113,6 +126,9 @@ type AuditCounters struct {
 type ExerciseSummary struct {
 	Exercise string `json:"exercise"`
 	Verified bool   `json:"verified"`
+	// Inconclusive: a run ran out of time before anything was found, so
+	// the exercise says nothing about the kernel (Reason says which run).
+	Inconclusive bool `json:"inconclusive,omitempty"`
 	// Reason is why it was not verified.
 	Reason string `json:"reason,omitempty"`
 	// Reference are the reference runs' durations in seconds.

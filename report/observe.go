@@ -47,7 +47,10 @@ func ObservePage(res *observer.HostResult, key, pathSets string, m Meta) *Page {
 		id := "ex-" + e.Exercise
 		mx.Columns = append(mx.Columns, e.Exercise)
 		c := Cell{Verdict: Pass, Text: "pass", Anchor: id}
-		if !e.Verified {
+		switch {
+		case e.Inconclusive:
+			c = Cell{Verdict: Indeterminate, Text: "inconclusive", Anchor: id}
+		case !e.Verified:
 			c = Cell{Verdict: Fail, Text: "fail", Anchor: id}
 		}
 		row.Cells = append(row.Cells, c)
@@ -66,6 +69,8 @@ func ObservePage(res *observer.HostResult, key, pathSets string, m Meta) *Page {
 			{"initramfs sha256", r.InitramfsSHA256}, {"accel", fmt.Sprintf("%s (%s), %d vCPU, %d MiB", r.Accel, r.AccelReason, r.CPUs, r.MemMB)},
 			{"QEMU", r.QEMUVersion}}
 	}
+	p.Provenance = append(p.Provenance, KV{"artefacts (beside run.json)", strings.Join(
+		[]string{observer.ConsoleFile, observer.AuditRawFile, observer.KernelConfigFile}, ", ")})
 	if s := res.Summary; s != nil {
 		p.Provenance = append(p.Provenance, KV{"audit", fmt.Sprintf("received %d, lost %d (before %d), backlog %d of %d",
 			s.Audit.Received, s.Audit.Lost, s.Audit.LostBefore, s.Audit.Backlog, s.Audit.BacklogLimit)})

@@ -41,14 +41,27 @@ status 3 and nothing is written), then for each exercise of the key:
   5. containment (pruner/contain): the canaries, a write into a read-only
      path, a connect and a bind to ports no rule names, one probe per limit.
 
+--key all observes every key of the exercise tree in turn, one guest each,
+reading and writing <path-sets>/<key> (so each key's run.json, observe.json and
+artefacts stay apart; the report is <file>-<key>.html); one key's failure does
+not stop the others, and the status is the worst (1 over 70 over 3 over 0).
+
+Every run of an exercise is bounded by its policy's [limits] timeout; a run
+that runs out of time makes the exercise inconclusive, unless the cross-check
+had already found a mismatch.
+
 Writes into --path-sets: <key>_<ex>.abi10.json (schema 1), <key>_<ex>.abi10.cfg
 (only with rows), <key>_<ex>.abi10.observed.trace.gz (the cross-check run's
-strace log), observe.json and run.json. See docs/observe.md.
+strace log; after a joint run that ran out of time, that of one observed run
+of the same policy), observe.json, run.json and the guest run's artefacts
+kvm-console.log (its console), audit-raw.log (every audit record as received)
+and kernel.config. See docs/observe.md.
 
 Exit status: 0 every exercise verified; 1 an exercise failed (its .abi10.json
-says why); 3 indeterminate (kernel proof failed, records lost before any
-exercise, the guest did not report, or an exercise lacks its record); 70 the
-guest could not be set up; 2 usage.`,
+says why); 3 indeterminate (kernel proof failed, records lost, an exercise
+inconclusive because a run ran out of time, the guest did not report, or an
+exercise lacks its record) when no exercise failed; 70 the guest could not be
+set up; 2 usage.`,
 		Example: `# The KVM run for the fixture key on the default pin (7.2.13)
 $ lockstep observe --key fixture --exercises testdata/exercises --path-sets /tmp/path_sets`,
 		Flags: observeFlags,
@@ -56,7 +69,7 @@ $ lockstep observe --key fixture --exercises testdata/exercises --path-sets /tmp
 }
 
 func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
-	key := fs.String("key", "", "the `key` whose exercises to observe (required)")
+	key := fs.String("key", "", "the `key` whose exercises to observe, or all: every key, each in <path-sets>/<key> (required)")
 	exercises := fs.String("exercises", "", "testing root `dir`ectory, <root>/<family>/<exercise> (required)")
 	pathSets := fs.String("path-sets", "", "`dir`ectory with the default prune's <key>_<ex>.cfg and .json; receives the results (required)")
 	kernelArg := strictString(fs, "kernel", kernel.DefaultPin, "kernel `pin` or bzImage file", wantKernel)
@@ -88,6 +101,9 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 			*wantABI = pin.ABI
 		}
 		if *inGuest {
+			if *key == allKeys {
+				return usageExit(io, v, usagef("--key %s is the host's: the guest observes one key", allKeys))
+			}
 			dir, err := inGuestOut(*out)
 			if err != nil {
 				return usageExit(io, v, err)
@@ -102,8 +118,12 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 		if err := checkAccel(*accel); err != nil {
 			return usageExit(io, v, err)
 		}
-		return observeHost(ctx, io, *kernelArg, *html, observer.HostOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets,
-			Sizing: harness.Sizing{Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout}, Verbose: io.verbose})
+		opts := observer.HostOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets,
+			Sizing: harness.Sizing{Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout}, Verbose: io.verbose}
+		if *key == allKeys {
+			return observeAll(ctx, io, *kernelArg, *html, opts)
+		}
+		return observeHost(ctx, io, *kernelArg, *html, opts)
 	}
 }
 
@@ -153,7 +173,10 @@ func observeHost(ctx context.Context, io *stdio, kernelArg, html string, opts ob
 	}
 	for _, e := range exSummaries(res) {
 		state := "verified"
-		if !e.Verified {
+		switch {
+		case e.Inconclusive:
+			state = "INCONCLUSIVE: " + e.Reason
+		case !e.Verified:
 			state = "FAILED: " + e.Reason
 		}
 		fmt.Fprintf(io.out, "%s_%s: %s\n", opts.Key, e.Exercise, state)

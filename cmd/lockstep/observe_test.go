@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -27,5 +28,49 @@ func TestObserveUsage(t *testing.T) {
 		if code := run(t.Context(), tc.args, &stdio{out: &out, err: &errb}); code != exitUsage || !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("%q = %d, stderr %q; want %d naming %q", tc.args, code, errb.String(), exitUsage, tc.want)
 		}
+	}
+}
+
+// TestObserveAllKeys: --key all walks every key of the exercise tree in
+// key order, each with its own <path-sets>/<key>; a key without that
+// directory is indeterminate and does not stop the others (no guest boots
+// here: no key has one). In the guest, all is a usage error.
+func TestObserveAllKeys(t *testing.T) {
+	ps := t.TempDir()
+	var out, errb bytes.Buffer
+	code := run(t.Context(), []string{"observe", "--key", "all", "--exercises", "../../testdata/exercises", "--path-sets", ps},
+		&stdio{out: &out, err: &errb})
+	if code != exitIndeterminate {
+		t.Errorf("exit %d, want %d; stdout %q, stderr %q", code, exitIndeterminate, out.String(), errb.String())
+	}
+	keys := []string{"broken", "c", "fixture", "generic", "python"}
+	last := -1
+	for _, k := range keys {
+		i := strings.Index(out.String(), "key "+k+": path set "+filepath.Join(ps, k))
+		if i < last || !strings.Contains(errb.String(), "key "+k+": ") {
+			t.Errorf("key %s not visited in order, or not reported: stdout %q, stderr %q", k, out.String(), errb.String())
+		}
+		last = i
+	}
+	if !strings.Contains(out.String(), "every key (broken, c, fixture, generic, python): status 3") {
+		t.Errorf("no summary line: %q", out.String())
+	}
+	errb.Reset()
+	if code := run(t.Context(), []string{"observe", "--in-guest", "--out", t.TempDir(), "--key", "all", "--exercises", "e", "--path-sets", "p"},
+		&stdio{out: &out, err: &errb}); code != exitUsage || !strings.Contains(errb.String(), "the guest observes one key") {
+		t.Errorf("--in-guest --key all = %d, %q; want a usage error", code, errb.String())
+	}
+}
+
+// TestWorstStatus: a failed key wins over an indeterminate or unset-up
+// one; otherwise the higher status.
+func TestWorstStatus(t *testing.T) {
+	for _, tc := range [][3]int{{0, 0, 0}, {0, 3, 3}, {3, 1, 1}, {70, 1, 1}, {3, 70, 70}, {1, 0, 1}} {
+		if got := worstStatus(tc[0], tc[1]); got != tc[2] {
+			t.Errorf("worstStatus(%d, %d) = %d, want %d", tc[0], tc[1], got, tc[2])
+		}
+	}
+	if got := keyedReport("/tmp/observe.html", "c"); got != "/tmp/observe-c.html" {
+		t.Errorf("keyedReport = %q", got)
 	}
 }

@@ -130,6 +130,10 @@ type Options struct {
 	// os.Lstat. Attribute right after the run, before the working
 	// directory is replaced.
 	Lstat func(path string) (fs.FileInfo, error)
+	// Readlink reads a symlink's target; with Lstat it follows the link an
+	// O_CREAT open names to the file the open creates or opens (a dangling
+	// link's create happens in its target's directory). Zero: os.Readlink.
+	Readlink func(path string) (string, error)
 	// Resolve maps a cleaned absolute path to the path a grant should
 	// name (for example through symlinks, as Landlock sees inodes). Zero:
 	// the path itself.
@@ -169,6 +173,9 @@ type sockInfo struct {
 func New(opts Options) *Attributor {
 	if opts.Lstat == nil {
 		opts.Lstat = os.Lstat
+	}
+	if opts.Readlink == nil {
+		opts.Readlink = os.Readlink
 	}
 	return &Attributor{
 		opts:    opts,
@@ -550,6 +557,9 @@ func (a *Attributor) open(c *strace.Call, call landlock.Syscall, p string) *Refu
 	if write {
 		rights = append(rights, landlock.WriteFile)
 	}
+	if flags.HasFlag("O_CREAT") && !flags.HasFlag("O_EXCL") && !flags.HasFlag("O_NOFOLLOW") {
+		p = a.followLinks(p)
+	}
 	if flags.HasFlag("O_CREAT") && !a.exists(p) {
 		// Landlock checks make_reg on the parent first; the new file's
 		// access mode is checked right after, so name it too.
@@ -564,6 +574,29 @@ func (a *Attributor) open(c *strace.Call, call landlock.Syscall, p string) *Refu
 		op = "write"
 	}
 	return fsRefusal(op, NewNeed(p, rights...))
+}
+
+// followLinks follows p while it is a symlink, as an O_CREAT open without
+// O_EXCL or O_NOFOLLOW does, and returns what the open creates or opens: a
+// dangling link's target is created in the target's directory, which is
+// what Landlock checks. Beyond 40 links (ELOOP) it returns p.
+func (a *Attributor) followLinks(p string) string {
+	cur := p
+	for range 40 {
+		fi, err := a.opts.Lstat(cur)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return cur
+		}
+		t, err := a.opts.Readlink(cur)
+		if err != nil {
+			return cur
+		}
+		if !path.IsAbs(t) {
+			t = path.Join(path.Dir(cur), t)
+		}
+		cur = path.Clean(t)
+	}
+	return p
 }
 
 func (a *Attributor) exists(p string) bool {

@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
@@ -259,5 +261,38 @@ func TestEnforcerDepth(t *testing.T) {
 	rs := attributeTrace(t, trace, Options{})
 	if len(rs) != 2 || rs[0].Layer != Filesystem || rs[1].Layer != Other {
 		t.Errorf("refusals = %v, want a filesystem one at depth 2 and an other one at depth 3", rs)
+	}
+}
+
+// TestCreateThroughLink: an O_CREAT open of a dangling link creates its
+// target, so Landlock checks make_reg on the target's directory, which is
+// what the refusal names; O_EXCL and O_NOFOLLOW do not follow the link,
+// and a loop of links is left as written.
+func TestCreateThroughLink(t *testing.T) {
+	links := map[string]string{"/w/dangling": "/other/new", "/w/rel": "d/new", "/w/loop": "loop"}
+	lstat := fakeFS{"/w": fs.ModeDir, "/w/d": fs.ModeDir, "/other": fs.ModeDir,
+		"/w/dangling": fs.ModeSymlink, "/w/rel": fs.ModeSymlink, "/w/loop": fs.ModeSymlink}.Lstat
+	readlink := func(p string) (string, error) {
+		if t, ok := links[p]; ok {
+			return t, nil
+		}
+		return "", os.ErrInvalid
+	}
+	rs := attributeTrace(t, inDomain+`7 openat(AT_FDCWD</w>, "dangling", O_WRONLY|O_CREAT|O_TRUNC, 0666) = -1 EACCES (Permission denied)
+7 openat(AT_FDCWD</w>, "rel", O_WRONLY|O_CREAT, 0666) = -1 EACCES (Permission denied)
+7 openat(AT_FDCWD</w>, "dangling", O_WRONLY|O_CREAT|O_NOFOLLOW, 0666) = -1 EACCES (Permission denied)
+7 openat(AT_FDCWD</w>, "loop", O_WRONLY|O_CREAT, 0666) = -1 EACCES (Permission denied)
+`, Options{Lstat: lstat, Readlink: readlink})
+	want := []string{"/other", "/w/d", "/w/dangling", "/w/loop"}
+	if len(rs) != len(want) {
+		t.Fatalf("got %d refusals, want %d", len(rs), len(want))
+	}
+	for i, r := range rs {
+		if r.Needs[0].Path != want[i] {
+			t.Errorf("refusal %d (%s) names %s first, want %s", i, r, r.Needs[0].Path, want[i])
+		}
+	}
+	if rs[0].Op != "create" || !slices.Contains(rs[0].Rights, landlock.MakeReg) {
+		t.Errorf("create through a dangling link = %s, want make_reg on /other", rs[0])
 	}
 }

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/observer"
+	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+)
+
+// allKeys is the --key value that observes every key of the exercise tree;
+// no exercise's key may be named so.
+const allKeys = "all"
+
+// exerciseKeys are the distinct keys of the exercises under root, sorted.
+func exerciseKeys(root string) ([]string, error) {
+	found, err := exercise.Discover(root)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, f := range found {
+		keys = append(keys, f.Key)
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("no exercise under %s", root)
+	}
+	if slices.Contains(keys, allKeys) {
+		return nil, fmt.Errorf("an exercise under %s has the key %q, which --key %s cannot tell from every key", root, allKeys, allKeys)
+	}
+	return keys, nil
+}
+
+// worstStatus combines two keys' statuses: a failed exercise (1) is a
+// finding and wins; otherwise the higher (70 over 3 over 0).
+func worstStatus(a, b int) int {
+	if a == exitFail || b == exitFail {
+		return exitFail
+	}
+	return max(a, b)
+}
+
+// keyedReport is the HTML report's file for one key of --key all: the
+// key before the extension ("" stays "").
+func keyedReport(html, key string) string {
+	if html == "" {
+		return ""
+	}
+	ext := filepath.Ext(html)
+	return strings.TrimSuffix(html, ext) + "-" + key + ext
+}
+
+// observeAll observes every key of the exercise tree, one guest each, in
+// key order. Each key reads and writes its own path set directory,
+// <path-sets>/<key>, so its run.json, observe.json and artefacts stay
+// apart, and its report names the key; one key's failure does not stop
+// the others. A key without its directory is indeterminate (nothing was
+// observed).
+func observeAll(ctx context.Context, io *stdio, kernelArg, html string, opts observer.HostOptions) int {
+	keys, err := exerciseKeys(opts.Exercises)
+	if err != nil {
+		return fail(io, "observe", exitIndeterminate, err)
+	}
+	status := exitOK
+	for _, k := range keys {
+		o := opts
+		o.Key, o.PathSets = k, filepath.Join(opts.PathSets, k)
+		fmt.Fprintf(io.out, "key %s: path set %s\n", k, o.PathSets)
+		if fi, err := os.Stat(o.PathSets); err != nil || !fi.IsDir() {
+			fmt.Fprintf(io.err, "lockstep observe: key %s: %s is not a directory; want the key's path set there\n", k, o.PathSets)
+			status = worstStatus(status, exitIndeterminate)
+			continue
+		}
+		status = worstStatus(status, observeHost(ctx, io, kernelArg, keyedReport(html, k), o))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	fmt.Fprintf(io.out, "every key (%s): status %d\n", strings.Join(keys, ", "), status)
+	return status
+}

@@ -1,0 +1,146 @@
+//go:build linux
+
+package observer
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/observer/audit"
+	"github.com/lockstep-sandbox/lockstep/pruner/control"
+	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+)
+
+// symlinksWork is the capture script's working directory.
+const symlinksWork = "/var/tmp/lockstep-symlinks"
+
+// symlinksPolicy grants the script what bash and cat need and its working
+// directory; /proc, /usr/lib/os-release and /tmp stay refused.
+const symlinksPolicy = `[read]
+/etc/ld.so.cache
+/usr/bin
+/usr/lib/x86_64-linux-gnu
+/var/tmp/lockstep-symlinks
+
+[execute]
+/usr/bin
+/usr/lib/x86_64-linux-gnu
+
+[write]
+/dev/null
+/var/tmp/lockstep-symlinks
+
+[create]
+/var/tmp/lockstep-symlinks
+
+[create-symlink]
+/var/tmp/lockstep-symlinks
+`
+
+// TestCrossCheckSymlinksHostKernel runs testdata/symlinks-host/script.sh
+// observed on this machine's kernel: every object it is refused is named
+// through a symlink the kernel resolves (/proc/mounts, /proc/self,
+// /proc/thread-self, /lib), and the cross-check must find no mismatch and
+// no audit-only record. LOCKSTEP_OBSERVER_CAPTURE=dir keeps the run's trace
+// and records (testdata/symlinks-host).
+func TestCrossCheckSymlinksHostKernel(t *testing.T) {
+	needRootAudit(t)
+	var raw lockedBuffer
+	col, err := audit.Start(audit.Options{Raw: &raw})
+	if err != nil {
+		t.Fatalf("audit.Start: %v", err)
+	}
+	defer col.Close()
+	os.RemoveAll(symlinksWork)
+	os.Remove("/tmp/lockstep-symlinks-target")
+	if err := os.MkdirAll(symlinksWork, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(symlinksWork)
+	p, err := policy.Parse("symlinks", []byte(symlinksPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(symlinksWork, "script.sh")
+	src, err := os.ReadFile("testdata/symlinks-host/script.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ob, err := RunObserved(t.Context(), Spec{Policy: p, Exe: lockstepBinary(t), Scratch: t.TempDir(), Stem: "symlinks",
+		Kind: "cross-check", LogSubprocesses: true, Collector: col, Wait: DefaultWait, Control: control.Options{NoCreate: true},
+		Run: func(ctx context.Context, prefix []string) (int, string, error) {
+			cmd := exec.CommandContext(ctx, prefix[0], append(prefix[1:], "/bin/bash", script)...)
+			cmd.Dir = symlinksWork
+			out, err := cmd.CombinedOutput()
+			if cmd.ProcessState == nil {
+				return 0, string(out), err
+			}
+			return cmd.ProcessState.ExitCode(), string(out), nil
+		}})
+	if err != nil {
+		t.Fatalf("RunObserved: %v", err)
+	}
+	if ae := JudgeAudit("cross-check", ob.Audit); ae != nil {
+		t.Fatalf("records: %v", ae)
+	}
+	c := ob.Join
+	for _, m := range c.Matched {
+		t.Logf("matched %s with %s", m.Refusal, m.Records[0].Access.Path)
+	}
+	for _, m := range c.Mismatches {
+		t.Errorf("mismatch: %+v", m)
+	}
+	for _, a := range c.AuditOnly {
+		t.Errorf("audit-only: %+v", a)
+	}
+	if c.Compared < 4 {
+		t.Errorf("compared %d refusal(s), want at least /proc/mounts, /proc/self, /proc/thread-self and /lib: %s", c.Compared, ob.Output)
+	}
+	if dir := os.Getenv("LOCKSTEP_OBSERVER_CAPTURE"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "trace.txt"), ob.Trace, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "netlink.txt"), raw.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestProcMountsHostKernel verifies the proc-mounts exercise on this
+// machine's kernel: its program reads /proc/mounts without a grant (the
+// kernel's record names /proc/<pid>/mounts), and the exercise is verified
+// with no mismatch and no audit-only record.
+func TestProcMountsHostKernel(t *testing.T) {
+	needRootAudit(t)
+	col, err := audit.Start(audit.Options{})
+	if err != nil {
+		t.Fatalf("audit.Start: %v", err)
+	}
+	defer col.Close()
+	found, err := exercise.ForKey("testdata/exercises", "observer")
+	i := slices.IndexFunc(found, func(f exercise.Found) bool { return f.Name == "proc-mounts" })
+	if err != nil || i < 0 {
+		t.Fatalf("ForKey(observer) = %v, %v; want proc-mounts among them", found, err)
+	}
+	o := &observer{opts: GuestOptions{Key: "observer", PathSets: observerPathSet, ReferenceRuns: 1, JointRuns: 1, Rounds: 3},
+		exe: lockstepBinary(t), work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10,
+		log: slog.New(slog.DiscardHandler)}
+	o.opts.Progress = testWriter{t}
+	k, _, trace, es := o.verify(t.Context(), found[i])
+	if !es.Verified || k.CrossCheck == nil || len(k.Mismatches) != 0 || len(k.AuditOnly) != 0 {
+		t.Fatalf("verified %v (%s), cross-check %+v", es.Verified, es.Reason, k.CrossCheck)
+	}
+	if !strings.Contains(string(trace), `"/proc/mounts", O_RDONLY) = -1 EACCES`) {
+		t.Error("the cross-check run was not refused /proc/mounts: the case did not happen")
+	}
+}
