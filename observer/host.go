@@ -99,17 +99,9 @@ type RunJSON struct {
 // key has its .abi10.json.
 func Host(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	start := time.Now()
-	for _, d := range []string{opts.Exercises, opts.PathSets} {
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("observe: %s is not a directory", d)
-		}
-	}
-	found, err := exercise.ForKey(opts.Exercises, opts.Key)
+	found, err := hostExercises(opts)
 	if err != nil {
-		return nil, fmt.Errorf("observe: %w", err)
-	}
-	if len(found) == 0 {
-		return nil, fmt.Errorf("observe: no exercise for key %q under %s", opts.Key, opts.Exercises)
+		return nil, err
 	}
 	results, err := os.MkdirTemp("", "lockstep-observe-results.")
 	if err != nil {
@@ -144,15 +136,7 @@ func Host(ctx context.Context, opts HostOptions) (*HostResult, error) {
 	res.Summary = readSummary(results)
 	matched := res.Summary != nil && res.Summary.Status == run.Status
 	if res.Status == StatusIndeterminate {
-		if res.Summary != nil && res.Summary.Reason != "" {
-			res.Reason = res.Summary.Reason
-		}
-		// An inconclusive exercise's record and the trace of its stopped
-		// run are kept; they vouch for nothing (verified: false).
-		if matched && len(res.Summary.Exercises) > 0 {
-			res.Files, err = unpack(results, opts.PathSets, opts.Key)
-		}
-		return res, errors.Join(err, writeRunJSON(opts, res, results, start))
+		return res, res.indeterminate(opts, results, matched, start)
 	}
 	if !matched {
 		res.Status, res.Reason = StatusIndeterminate, fmt.Sprintf("the guest exited %d without a matching %s", run.Status, SummaryFile)
@@ -165,6 +149,38 @@ func Host(ctx context.Context, opts HostOptions) (*HostResult, error) {
 		res.checkRecords(found, results)
 	}
 	return res, writeRunJSON(opts, res, results, start)
+}
+
+// indeterminate finishes a run the guest ended with 3: the guest's reason,
+// and an inconclusive exercise's record and the trace of its stopped run,
+// which are kept but vouch for nothing (verified: false).
+func (res *HostResult) indeterminate(opts HostOptions, results string, matched bool, start time.Time) error {
+	if res.Summary != nil && res.Summary.Reason != "" {
+		res.Reason = res.Summary.Reason
+	}
+	var err error
+	if matched && len(res.Summary.Exercises) > 0 {
+		res.Files, err = unpack(results, opts.PathSets, opts.Key)
+	}
+	return errors.Join(err, writeRunJSON(opts, res, results, start))
+}
+
+// hostExercises checks the host's directories and finds the key's
+// exercises, refusing a key that has none.
+func hostExercises(opts HostOptions) ([]exercise.Found, error) {
+	for _, d := range []string{opts.Exercises, opts.PathSets} {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("observe: %s is not a directory", d)
+		}
+	}
+	found, err := exercise.ForKey(opts.Exercises, opts.Key)
+	if err != nil {
+		return nil, fmt.Errorf("observe: %w", err)
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("observe: no exercise for key %q under %s", opts.Key, opts.Exercises)
+	}
+	return found, nil
 }
 
 // guestFailed notes a guest run that did not finish: indeterminate, or 70
