@@ -23,6 +23,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/guest"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/internal/version"
 )
 
 // Options describe one guest run. The zero value of each field is
@@ -130,6 +131,9 @@ type Result struct {
 	Status int `json:"status"`
 	// Reason explains a status of 3 or 70; "" otherwise.
 	Reason string `json:"reason,omitempty"`
+	// Lockstep is the version of the lockstep that ran the guest
+	// (internal/version: the same binary is the guest's PID 1).
+	Lockstep string `json:"lockstep"`
 	// Accel is the accelerator used, and AccelReason why.
 	Accel       string `json:"accel"`
 	AccelReason string `json:"accel_reason"`
@@ -380,7 +384,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res := &Result{
 		Status: proto.StatusIndeterminate, Accel: accel, AccelReason: accelReason, Machine: o.Machine,
-		CPUs: o.CPUs, MemMB: o.MemMB, QEMUVersion: qv, JobID: newID(), KernelSHA256: fileSHA256(o.Kernel),
+		CPUs: o.CPUs, MemMB: o.MemMB, QEMUVersion: qv, Lockstep: version.String(), JobID: newID(), KernelSHA256: fileSHA256(o.Kernel),
 	}
 	res.Timings.Accel = time.Since(start)
 	defer func() { res.Timings.Total = time.Since(start) }()

@@ -70,6 +70,7 @@ type RunJSON struct {
 	Key             string          `json:"key"`
 	Status          int             `json:"status"`
 	Reason          string          `json:"reason,omitempty"`
+	Lockstep        string          `json:"lockstep"`
 	KernelPin       string          `json:"kernel_pin,omitempty"`
 	KernelRelease   string          `json:"kernel_release"`
 	BzImageSHA256   string          `json:"bzimage_sha256"`
@@ -254,7 +255,7 @@ func unpack(results, dir, key string) ([]string, error) {
 
 func writeRunJSON(opts HostOptions, res *HostResult, start time.Time) error {
 	r := res.Run
-	doc := RunJSON{Schema: RunJSONSchema, Key: opts.Key, Status: res.Status, Reason: res.Reason, KernelPin: opts.Pin,
+	doc := RunJSON{Schema: RunJSONSchema, Key: opts.Key, Status: res.Status, Reason: res.Reason, Lockstep: r.Lockstep, KernelPin: opts.Pin,
 		KernelRelease: r.KernelRelease, BzImageSHA256: r.KernelSHA256, InitramfsSHA256: r.InitramfsSHA256,
 		QEMUVersion: r.QEMUVersion, Accel: r.Accel, AccelReason: r.AccelReason, VCPUs: r.CPUs, MemMB: r.MemMB,
 		Timings: r.Timings, Exercises: []ExerciseSummary{}, Seconds: time.Since(start).Seconds()}
