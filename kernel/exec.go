@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lockstep-sandbox/lockstep/internal/shellquote"
 )
 
 // command runs one external program, logging it first as a pasteable shell
@@ -78,23 +80,16 @@ func (c command) output(ctx context.Context, name string, args ...string) (strin
 func shellLine(dir string, env []string, name string, args []string) string {
 	var parts []string
 	if dir != "" {
-		parts = append(parts, "cd", shellQuote(dir), "&&")
+		parts = append(parts, "cd", shellquote.Quote(dir), "&&")
 	}
 	for _, e := range env {
-		parts = append(parts, shellQuote(e))
+		parts = append(parts, shellquote.Quote(e))
 	}
-	parts = append(parts, shellQuote(name))
+	parts = append(parts, shellquote.Quote(name))
 	for _, a := range args {
-		parts = append(parts, shellQuote(a))
+		parts = append(parts, shellquote.Quote(a))
 	}
 	return strings.Join(parts, " ")
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // progress logs "<stage> <elapsed> <detail()>" every interval until stop is
