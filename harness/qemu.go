@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/lockstep-sandbox/lockstep/internal/shellquote"
 )
 
 // Machine types the harness knows how to boot.
@@ -287,6 +285,3 @@ func (c QEMUConfig) validateDevices(bad *configProblems) {
 		}
 	}
 }
-
-// QuoteArgs renders argv as one pasteable shell line.
-func QuoteArgs(argv []string) string { return shellquote.Join(argv) }

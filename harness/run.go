@@ -23,6 +23,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/guest"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/internal/shellquote"
 	"github.com/lockstep-sandbox/lockstep/internal/version"
 )
 
@@ -565,7 +566,7 @@ func qemuArgv(cfg QEMUConfig, o *Options, res *Result) ([]string, error) {
 		return nil, err
 	}
 	argv := append([]string{qemuBinary(o.QEMU)}, args...)
-	res.QEMUCommand = QuoteArgs(argv)
+	res.QEMUCommand = shellquote.Join(argv)
 	o.Log.Info("booting the guest", "accel", cfg.Accel, "machine", o.Machine, "waiting_for", "hello")
 	if o.Verbose {
 		o.Log.Info("qemu command line", "qemu", res.QEMUCommand)
