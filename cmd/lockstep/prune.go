@@ -87,8 +87,11 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 	skipContain := fs.Bool("skip-containment", false, "leave out the containment checks (recorded; for development)")
 	rootDigest := fs.String("root-digest", "", "with --in-guest or --on-host: provenance.root_digest of the records, the `digest` of the root the prune runs on (default: taken of / here)")
 	minimal := fs.Bool("check-minimality", false, "after verifying, drop each grant in turn and record whether the exercise still passes (one run per grant)")
+	quiet := fs.Bool("q", false, "quiet: no progress lines (a line per stage and run), only warnings and each exercise's result")
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["prune"]
+		io, end := withProgressDisplay(io, "prune")
+		defer end()
 		switch {
 		case len(args) > 0:
 			return usageExit(io, v, usagef("unexpected arguments %q", args))
@@ -125,11 +128,11 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 				return fail(io, "prune", exitFail, err)
 			}
 			opts := prune.Options{Enforcer: enf, WorkDir: *workDir, SeedDir: *seeds, SkipContainment: *skipContain,
-				CheckMinimality: *minimal, RootDigest: digest, Log: guestLogger(io, "prune")}
+				CheckMinimality: *minimal, RootDigest: digest, Log: progressLogger(io, "prune", *quiet)}
 			return pruneHere(ctx, io, found, opts, out.dir)
 		}
 		return pruneGuests(ctx, io, found, pruneGuestArgs{key: *key, root: *root, out: out, kernel: *kernelArg,
-			rootDir: *rootDir, accel: *accel, seeds: *seeds, skipContain: *skipContain, minimal: *minimal})
+			rootDir: *rootDir, accel: *accel, seeds: *seeds, skipContain: *skipContain, minimal: *minimal, quiet: *quiet})
 	}
 }
 
@@ -206,7 +209,8 @@ func pruneClean(out, key string) error {
 // pruneHere prunes each exercise on this machine.
 func pruneHere(ctx context.Context, io *stdio, found []exercise.Found, opts prune.Options, out string) int {
 	code := exitOK
-	for _, f := range found {
+	for i, f := range found {
+		opts.Log.Info(fmt.Sprintf("%s_%s: exercise %d of %d", f.Key, f.Name, i+1, len(found)))
 		start := time.Now()
 		ex, err := exercise.Read(f)
 		var res *prune.Result
@@ -245,13 +249,13 @@ func pruneRefused(ctx context.Context, f exercise.Found, err error, rootDigest s
 type pruneGuestArgs struct {
 	key, root, kernel, rootDir, accel, seeds string
 	out                                      *pruneOut
-	skipContain, minimal                     bool
+	skipContain, minimal, quiet              bool
 }
 
 // pruneGuests prunes each exercise in a fresh guest and copies what it
 // wrote into out.
 func pruneGuests(ctx context.Context, io *stdio, found []exercise.Found, a pruneGuestArgs) int {
-	log := guestLogger(io, "prune")
+	log := progressLogger(io, "prune", a.quiet)
 	bz, err := resolveKernel(ctx, a.kernel, log)
 	if err != nil {
 		return fail(io, "prune", exitFail, err)
@@ -282,8 +286,12 @@ func pruneGuests(ctx context.Context, io *stdio, found []exercise.Found, a prune
 	if a.minimal {
 		cmd = append(cmd, "--check-minimality")
 	}
+	if a.quiet {
+		cmd = append(cmd, "-q")
+	}
 	code := exitOK
-	for _, f := range found {
+	for i, f := range found {
+		log.Info(fmt.Sprintf("%s_%s: exercise %d of %d, in a fresh guest on kernel %s", f.Key, f.Name, i+1, len(found), a.kernel))
 		if c := pruneOneGuest(ctx, io, log, bz, shares, append(append([]string(nil), cmd...), "--only", f.Name), f, a); c > code {
 			code = c
 		}
