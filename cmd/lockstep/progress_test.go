@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -146,5 +148,34 @@ func TestPruneProgressOnTerminal(t *testing.T) {
 	got := shown()
 	if !strings.Contains(got, progressPrefix("prune")) || !strings.Contains(got, eraseLine+"lockstep prune: broken_failing-test: aborted") {
 		t.Errorf("the terminal showed %q; want a progress line erased by the abort", got)
+	}
+}
+
+// TestVerifyProgressByDefault: verify reports each guest and stage on a
+// stderr that is not a terminal too (it used to only on a terminal or with
+// -v), in the progress form; -q leaves none.
+func TestVerifyProgressByDefault(t *testing.T) {
+	for _, quiet := range []bool{false, true} {
+		a := &verifyArgs{}
+		fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+		a.declare(fs)
+		if err := fs.Parse([]string{"-q=" + strconv.FormatBool(quiet)}); err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		opts := a.options(&stdio{err: &b}, nil, nil)
+		if quiet {
+			if opts.Progress != nil {
+				t.Error("verify -q reports progress")
+			}
+			continue
+		}
+		if opts.Progress == nil {
+			t.Fatal("verify reports no progress where stderr is not a terminal")
+		}
+		opts.Progress("booting %s", "7.2.13")
+		if !regexp.MustCompile(`^lockstep verify \[0s\] booting 7\.2\.13\n$`).MatchString(b.String()) {
+			t.Errorf("progress line %q", b.String())
+		}
 	}
 }
