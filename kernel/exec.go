@@ -78,18 +78,11 @@ func (c command) output(ctx context.Context, name string, args ...string) (strin
 }
 
 func shellLine(dir string, env []string, name string, args []string) string {
-	var parts []string
+	line := shellquote.Join(append(append(append([]string(nil), env...), name), args...))
 	if dir != "" {
-		parts = append(parts, "cd", shellquote.Quote(dir), "&&")
+		line = "cd " + shellquote.Join([]string{dir}) + " && " + line
 	}
-	for _, e := range env {
-		parts = append(parts, shellquote.Quote(e))
-	}
-	parts = append(parts, shellquote.Quote(name))
-	for _, a := range args {
-		parts = append(parts, shellquote.Quote(a))
-	}
-	return strings.Join(parts, " ")
+	return line
 }
 
 // progress logs "<stage> <elapsed> <detail()>" every interval until stop is

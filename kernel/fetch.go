@@ -133,13 +133,13 @@ func (b *Builder) fetchURL(ctx context.Context, pin Pin, dir string) (string, er
 	defer stop()
 	var body io.ReadCloser
 	if u.Scheme == "file" {
-		b.log().Debug("$ cp " + shellquote.Quote(u.Path) + " " + shellquote.Quote(dest))
+		b.log().Debug("$ " + shellquote.Join([]string{"cp", u.Path, dest}))
 		body, err = os.Open(u.Path)
 		if err != nil {
 			return "", fmt.Errorf("fetch %s: %w", pin.URL, err)
 		}
 	} else {
-		b.log().Debug("$ curl --fail --location -o " + shellquote.Quote(dest) + " " + shellquote.Quote(pin.URL))
+		b.log().Debug("$ " + shellquote.Join([]string{"curl", "--fail", "--location", "-o", dest, pin.URL}))
 		body, err = httpGet(ctx, pin.URL)
 		if err != nil {
 			return "", err

@@ -2,23 +2,24 @@ package shellquote
 
 import "strings"
 
-// Quote returns s as one shell word: s itself when every byte is safe
+// quote returns s as one shell word: s itself when every byte is safe
 // unquoted, else s in single quotes, where each single quote of s ends the
 // quoting, is escaped with a backslash and the quoting resumes. Single
 // quotes keep every other byte, newlines and bytes that are not UTF-8 too.
 // s must not hold NUL, which no shell word can carry.
-func Quote(s string) string {
+func quote(s string) string {
 	if s != "" && plain(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// Join quotes each argument and joins them with spaces: one pasteable line.
+// Join quotes each argument and joins them with spaces: one pasteable line
+// (a single word is Join of one).
 func Join(args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
-		q[i] = Quote(a)
+		q[i] = quote(a)
 	}
 	return strings.Join(q, " ")
 }

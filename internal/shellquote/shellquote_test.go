@@ -43,8 +43,8 @@ func shells(t testing.TB) []string {
 func TestQuoteRoundTrips(t *testing.T) {
 	for _, sh := range shells(t) {
 		for _, s := range nasty {
-			if got := printf(t, sh, Quote(s)); len(got) != 1 || got[0] != s {
-				t.Errorf("%s read Quote(%q) = %s back as %q", sh, s, Quote(s), got)
+			if got := printf(t, sh, quote(s)); len(got) != 1 || got[0] != s {
+				t.Errorf("%s read quote(%q) = %s back as %q", sh, s, quote(s), got)
 			}
 		}
 		if got := printf(t, sh, Join(nasty)); strings.Join(got, "\x00") != strings.Join(nasty, "\x00") {
@@ -66,8 +66,8 @@ func TestQuoteForms(t *testing.T) {
 		"\xff":              "'\xff'",
 		"user@host:1,2+3%4": "user@host:1,2+3%4",
 	} {
-		if got := Quote(in); got != want {
-			t.Errorf("Quote(%q) = %s, want %s", in, got, want)
+		if got := quote(in); got != want {
+			t.Errorf("quote(%q) = %s, want %s", in, got, want)
 		}
 	}
 	if got := Join([]string{"qemu", "-append", "console=ttyS0 quiet", "it's", ""}); got != `qemu -append 'console=ttyS0 quiet' 'it'\''s' ''` {
@@ -75,7 +75,7 @@ func TestQuoteForms(t *testing.T) {
 	}
 }
 
-// FuzzQuote: for any bytes but NUL, sh reads Quote's word back unchanged,
+// FuzzQuote: for any bytes but NUL, sh reads quote's word back unchanged,
 // alone and beside a second word.
 func FuzzQuote(f *testing.F) {
 	for _, s := range nasty {
