@@ -13,8 +13,17 @@ all: build
 deps:
 	@scripts/deps.sh
 
+# The revision and whether the tree is modified, for `lockstep --version`:
+# the go command stamps them itself, but not in a git worktree (which it does
+# not recognise) nor where GOFLAGS has -buildvcs=false (kept: with it a
+# checkout git refuses to read, as in a CI container, still builds), so they
+# are also passed by hand (internal/version). Evaluated only here.
+VERSION_PKG := github.com/lockstep-sandbox/lockstep/internal/version
+REVISION = $(shell git rev-parse HEAD 2>/dev/null)
+MODIFIED = $(shell test -z "$$(git status --porcelain 2>/dev/null)" && echo false || echo true)
+
 build:
-	$(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/lockstep
+	$(GO) build -trimpath -ldflags='-s -w -X $(VERSION_PKG).revision=$(REVISION) -X $(VERSION_PKG).modified=$(MODIFIED)' -o $(BIN) ./cmd/lockstep
 
 # The whole suite: unit, host-kernel and guest tests, then coverage-guided fuzzing of
 # every parser of outside input (30 s for the policy parser, 20,000 inputs for each other).

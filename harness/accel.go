@@ -17,6 +17,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/guest"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/internal/shellquote"
 	"golang.org/x/sys/unix"
 )
 
@@ -328,7 +329,7 @@ func probeBoot(ctx context.Context, accel string, timeout time.Duration, kernel,
 	var stderr bytes.Buffer
 	cmd := qemuCommand(pctx, qemuBinary(qemu), args, &limitedBuffer{b: &stderr, max: 64 << 10})
 	if log != nil {
-		log.Debug("probe boot", "qemu", QuoteArgs(append([]string{qemuBinary(qemu)}, args...)))
+		log.Debug("probe boot", "qemu", shellquote.Join(append([]string{qemuBinary(qemu)}, args...)))
 	}
 	start := time.Now()
 	runErr := cmd.Run()

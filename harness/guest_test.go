@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/guest"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
+	"github.com/lockstep-sandbox/lockstep/internal/version"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 )
 
@@ -192,8 +193,9 @@ func TestGuestFacts(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(results, "sub", "r.txt")); err != nil || string(b) != "result\n" {
 		t.Errorf("results/sub/r.txt = %q, %v", b, err)
 	}
-	if b, err := os.ReadFile(filepath.Join(results, "run.json")); err != nil || !bytes.Contains(b, []byte(`"accel": "tcg"`)) {
-		t.Errorf("run.json = %s, %v", b, err)
+	if b, err := os.ReadFile(filepath.Join(results, "run.json")); err != nil || !bytes.Contains(b, []byte(`"accel": "tcg"`)) ||
+		!bytes.Contains(b, []byte(`"lockstep": "`+version.String()+`"`)) {
+		t.Errorf("run.json = %s, %v; want accel tcg and lockstep %s", b, err, version.String())
 	}
 	if !strings.HasPrefix(res.KernelRelease, kernel.DefaultPin) {
 		t.Errorf("guest kernel release %q, want %s…", res.KernelRelease, kernel.DefaultPin)

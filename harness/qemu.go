@@ -285,29 +285,3 @@ func (c QEMUConfig) validateDevices(bad *configProblems) {
 		}
 	}
 }
-
-// QuoteArgs renders argv as one pasteable shell line.
-func QuoteArgs(argv []string) string {
-	q := make([]string, len(argv))
-	for i, s := range argv {
-		q[i] = shellQuote(s)
-	}
-	return strings.Join(q, " ")
-}
-
-func shellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	safe := true
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/digitalocean/go-qemu/qmp"
 	"github.com/digitalocean/go-qemu/qmp/qmptest"
+	"github.com/lockstep-sandbox/lockstep/internal/shellquote"
 )
 
 func baseConfig() QEMUConfig {
@@ -118,13 +119,13 @@ func TestQEMUArgs(t *testing.T) {
 					continue
 				}
 				if !hasPair(argv, w.flag, w.value) {
-					t.Errorf("Args() lacks %s %s:\n%s", w.flag, w.value, QuoteArgs(argv))
+					t.Errorf("Args() lacks %s %s:\n%s", w.flag, w.value, shellquote.Join(argv))
 				}
 			}
 			for _, a := range tc.Absent {
 				for _, arg := range argv {
 					if strings.Contains(arg, a) {
-						t.Errorf("Args() has %q, want none: %s", a, QuoteArgs(argv))
+						t.Errorf("Args() has %q, want none: %s", a, shellquote.Join(argv))
 					}
 				}
 			}
@@ -147,14 +148,6 @@ func TestQEMUArgsRefusesEveryProblem(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Args() error lacks %q:\n%v", want, err)
 		}
-	}
-}
-
-func TestQuoteArgs(t *testing.T) {
-	got := QuoteArgs([]string{"qemu", "-append", "console=ttyS0 quiet", "it's", ""})
-	want := `qemu -append 'console=ttyS0 quiet' 'it'\''s' ''`
-	if got != want {
-		t.Errorf("QuoteArgs = %s, want %s", got, want)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/digitalocean/go-qemu/qmp"
+	"github.com/lockstep-sandbox/lockstep/internal/shellquote"
 )
 
 // qmpTimeout bounds every QMP call: go-qemu's Run has no deadline of its
@@ -141,7 +142,7 @@ func (m *monitor) close() {
 // cannot be had says why instead.
 func forensics(m *monitor, reason string, argv []string, consoleTail []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "lockstep forensics\nreason: %s\ntime: %s\nqemu: %s\n\n", reason, time.Now().UTC().Format(time.RFC3339), QuoteArgs(argv))
+	fmt.Fprintf(&b, "lockstep forensics\nreason: %s\ntime: %s\nqemu: %s\n\n", reason, time.Now().UTC().Format(time.RFC3339), shellquote.Join(argv))
 	if m == nil {
 		b.WriteString("query-status: no QMP connection\n\ninfo registers: no QMP connection\n\n")
 	} else {

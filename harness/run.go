@@ -23,6 +23,8 @@ import (
 	"github.com/lockstep-sandbox/lockstep/guest"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/internal/shellquote"
+	"github.com/lockstep-sandbox/lockstep/internal/version"
 )
 
 // Options describe one guest run. The zero value of each field is
@@ -133,6 +135,9 @@ type Result struct {
 	Status int `json:"status"`
 	// Reason explains a status of 3 or 70; "" otherwise.
 	Reason string `json:"reason,omitempty"`
+	// Lockstep is the version of the lockstep that ran the guest
+	// (internal/version: the same binary is the guest's PID 1).
+	Lockstep string `json:"lockstep"`
 	// Accel is the accelerator used, and AccelReason why.
 	Accel       string `json:"accel"`
 	AccelReason string `json:"accel_reason"`
@@ -387,7 +392,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res := &Result{
 		Status: proto.StatusIndeterminate, Accel: accel, AccelReason: accelReason, Machine: o.Machine,
-		CPUs: o.CPUs, MemMB: o.MemMB, QEMUVersion: qv, JobID: newID(), KernelSHA256: fileSHA256(o.Kernel),
+		CPUs: o.CPUs, MemMB: o.MemMB, QEMUVersion: qv, Lockstep: version.String(), JobID: newID(), KernelSHA256: fileSHA256(o.Kernel),
 	}
 	res.Timings.Accel = time.Since(start)
 	defer func() { res.Timings.Total = time.Since(start) }()
@@ -591,7 +596,7 @@ func qemuArgv(cfg QEMUConfig, o *Options, res *Result) ([]string, error) {
 		return nil, err
 	}
 	argv := append([]string{qemuBinary(o.QEMU)}, args...)
-	res.QEMUCommand = QuoteArgs(argv)
+	res.QEMUCommand = shellquote.Join(argv)
 	o.Log.Info("booting the guest", "accel", cfg.Accel, "machine", o.Machine, "waiting_for", "hello")
 	if o.Verbose {
 		o.Log.Info("qemu command line", "qemu", res.QEMUCommand)

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockstep-sandbox/lockstep/internal/shellquote"
 )
 
 // Options configures Build and Lookup. The zero value builds into the
@@ -424,13 +426,13 @@ func (b *builder) command(name string, args ...string) *exec.Cmd {
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", "DEBIAN_FRONTEND=noninteractive", "HOME=/root"}
-	b.log.Debug("run", "cmd", shellLine(append([]string{name}, args...)))
+	b.log.Debug("run", "cmd", shellquote.Join(append([]string{name}, args...)))
 	return cmd
 }
 
 func (b *builder) run(step, name string, args ...string) error {
 	cmd := b.command(name, args...)
-	fmt.Fprintf(b.out, "$ %s\n", shellLine(cmd.Args))
+	fmt.Fprintf(b.out, "$ %s\n", shellquote.Join(cmd.Args))
 	cmd.Stdout, cmd.Stderr = b.out, b.out
 	// Progress every 10 s while the step runs: its name, the time it has
 	// taken and the last line it wrote.
@@ -524,19 +526,6 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// shellLine quotes args so the line can be pasted into a shell.
-func shellLine(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=/.,:+@") == "" {
-			q[i] = a
-		} else {
-			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(q, " ")
 }
 
 // Cached lists the image directories in the cache with their records,

@@ -13,6 +13,10 @@ var fragment []byte
 // Fragment returns the configuration fragment applied after `make tinyconfig`.
 func Fragment() []byte { return append([]byte(nil), fragment...) }
 
+// FragmentSHA256 is the SHA-256 of the embedded fragment (before any
+// version's overlay), lower-case hex.
+func FragmentSHA256() string { return sha256Hex(fragment) }
+
 // RequiredOptions returns the lines that must appear verbatim in a kernel's
 // .config: every CONFIG_X=value line of fragment, in order. Comment lines
 // (including "# CONFIG_X is not set") are not requirements.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lockstep-sandbox/lockstep/internal/shellquote"
 )
 
 // command runs one external program, logging it first as a pasteable shell
@@ -76,25 +78,11 @@ func (c command) output(ctx context.Context, name string, args ...string) (strin
 }
 
 func shellLine(dir string, env []string, name string, args []string) string {
-	var parts []string
+	line := shellquote.Join(append(append(append([]string(nil), env...), name), args...))
 	if dir != "" {
-		parts = append(parts, "cd", shellQuote(dir), "&&")
+		line = "cd " + shellquote.Join([]string{dir}) + " && " + line
 	}
-	for _, e := range env {
-		parts = append(parts, shellQuote(e))
-	}
-	parts = append(parts, shellQuote(name))
-	for _, a := range args {
-		parts = append(parts, shellQuote(a))
-	}
-	return strings.Join(parts, " ")
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return line
 }
 
 // progress logs "<stage> <elapsed> <detail()>" every interval until stop is

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockstep-sandbox/lockstep/internal/shellquote"
 )
 
 // HashError is a downloaded file whose SHA-256 is not the pinned one. It is
@@ -131,13 +133,13 @@ func (b *Builder) fetchURL(ctx context.Context, pin Pin, dir string) (string, er
 	defer stop()
 	var body io.ReadCloser
 	if u.Scheme == "file" {
-		b.log().Debug("$ cp " + shellQuote(u.Path) + " " + shellQuote(dest))
+		b.log().Debug("$ " + shellquote.Join([]string{"cp", u.Path, dest}))
 		body, err = os.Open(u.Path)
 		if err != nil {
 			return "", fmt.Errorf("fetch %s: %w", pin.URL, err)
 		}
 	} else {
-		b.log().Debug("$ curl --fail --location -o " + shellQuote(dest) + " " + shellQuote(pin.URL))
+		b.log().Debug("$ " + shellquote.Join([]string{"curl", "--fail", "--location", "-o", dest, pin.URL}))
 		body, err = httpGet(ctx, pin.URL)
 		if err != nil {
 			return "", err

@@ -22,6 +22,10 @@ const PinsFile = "kernel/pins.txt"
 //go:embed pins.txt
 var pinsTxt []byte
 
+// PinsSHA256 is the SHA-256 of the embedded pin table, lower-case hex: what
+// `lockstep version` reports, so a bug report names the pins it ran with.
+func PinsSHA256() string { return sha256Hex(pinsTxt) }
+
 // Source kinds a pin may name.
 const (
 	// SourceDebian is a Debian linux-source package fetched with apt-get

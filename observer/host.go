@@ -71,6 +71,7 @@ type RunJSON struct {
 	Key             string          `json:"key"`
 	Status          int             `json:"status"`
 	Reason          string          `json:"reason,omitempty"`
+	Lockstep        string          `json:"lockstep"`
 	KernelPin       string          `json:"kernel_pin,omitempty"`
 	KernelRelease   string          `json:"kernel_release"`
 	BzImageSHA256   string          `json:"bzimage_sha256"`
@@ -328,7 +329,7 @@ func writeRunJSON(opts HostOptions, res *HostResult, results string, start time.
 		return err
 	}
 	r := res.Run
-	doc := RunJSON{Schema: RunJSONSchema, Key: opts.Key, Status: res.Status, Reason: res.Reason, KernelPin: opts.Pin,
+	doc := RunJSON{Schema: RunJSONSchema, Key: opts.Key, Status: res.Status, Reason: res.Reason, Lockstep: r.Lockstep, KernelPin: opts.Pin,
 		KernelRelease: r.KernelRelease, BzImageSHA256: r.KernelSHA256, InitramfsSHA256: r.InitramfsSHA256,
 		QEMUVersion: r.QEMUVersion, Accel: r.Accel, AccelReason: r.AccelReason, VCPUs: r.CPUs, MemMB: r.MemMB,
 		Timings: r.Timings, Exercises: []ExerciseSummary{}, Artefacts: artefacts, Seconds: time.Since(start).Seconds()}

@@ -39,6 +39,8 @@ type GuestOptions struct {
 	WorkDir         string `json:"work_dir,omitempty"`
 	SkipContainment bool   `json:"skip_containment,omitempty"`
 	CheckMinimality bool   `json:"check_minimality,omitempty"`
+	// Quiet asks for no progress lines, only warnings and results.
+	Quiet bool `json:"quiet,omitempty"`
 	// RootDigest is provenance.root_digest of the records, the digest of
 	// the root the prune runs on; "" takes the digest of / here.
 	RootDigest string `json:"root_digest,omitempty"`
@@ -90,7 +92,8 @@ func Guest(ctx context.Context, opts GuestOptions) (int, error) {
 	popts := prune.Options{Enforcer: opts.Enforcer, WorkDir: opts.WorkDir, SeedDir: opts.SeedDir, SkipContainment: opts.SkipContainment,
 		CheckMinimality: opts.CheckMinimality, RootDigest: opts.RootDigest, Log: opts.Log}
 	status := 0
-	for _, f := range found {
+	for i, f := range found {
+		logInfo(opts.Log, fmt.Sprintf("%s_%s: exercise %d of %d", f.Key, f.Name, i+1, len(found)))
 		o, err := pruneOne(ctx, f, popts, opts.Out)
 		if err != nil {
 			return 0, err
@@ -198,4 +201,11 @@ func clean(out, key string) error {
 		}
 	}
 	return nil
+}
+
+// logInfo logs a progress line, if there is a logger.
+func logInfo(log *slog.Logger, msg string) {
+	if log != nil {
+		log.Info(msg)
+	}
 }

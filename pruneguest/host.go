@@ -40,6 +40,8 @@ type HostOptions struct {
 	// SkipContainment and CheckMinimality are as in prune.Options.
 	SkipContainment bool
 	CheckMinimality bool
+	// Quiet asks the guests for no progress lines (GuestOptions.Quiet).
+	Quiet bool
 	// Kernel is the bzImage every guest boots.
 	Kernel string
 	// Sizing is each guest's (Root: the guest's root, its digest the
@@ -69,7 +71,8 @@ func Host(ctx context.Context, opts HostOptions) (int, error) {
 	}
 	out := &outDir{dir: opts.Out, key: opts.Key, clean: opts.Only == ""}
 	status := 0
-	for _, f := range found {
+	for i, f := range found {
+		logInfo(opts.Log, fmt.Sprintf("%s_%s: exercise %d of %d, in a fresh guest", f.Key, f.Name, i+1, len(found)))
 		o := job.prune(ctx, f, out)
 		status = max(status, o.Status)
 		if opts.Done != nil {
@@ -100,7 +103,7 @@ func newHostJob(opts HostOptions) (*hostJob, error) {
 		harness: harness.Options{Kernel: opts.Kernel, Shares: []harness.Share{{Source: exAbs, GuestPath: guestExercises}},
 			Stdout: opts.Stdout, Stderr: opts.Stderr, Verbose: opts.Verbose, Log: opts.Log},
 		guest: GuestOptions{Key: opts.Key, Exercises: guestExercises, Out: proto.ResultsDir, RootDigest: digest,
-			SkipContainment: opts.SkipContainment, CheckMinimality: opts.CheckMinimality},
+			SkipContainment: opts.SkipContainment, CheckMinimality: opts.CheckMinimality, Quiet: opts.Quiet},
 	}
 	opts.Sizing.Apply(&j.harness)
 	if opts.Seeds != "" {

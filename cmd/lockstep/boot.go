@@ -294,13 +294,22 @@ type lineHandler struct {
 	level  slog.Level
 	mu     *sync.Mutex
 	attrs  []slog.Attr
+	// progress, when set, starts info lines instead of prefix, followed by
+	// the time since start (progressLogger).
+	progress string
+	start    time.Time
 }
 
 func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
 
 func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
-	b.WriteString(h.prefix)
+	switch {
+	case h.progress != "" && r.Level == slog.LevelInfo:
+		b.WriteString(h.progress + time.Since(h.start).Round(time.Second).String() + "] ")
+	default:
+		b.WriteString(h.prefix)
+	}
 	if r.Level >= slog.LevelWarn {
 		b.WriteString(strings.ToLower(r.Level.String()) + ": ")
 	}

@@ -77,8 +77,11 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 	skipContain := fs.Bool("skip-containment", false, "leave out the containment checks (recorded; for development)")
 	rootDigest := fs.String("root-digest", "", "with --in-guest or --on-host: provenance.root_digest of the records, the `digest` of the root the prune runs on (default: taken of / here)")
 	minimal := fs.Bool("check-minimality", false, "after verifying, drop each grant in turn and record whether the exercise still passes (one run per grant)")
+	quiet := fs.Bool("q", false, "quiet: no progress lines (a line per stage and run), only warnings and each exercise's result")
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["prune"]
+		io, end := withProgressDisplay(io, "prune")
+		defer end()
 		switch {
 		case len(args) > 0:
 			return usageExit(io, v, usagef("unexpected arguments %q", args))
@@ -105,10 +108,10 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 				return rootDigestExit(io, v, err)
 			}
 			return pruneHere(ctx, io, pruneguest.GuestOptions{Key: *key, Exercises: *root, Only: *only, Found: found, Out: *out,
-				SeedDir: *seeds, WorkDir: *workDir, SkipContainment: *skipContain, CheckMinimality: *minimal, RootDigest: digest})
+				SeedDir: *seeds, WorkDir: *workDir, SkipContainment: *skipContain, CheckMinimality: *minimal, RootDigest: digest, Quiet: *quiet})
 		}
 		return pruneGuests(ctx, io, *kernelArg, pruneguest.HostOptions{Key: *key, Exercises: *root, Only: *only, Found: found,
-			Out: *out, Seeds: *seeds, SkipContainment: *skipContain, CheckMinimality: *minimal,
+			Out: *out, Seeds: *seeds, SkipContainment: *skipContain, CheckMinimality: *minimal, Quiet: *quiet,
 			Sizing: harness.Sizing{Root: *rootDir, Accel: *accel, MemMB: 1024}})
 	}
 }
@@ -158,7 +161,7 @@ func pruneHere(ctx context.Context, io *stdio, opts pruneguest.GuestOptions) int
 	if err != nil {
 		return fail(io, "prune", exitFail, err)
 	}
-	opts.Enforcer, opts.Log, opts.Done = enf, guestLogger(io, "prune"), pruneDone(io)
+	opts.Enforcer, opts.Log, opts.Done = enf, progressLogger(io, "prune", opts.Quiet), pruneDone(io)
 	status, err := pruneguest.Guest(ctx, opts)
 	if err != nil {
 		return fail(io, "prune", exitFail, err)
@@ -168,7 +171,7 @@ func pruneHere(ctx context.Context, io *stdio, opts pruneguest.GuestOptions) int
 
 // pruneGuests prunes each exercise in a fresh guest (pruneguest.Host).
 func pruneGuests(ctx context.Context, io *stdio, kernelArg string, opts pruneguest.HostOptions) int {
-	opts.Log = guestLogger(io, "prune")
+	opts.Log = progressLogger(io, "prune", opts.Quiet)
 	bz, err := resolveKernel(ctx, kernelArg, opts.Log)
 	if err != nil {
 		return fail(io, "prune", exitFail, err)

@@ -87,6 +87,8 @@ func run(ctx context.Context, args []string, io *stdio) int {
 		case "-h", "--help", "-help":
 			printTopHelp(io.out)
 			return exitOK
+		case "--version", "-version":
+			return printVersion(io, false)
 		default:
 			fmt.Fprintf(io.err, "lockstep: unknown option %s\nRun 'lockstep help' for the verbs.\n", g)
 			return exitUsage
@@ -137,7 +139,7 @@ func fail(io *stdio, v string, code int, err error) int {
 
 func printTopHelp(w io.Writer) {
 	fmt.Fprintln(w, "lockstep: Landlock policies on pinned kernels in throwaway QEMU guests, checked against audit records.")
-	fmt.Fprintln(w, "\nUsage: lockstep [-v] <verb> [flags] [args]\n\nVerbs:")
+	fmt.Fprintln(w, "\nUsage: lockstep [-v] <verb> [flags] [args]\n       lockstep --version\n\nVerbs:")
 	for _, v := range sortedVerbs() {
 		fmt.Fprintf(w, "  %-12s %s\n", v.Name, v.Short)
 	}

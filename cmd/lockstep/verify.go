@@ -59,12 +59,18 @@ type verifyArgs struct {
 	name, out                               *string
 	joint, parallel, cpus, mem              *int
 	timeout, bootTimeout                    *time.Duration
-	asJSON, inGuest                         *bool
+	asJSON, inGuest, quiet                  *bool
 }
 
 // verifyFlags declares verify's flags on fs and returns the verb.
 func verifyFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
 	a := &verifyArgs{}
+	a.declare(fs)
+	return a.run
+}
+
+// declare declares verify's flags on fs, into a.
+func (a *verifyArgs) declare(fs *flag.FlagSet) {
 	a.base = fs.String("base", "", "base policy `file` (required)")
 	fs.Var(&a.configs, "config", "further policy `file` (repeatable)")
 	fs.Var(strictList{&a.kernels, wantKernel}, "kernel", "kernel `pin` or bzImage file (repeatable, at least one)")
@@ -80,11 +86,11 @@ func verifyFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 	a.timeout = fs.Duration("timeout", 0, "bound on each guest's job (default: harness's, scaled to the accelerator)")
 	a.bootTimeout = fs.Duration("boot-timeout", 0, "bound on each guest's boot (default: harness's, 60s under TCG)")
 	a.asJSON = fs.Bool("json", false, "print the result as one JSON document (schema 1)")
+	a.quiet = fs.Bool("q", false, "quiet: no progress lines (a line per guest and stage), only warnings and the result")
 	a.html = fs.String("html", "", "write a self-contained HTML report to `file`")
 	a.inGuest = fs.Bool("in-guest", false, "internal: verify one exercise on the running kernel, the cell to --out")
 	a.name = fs.String("name", "", "with --in-guest: the kernel's `name` in the cell")
 	a.out = fs.String("out", "", "with --in-guest: `dir`ectory for the cell")
-	return a.run
 }
 
 // run checks the flags, verifies on every kernel and prints the matrix.
@@ -99,6 +105,8 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 	if *a.base == "" || *a.exercises == "" || len(a.kernels) == 0 {
 		return usageExit(io, v, usagef("--base, --exercises and at least one --kernel are required"))
 	}
+	io, end := withProgressDisplay(io, "verify")
+	defer end()
 	switch *a.accel {
 	case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
 	default:
@@ -117,7 +125,7 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 	if err := checkExercisesNamed(*a.exercises, *a.key, a.only); err != nil {
 		return usageExit(io, v, err)
 	}
-	log := guestLogger(io, "verify")
+	log := progressLogger(io, "verify", *a.quiet)
 	opts := a.options(io, p, files)
 	opts.Log = log
 	if opts.Kernels, err = verifyKernels(ctx, a.kernels, log); err != nil {
@@ -150,8 +158,9 @@ func (a *verifyArgs) options(io *stdio, p *policy.Policy, files []string) verify
 	if io.verbose {
 		opts.Stderr = io.err
 	}
-	if io.errTTY || io.verbose {
-		opts.Progress = func(format string, args ...any) { fmt.Fprintf(io.err, "lockstep verify: "+format+"\n", args...) }
+	if !*a.quiet {
+		log := progressLogger(io, "verify", false)
+		opts.Progress = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	}
 	return opts
 }

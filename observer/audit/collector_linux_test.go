@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,10 @@ import (
 )
 
 const childEnv = "LOCKSTEP_AUDIT_TEST_CHILD"
+
+// burstEnv, in the child's environment, repeats the refused open that many
+// times: a burst of records to overflow a small backlog.
+const burstEnv = "LOCKSTEP_AUDIT_TEST_BURST"
 
 func TestMain(m *testing.M) {
 	if target := os.Getenv(childEnv); target != "" {
@@ -45,10 +50,13 @@ func refuseRead(target string) int {
 		fmt.Fprintln(os.Stderr, "restrict:", err)
 		return 2
 	}
-	_, err = unix.Openat(unix.AT_FDCWD, target, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != unix.EACCES {
-		fmt.Fprintf(os.Stderr, "open %s = %v, want EACCES\n", target, err)
-		return 1
+	n, _ := strconv.Atoi(os.Getenv(burstEnv))
+	for i := 0; i < max(n, 1); i++ {
+		_, err = unix.Openat(unix.AT_FDCWD, target, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != unix.EACCES {
+			fmt.Fprintf(os.Stderr, "open %s = %v, want EACCES\n", target, err)
+			return 1
+		}
 	}
 	return 0
 }
@@ -221,5 +229,55 @@ func TestCollectorSlotHandover(t *testing.T) {
 	defer cancel()
 	if err := s.c.Barrier(ctx); err != nil {
 		t.Errorf("Barrier(b) = %v", err)
+	}
+}
+
+// TestCaptureLoss writes the capture in testdata/audit/loss-host: a run
+// whose burst of refusals overflows a 16-record backlog, so the kernel
+// drops records (and counts them), and every record the collector read.
+// It runs only when LOCKSTEP_AUDIT_LOSS_CAPTURE names the directory to
+// write; reassemble_test.go reads what it wrote.
+func TestCaptureLoss(t *testing.T) {
+	dir := os.Getenv("LOCKSTEP_AUDIT_LOSS_CAPTURE")
+	if dir == "" {
+		t.Skip("LOCKSTEP_AUDIT_LOSS_CAPTURE is not set: this test only writes a capture")
+	}
+	requireAudit(t)
+	var raw strings.Builder
+	c, err := Start(Options{BacklogLimit: 16, DropWhenFull: true, Raw: &syncWriter{b: &raw}})
+	if err != nil {
+		t.Fatalf("Start() = %v", err)
+	}
+	defer c.Close()
+	target := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(target, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	run, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatalf("Begin() = %v", err)
+	}
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+target, burstEnv+"=400")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	pid := cmd.Process.Pid
+	res, err := run.End(ctx, func(p int) bool { return p == pid }, 10*time.Second)
+	if err != nil {
+		t.Fatalf("End() = %v", err)
+	}
+	summary := fmt.Sprintf("pid=%d kernel_lost_before=%d kernel_lost_after=%d\n", pid, res.LostBefore, res.LostAfter)
+	for _, p := range res.Problems {
+		summary += "problem: " + p + "\n"
+	}
+	t.Log(summary)
+	if err := os.WriteFile(filepath.Join(dir, "netlink.txt"), []byte(raw.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "run.txt"), []byte(summary), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

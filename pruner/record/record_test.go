@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/version"
 	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
 )
 
@@ -419,6 +420,28 @@ func TestCfgHeader(t *testing.T) {
 	p := NewProvenance(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), 7, "absent")
 	if p.Date != "2026-01-02T03:04:05Z" || p.Kernel == "" || p.Architecture == "" || p.Pruner != PrunerName {
 		t.Errorf("NewProvenance = %+v", p)
+	}
+}
+
+// TestProvenanceNamesLockstep: a record says which lockstep made it, and
+// the strict reader takes the field back.
+func TestProvenanceNamesLockstep(t *testing.T) {
+	p := NewProvenance(time.Now(), 10, "absent")
+	if p.Lockstep == "" || p.Lockstep != version.String() {
+		t.Fatalf("NewProvenance().Lockstep = %q, want %q", p.Lockstep, version.String())
+	}
+	r, _ := sampleExercise(t)
+	r.Provenance.Lockstep = p.Lockstep
+	path, err := WriteExercise(t.TempDir(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadExercise(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Provenance.Lockstep != p.Lockstep {
+		t.Errorf("read back provenance.lockstep %q, want %q", back.Provenance.Lockstep, p.Lockstep)
 	}
 }
 

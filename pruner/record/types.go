@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/version"
 	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
 )
 
@@ -74,6 +75,10 @@ type Provenance struct {
 	// was made on (internal/rootdigest: "sha256:" and 64 hex digits); empty
 	// (absent) in records made before it was recorded.
 	RootDigest string `json:"root_digest,omitempty"`
+	// Lockstep is the version of the lockstep that made the record
+	// (internal/version; `lockstep version`); absent in Phobos's records
+	// and in lockstep's before it was recorded.
+	Lockstep string `json:"lockstep,omitempty"`
 }
 
 // NewProvenance fills a Provenance for this machine at now. abi is the
@@ -86,7 +91,7 @@ func NewProvenance(now time.Time, abi int, strace string) Provenance {
 		kernel, arch = unix.ByteSliceToString(u.Release[:]), unix.ByteSliceToString(u.Machine[:])
 	}
 	return Provenance{Pruner: PrunerName, Kernel: kernel, Architecture: arch, LandlockABI: abi,
-		UID: os.Getuid(), Strace: strace, Date: now.UTC().Format(DateLayout)}
+		UID: os.Getuid(), Strace: strace, Date: now.UTC().Format(DateLayout), Lockstep: version.String()}
 }
 
 // StraceVersion is the first line of `strace -V`, "absent" when strace is not
