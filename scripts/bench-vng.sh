@@ -83,7 +83,10 @@ fetch_vng() {
 
 python_deps() {
 	local missing=()
-	for p in python3-argcomplete python3-requests; do
+	# kmod: vng runs depmod on the distribution kernel's modules;
+	# busybox-static: vng's initramfs is busybox's when the Rust
+	# virtme-ng-init is not packaged (it is not, in 1.41).
+	for p in python3-argcomplete python3-requests kmod busybox-static; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 	done
 	((${#missing[@]} == 0)) && return
@@ -91,6 +94,85 @@ python_deps() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+
+# The QEMU wrapper both tools start: it runs the real QEMU as its child and
+# appends QEMU's user+sys CPU time in ms to $BENCH_QEMU_LOG.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/qemu" <<'EOF'
+#!/bin/bash
+"$BENCH_QEMU_REAL" "$@"
+rc=$?
+times >"$BENCH_QEMU_LOG.t"
+tail -n 1 "$BENCH_QEMU_LOG.t" | awk '{ n = split($0, f, /[ms]+/); t = 0
+	for (i = 1; i < n; i += 2) t += f[i] * 60 + f[i + 1]; printf "%d\n", t * 1000 }' >>"$BENCH_QEMU_LOG"
+exit $rc
+EOF
+chmod +x "$tmp/qemu"
+BENCH_QEMU_REAL=$(command -v "${LOCKSTEP_QEMU:-qemu-system-x86_64}")
+BENCH_QEMU_LOG=$tmp/cpu.log
+export BENCH_QEMU_REAL BENCH_QEMU_LOG
+
+# vng's own kernel arrangement: the distribution kernel with its modules
+# tree beside it (vng runs depmod there, so it gets a hard-linked copy of the
+# reference kernel, which stays as it was fetched).
+refroot=$(cd "$(dirname "$refk")/.." && pwd)
+[[ $refmods == "$refroot"/lib/modules/* ]] || { echo "bench-vng: $refmods is not under $refroot" >&2; exit 1; }
+vngroot=$cache/virtme-ng-$vngver-ref/$(basename "$refk")
+if [[ ! -d $vngroot ]]; then
+	mkdir -p "$(dirname "$vngroot")" && rm -rf "$vngroot.tmp"
+	cp -al "$refroot" "$vngroot.tmp" && mv "$vngroot.tmp" "$vngroot"
+fi
+pin=$("$bin" kernel path)
+accel=()
+# vng picks KVM whenever /dev/kvm exists; lockstep probes that a guest
+# really runs. Both get what lockstep's probe found.
+"$bin" probe --boot 2>/dev/null | grep -q '^kvm .*KVM usable' || accel=(--disable-kvm)
+
+vng_env=(env "PATH=$prefix/usr/bin:$PATH" "PYTHONPATH=$prefix/usr/lib/python3/dist-packages")
+arm_vng_ref() { "${vng_env[@]}" vng --qemu "$tmp/qemu" "${accel[@]}" --run "$vngroot/boot/$(basename "$refk")" --exec true; }
+# On the pin vng needs root=/dev/root (the tag of its 9p root), and the pin
+# has no ACPI: vng's closing poweroff would halt the guest and leave QEMU
+# running. So the command ends the guest itself with a sysrq reboot, which
+# with vng's -no-reboot ends QEMU, as lockstep's own guest ends (reboot=t,
+# -no-reboot). vng's status is then not the command's: it is ignored.
+arm_vng_pin() {
+	"${vng_env[@]}" vng --qemu "$tmp/qemu" "${accel[@]}" --run "$pin" --append root=/dev/root --append reboot=t \
+		--exec 'true; echo b >/proc/sysrq-trigger' || true
+}
+arm_lockstep() { LOCKSTEP_QEMU=$tmp/qemu "$bin" boot -- true; }
+
+# measure ARM: one run; appends its wall ms and QEMU CPU ms to $tmp/ARM.wall
+# and .cpu (QEMU's largest: vng may start QEMU for a version check too).
+measure() {
+	: >"$BENCH_QEMU_LOG"
+	local t0 t1
+	t0=$(date +%s%N)
+	"arm_$1" >"$tmp/$1.out" 2>&1 || { echo "bench-vng: $1 failed:" >&2; tail -n 20 "$tmp/$1.out" >&2; exit 1; }
+	t1=$(date +%s%N)
+	echo $(((t1 - t0) / 1000000)) >>"$tmp/$1.wall"
+	sort -n "$BENCH_QEMU_LOG" | tail -n 1 >>"$tmp/$1.cpu"
+}
+median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+# compare NAME A B: one warm-up run of each (depmod, accel verdict,
+# initramfs caches), then A and B alternating for $runs rounds.
+compare() {
+	local name=$1 a=$2 b=$3 i aw ac bw bc
+	measure "$a" && measure "$b" && rm -f "$tmp/$a".* "$tmp/$b".*
+	for ((i = 0; i < runs; i++)); do measure "$a" && measure "$b"; done
+	aw=$(median "$tmp/$a.wall") ac=$(median "$tmp/$a.cpu") bw=$(median "$tmp/$b.wall") bc=$(median "$tmp/$b.cpu")
+	echo "$name: $a wall $(paste -sd' ' "$tmp/$a.wall") median $aw ms, qemu cpu $(paste -sd' ' "$tmp/$a.cpu") median $ac ms;" \
+		"$b wall $(paste -sd' ' "$tmp/$b.wall") median $bw ms, qemu cpu $(paste -sd' ' "$tmp/$b.cpu") median $bc ms;" \
+		"load $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "VNG $name-cpu $(ratio "$ac" "$bc")"
+	echo "VNG $name-wall $(ratio "$aw" "$bw")"
+	rm -f "$tmp/$a".* "$tmp/$b".*
+}
+
 fetch_vng
 python_deps
-"$prefix/usr/bin/vng" --version 2>/dev/null || PYTHONPATH=$(echo "$prefix"/usr/lib/python3/dist-packages) "$prefix/usr/bin/vng" --version
+echo "bench-vng: $("${vng_env[@]}" vng --version) against lockstep boot, ${accel[*]:-kvm}, $runs rounds alternating" >&2
+compare own-kernels vng_ref lockstep
+compare pin vng_pin lockstep
