@@ -50,6 +50,28 @@ func floorBinary(b *testing.B) string {
 	return bin
 }
 
+// goFloorBinary builds the smallest Go program (main exits 0) the way
+// lockstep is built, and returns its path: the Go runtime's own start-up,
+// which no Go enforcer can go below.
+func goFloorBinary(b *testing.B) string {
+	dir := b.TempDir()
+	files := map[string]string{
+		"go.mod":  "module gofloor\n\ngo 1.24\n",
+		"main.go": "package main\n\nfunc main() {}\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", "gofloor", ".")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build (the Go floor): %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "gofloor")
+}
+
 // floorArgv is the floor's command line for the ruleset `lockstep run`
 // applies for cfg on this kernel, running argv.
 func floorArgv(b *testing.B, floor, cfg string, argv ...string) []string {
@@ -81,7 +103,8 @@ func floorArgv(b *testing.B, floor, cfg string, argv ...string) []string {
 // 2 at most); and, to tell the enforcer's own work from the Go runtime's
 // start-up, `lockstep help` (one start of the same binary, no enforcement)
 // as go-start-ms, and the same run with an rlimit, which takes the
-// re-executed child, as reexec-ms.
+// re-executed child, as reexec-ms; and the smallest Go program's start-up as
+// go-floor-ms.
 func BenchmarkRunTrue(b *testing.B) {
 	bin := lockstepbin.Build(b)
 	cfg := filepath.Join(b.TempDir(), "p.cfg")
@@ -100,6 +123,7 @@ func BenchmarkRunTrue(b *testing.B) {
 		{"bare-ms", []string{"/usr/bin/true"}},
 		{"lockstep-ms", []string{bin, "run", "-q", "--config", cfg, "--", "/usr/bin/true"}},
 		{"go-start-ms", []string{bin, "help"}},
+		{"go-floor-ms", []string{goFloorBinary(b)}},
 		{"reexec-ms", []string{bin, "run", "-q", "--config", cfgRe, "--", "/usr/bin/true"}},
 	}
 	if floor := floorBinary(b); floor != "" {
