@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +157,49 @@ func BenchmarkRunTrue(b *testing.B) {
 	b.ReportMetric(med["lockstep-ms"]/med["bare-ms"], "x-bare")
 	if f, ok := med["floor-ms"]; ok {
 		b.ReportMetric(med["lockstep-ms"]/f, "x-floor")
+	}
+}
+
+// TestBenchRatios runs scripts/bench-ratios.sh, the end of `make bench`, on
+// the output of a real run (testdata/bench-output.txt, its header says how
+// it was made): every comparison gets its RATIO line with the value the
+// benchmark reported, and one the output lacks says n/a.
+func TestBenchRatios(t *testing.T) {
+	ratios := func(file string) (map[string]string, string) {
+		out, err := exec.Command("../../scripts/bench-ratios.sh", file).Output()
+		if err != nil {
+			t.Fatalf("bench-ratios.sh %s: %v\n%s", file, err, out)
+		}
+		got := map[string]string{}
+		for _, l := range strings.Split(string(out), "\n") {
+			f := strings.Fields(l)
+			if len(f) >= 4 && f[0] == "RATIO" && strings.HasPrefix(f[3], "(") {
+				got[f[1]] = f[2]
+			}
+		}
+		return got, string(out)
+	}
+	want := map[string]string{
+		"boot-vs-virtme-ng-cpu":      "31.80",
+		"boot-vs-virtme-ng-wall":     "16.40",
+		"boot-vs-virtme-ng-pin-cpu":  "9.04",
+		"boot-vs-virtme-ng-pin-wall": "8.98",
+		"boot-vs-reference-cpu":      "5.609",
+		"run-overhead-ms":            "7.457",
+		"run-vs-floor":               "5.511",
+		"observe-fixture-runs-s":     "43.45",
+	}
+	got, out := ratios("testdata/bench-output.txt")
+	none, noneOut := ratios(os.DevNull)
+	for name, value := range want {
+		if got[name] != value {
+			t.Errorf("RATIO %s = %q, want %q\n%s", name, got[name], value, out)
+		}
+		if none[name] != "n/a" {
+			t.Errorf("on empty output RATIO %s = %q, want n/a\n%s", name, none[name], noneOut)
+		}
+	}
+	if len(got) != len(want) || len(none) != len(want) {
+		t.Errorf("%d and %d RATIO lines, want %d:\n%s", len(got), len(none), len(want), out)
 	}
 }
