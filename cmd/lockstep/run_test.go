@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 )
@@ -58,60 +57,6 @@ func TestRunVerb(t *testing.T) {
 			}
 		})
 	}
-}
-
-// BenchmarkRunTrue measures the enforcer's start-up overhead: `lockstep run
-// -q --config p.cfg -- /usr/bin/true` against a bare /usr/bin/true, both
-// started from this process, interleaved. Reported: ms per run of each, the
-// overhead in ms (goal: under 5) and the ratio; and, to tell the enforcer's
-// own work from the Go runtime's start-up, `lockstep help` (one start of the
-// same binary, no enforcement) as go-start-ms, and the same run with an
-// rlimit, which takes the re-executed child, as reexec-ms.
-func BenchmarkRunTrue(b *testing.B) {
-	bin := lockstepbin.Build(b)
-	cfg := filepath.Join(b.TempDir(), "p.cfg")
-	if err := os.WriteFile(cfg, []byte(truePolicy), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	// An rlimit makes the enforcer take the re-executed child.
-	cfgRe := filepath.Join(b.TempDir(), "re.cfg")
-	if err := os.WriteFile(cfgRe, []byte(truePolicy+"[limits]\nnofile=1024\n"), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	var bare, ours, start, re time.Duration
-	n := 0
-	for b.Loop() {
-		t0 := time.Now()
-		if err := exec.Command("/usr/bin/true").Run(); err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		if out, err := exec.Command(bin, "run", "-q", "--config", cfg, "--", "/usr/bin/true").CombinedOutput(); err != nil {
-			b.Fatalf("lockstep run: %v\n%s", err, out)
-		}
-		t2 := time.Now()
-		if err := exec.Command(bin, "help").Run(); err != nil {
-			b.Fatal(err)
-		}
-		t3 := time.Now()
-		if out, err := exec.Command(bin, "run", "-q", "--config", cfgRe, "--", "/usr/bin/true").CombinedOutput(); err != nil {
-			b.Fatalf("lockstep run (re-executed child): %v\n%s", err, out)
-		}
-		re += time.Since(t3)
-		bare += t1.Sub(t0)
-		ours += t2.Sub(t1)
-		start += t3.Sub(t2)
-		n++
-	}
-	bareMS := float64(bare.Microseconds()) / 1000 / float64(n)
-	oursMS := float64(ours.Microseconds()) / 1000 / float64(n)
-	b.ReportMetric(float64(start.Microseconds())/1000/float64(n), "go-start-ms")
-	b.ReportMetric(float64(re.Microseconds())/1000/float64(n), "reexec-ms")
-	b.ReportMetric(bareMS, "bare-ms")
-	b.ReportMetric(oursMS, "lockstep-ms")
-	b.ReportMetric(oursMS-bareMS, "overhead-ms")
-	b.ReportMetric(oursMS/bareMS, "x-bare")
 }
 
 // TestRunInheritedDescriptors: a descriptor lockstep inherits beyond stdin,
