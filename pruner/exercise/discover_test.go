@@ -199,8 +199,8 @@ func TestReadRefusals(t *testing.T) {
 	}{
 		{"no build script", map[string]string{"k/a/run.sh": "x"}, []string{"no build_script.sh or build_script"}},
 		{"not executable", map[string]string{"k/a/build_script.sh/": ""}, []string{"build_script.sh is a directory"}},
-		{"unknown prune.json key", map[string]string{"k/a/build_script": "x", "k/a/prune.json": `{"kept_seed": "x"}`},
-			[]string{`unknown keys "kept_seed"`}},
+		{"unknown prune.json key", map[string]string{"k/a/build_script": "x", "k/a/prune.json": `{"kept_seeds": "x"}`},
+			[]string{`unknown keys "kept_seeds"`}},
 		{"committed report", map[string]string{"k/a/build_script": "x", "k/a/test-reports/old.xml": "<testsuite/>"},
 			[]string{"test-reports/old.xml is committed but matches the report globs"}},
 		{"committed gradle report", map[string]string{"k/a/build_script": "x",

@@ -227,8 +227,14 @@ type state struct {
 	missingEvidence []string
 	limitHits       []policy.LimitKey
 	planted         []string
-	lg              *slog.Logger
-	now             func() time.Time
+	// pinned are the pinned read roots with their manifests.
+	pinned []pinnedRoot
+	// keptItems are the kept seed's rows, granted by every candidate and
+	// never minimised; keptComments their comments by path.
+	keptItems    []search.Item
+	keptComments map[string]string
+	lg           *slog.Logger
+	now          func() time.Time
 	// onStart, while the limits are measured, gets the pid of each run's
 	// process tree (the sampler's Watch): that tree alone is measured.
 	onStart func(pid int)
@@ -311,6 +317,15 @@ func (s *state) pipeline(ctx context.Context) (*policy.Policy, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.loadPinned(); err != nil {
+		return nil, err
+	}
+	if err := s.checkPinnedWrites("the seeds", start); err != nil {
+		return nil, err
+	}
+	if err := s.verifyPinned("before the first run"); err != nil {
+		return nil, err
+	}
 	if !s.opts.SkipContainment {
 		if s.planted, err = contain.Plant(s.canaries()); err != nil {
 			return nil, err
@@ -332,6 +347,12 @@ func (s *state) pipeline(ctx context.Context) (*policy.Policy, error) {
 	} else if p, err = s.limits(ctx, p); err != nil {
 		return nil, err
 	}
+	if err := s.checkPinnedWrites("the policy", p); err != nil {
+		return nil, err
+	}
+	if err := s.verifyPinned("before the joint verification"); err != nil {
+		return nil, err
+	}
 	if p, err = s.verify(ctx, p); err != nil {
 		return nil, err
 	}
@@ -349,11 +370,14 @@ func (s *state) pipeline(ctx context.Context) (*policy.Policy, error) {
 	} else if err := s.contain(ctx, p); err != nil {
 		return nil, err
 	}
+	if err := s.verifyPinned("after the last run"); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
-// seed is the start policy: the seed file, if prune.json names one, and
-// the declared hosts' [connect] rules.
+// seed is the start policy: the seed file, if prune.json names one, the
+// kept seed's rows, and the declared hosts' [connect] rules.
 func (s *state) seed() (*policy.Policy, error) {
 	p := &policy.Policy{}
 	if name := s.ex.Config.Seed; name != "" {
@@ -372,6 +396,12 @@ func (s *state) seed() (*policy.Policy, error) {
 		p = search.Build(search.Items(sp), nil)
 		s.entry("seed", map[string]any{"name": name, "rows": rows})
 	}
+	kept, comments, err := s.keptSeed()
+	if err != nil {
+		return nil, err
+	}
+	s.keptItems, s.keptComments = kept, comments
+	p = s.withKept(search.Items(p), p)
 	for _, r := range s.ex.SeedConnectRules() {
 		p.Connect = append(p.Connect, r)
 		s.because[search.Item{Section: policy.Connect, Rule: r.String()}] = []string{"declared host in prune.json"}
