@@ -21,7 +21,7 @@ func TestDiscoverReferenceExercises(t *testing.T) {
 		got = append(got, f.Key+" "+f.Family+"/"+f.Name)
 	}
 	want := []string{"broken broken/failing-test", "c c/make-reference", "fixture fixture/udp-fixture",
-		"generic generic/shell-reference", "python python/pytest-reference"}
+		"generic generic/shell-reference", "java-maven java-maven/maven-reference", "python python/pytest-reference"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Discover(%s) = %q, want %q", referenceRoot, got, want)
 	}
