@@ -37,16 +37,32 @@ func TestRunReferenceExercises(t *testing.T) {
 	}
 }
 
-// TestRunJavaMaven runs the java-maven reference exercise as
-// TestRunReferenceExercises runs the others, where Debian's Maven and JDK
-// are installed.
-func TestRunJavaMaven(t *testing.T) {
-	for _, tool := range []string{"mvn", "javac"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed; see testdata/exercises/java-maven/maven-reference/README.md for the apt-get command", tool)
-		}
+// TestRunToolchainExercises runs the reference exercises whose toolchains
+// are not in make deps as TestRunReferenceExercises runs the others; each
+// skips, naming its README's apt-get command, where a tool (a command, or
+// an absolute path a package installs) is missing.
+func TestRunToolchainExercises(t *testing.T) {
+	for _, c := range []struct {
+		key, dir string
+		tools    []string
+	}{
+		{"java-maven", "java-maven/maven-reference", []string{"mvn", "javac", "/usr/share/maven-repo/org/junit/jupiter"}},
+		{"cpp", "cpp/cmake-reference", []string{"cmake", "g++", "/usr/include/gtest/gtest.h"}},
+		{"r", "r/testthat-reference", []string{"Rscript", "/usr/lib/R/site-library/testthat", "/usr/lib/R/site-library/xml2"}},
+	} {
+		t.Run(c.key, func(t *testing.T) {
+			for _, tool := range c.tools {
+				_, err := exec.LookPath(tool)
+				if strings.HasPrefix(tool, "/") {
+					_, err = os.Stat(tool)
+				}
+				if err != nil {
+					t.Skipf("%s is not installed; see testdata/exercises/%s/README.md for the apt-get command", tool, c.dir)
+				}
+			}
+			runReference(t, c.key)
+		})
 	}
-	runReference(t, "java-maven")
 }
 
 // runReference runs the reference exercise of key three times, unsandboxed.
