@@ -6,7 +6,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ACTIONLINT  := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 export CGO_ENABLED := 0
 
-.PHONY: all build deps test demo bench bench-kernel lint prune-kvm prune-kvm-sim fuzz stress clean
+.PHONY: all build deps test test-slow demo bench bench-kernel lint prune-kvm prune-kvm-sim fuzz stress clean
 
 all: build
 
@@ -32,6 +32,11 @@ test: deps build
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 75m ./...
 	$(MAKE) fuzz
+
+# The tests too slow for every landing: the whole java-maven prune on the
+# host (87 runs of a JVM build) and its abort without a seed.
+test-slow: deps build
+	LOCKSTEP_SLOW_TESTS=1 $(GO) test -count=1 -timeout 120m -v -run '^(TestHostJavaMaven|TestHostJavaMavenNoSeed)$$' ./pruner/prune/
 
 # Every Fuzz function of the module (scripts/fuzz.sh finds them): FUZZTIME
 # executions each, POLICY_FUZZTIME for the policy parser.

@@ -37,6 +37,9 @@
 //     of grants.
 //   - [github.com/lockstep-sandbox/lockstep/pruner/limits] measures what an
 //     exercise uses and derives the policy's [limits] section with margins.
+//   - [github.com/lockstep-sandbox/lockstep/pruner/pinned] holds a pinned
+//     read root (prune.json pinned_read_roots) to its manifest of SHA-256
+//     sums, so a policy may read the whole tree as one entry.
 //   - [github.com/lockstep-sandbox/lockstep/pruner/contain] proves the
 //     forbidden direction: canaries, read-only paths, unnamed ports and each
 //     limit are refused under the final policy.

@@ -54,6 +54,10 @@ type Config struct {
 	Key string `json:"key,omitempty"`
 	// Seed names a seed policy file; "" means none.
 	Seed string `json:"seed,omitempty"`
+	// KeptSeed names a kept seed: a policy file beside the seeds whose rows
+	// every prune grants and no minimisation removes, each with a comment
+	// saying why; "" means none.
+	KeptSeed string `json:"kept_seed,omitempty"`
 	// ReportGlobs, nil means DefaultReportGlobs.
 	ReportGlobs []string `json:"report_globs,omitempty"`
 	// HeapPinned: the exercise pins its heap, so the limits stage derives mem_mb.
@@ -181,7 +185,7 @@ func jsonKind(raw json.RawMessage) string {
 }
 
 var knownKeys = map[string]bool{
-	"key": true, "seed": true, "report_globs": true, "heap_pinned": true, "declared_hosts": true,
+	"key": true, "seed": true, "kept_seed": true, "report_globs": true, "heap_pinned": true, "declared_hosts": true,
 	"pinned_read_roots": true, "runs_compiled_programs": true, "compiled_programs_directory": true,
 	"uses_pseudo_terminals": true, "address_space_unbounded": true,
 }
@@ -202,6 +206,12 @@ func ParseConfig(data []byte) (Config, error) {
 	}
 	if r.str("seed", &c.Seed) && !seedPattern.MatchString(c.Seed) {
 		r.bad("seed %q is not a seed file name: want [A-Za-z0-9][A-Za-z0-9._-]*.cfg", c.Seed)
+	}
+	if r.str("kept_seed", &c.KeptSeed) && !seedPattern.MatchString(c.KeptSeed) {
+		r.bad("kept_seed %q is not a seed file name: want [A-Za-z0-9][A-Za-z0-9._-]*.cfg", c.KeptSeed)
+	}
+	if c.KeptSeed != "" && c.KeptSeed == c.Seed {
+		r.bad("kept_seed and seed both name %q; a kept seed's rows are never minimised, a seed's are", c.Seed)
 	}
 	r.reportGlobs(&c)
 	r.boolean("heap_pinned", &c.HeapPinned)
@@ -242,7 +252,7 @@ func (r *configReader) unknownKeys(keys []string) {
 		}
 	}
 	if len(unknown) > 0 {
-		r.bad("unknown keys %s; the keys are key, seed, report_globs, heap_pinned, declared_hosts, "+
+		r.bad("unknown keys %s; the keys are key, seed, kept_seed, report_globs, heap_pinned, declared_hosts, "+
 			"pinned_read_roots, runs_compiled_programs, compiled_programs_directory, uses_pseudo_terminals, "+
 			"address_space_unbounded", strings.Join(unknown, ", "))
 	}

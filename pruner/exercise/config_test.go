@@ -16,6 +16,7 @@ func TestParseConfig(t *testing.T) {
 	full := `{
   "key": "java-gradle",
   "seed": "java.cfg",
+  "kept_seed": "java-kept.cfg",
   "report_globs": ["build/test-results/**/*.xml"],
   "heap_pinned": true,
   "declared_hosts": ["repo.example.org:443", "ntp.example.org:123 udp"],
@@ -26,7 +27,7 @@ func TestParseConfig(t *testing.T) {
   "address_space_unbounded": true
 }`
 	want := Config{
-		Key: "java-gradle", Seed: "java.cfg", ReportGlobs: []string{"build/test-results/**/*.xml"},
+		Key: "java-gradle", Seed: "java.cfg", KeptSeed: "java-kept.cfg", ReportGlobs: []string{"build/test-results/**/*.xml"},
 		HeapPinned: true, DeclaredHosts: []string{"repo.example.org:443", "ntp.example.org:123 udp"},
 		PinnedReadRoots:      []PinnedReadRoot{{Path: "/opt/gradle/caches", Manifest: "gradle.sha256"}},
 		RunsCompiledPrograms: true, CompiledProgramsDirectory: "build/bin", AddressSpaceUnbounded: true,
@@ -56,8 +57,11 @@ func TestParseConfigRefusals(t *testing.T) {
 		{"trailing", `{} {}`, []string{"data after the object"}},
 		{"cut", `{"key": "c"`, []string{"not a JSON object"}},
 		{"duplicate", `{"key": "c", "key": "python"}`, []string{`key "key" appears twice`}},
-		{"unknown keys named", `{"kept_seed": 1, "report_glob": []}`,
-			[]string{`unknown keys "kept_seed", "report_glob"`}},
+		{"unknown keys named", `{"kept_seeds": 1, "report_glob": []}`,
+			[]string{`unknown keys "kept_seeds", "report_glob"`}},
+		{"kept seed", `{"kept_seed": "/etc/k.cfg"}`, []string{`kept_seed "/etc/k.cfg" is not a seed file name`}},
+		{"kept seed number", `{"kept_seed": 1}`, []string{"kept_seed is a number, want a string"}},
+		{"kept seed is the seed", `{"seed": "java.cfg", "kept_seed": "java.cfg"}`, []string{`kept_seed and seed both name "java.cfg"`}},
 		{"bad key", `{"key": "Java_Gradle"}`, []string{`key "Java_Gradle" is not a key`}},
 		{"key number", `{"key": 3}`, []string{"key is a number, want a string"}},
 		{"bool as string", `{"heap_pinned": "yes"}`, []string{"heap_pinned is a string, want true or false"}},

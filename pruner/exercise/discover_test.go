@@ -20,8 +20,9 @@ func TestDiscoverReferenceExercises(t *testing.T) {
 	for _, f := range found {
 		got = append(got, f.Key+" "+f.Family+"/"+f.Name)
 	}
-	want := []string{"broken broken/failing-test", "c c/make-reference", "fixture fixture/udp-fixture",
-		"generic generic/shell-reference", "python python/pytest-reference"}
+	want := []string{"broken broken/failing-test", "c c/make-reference", "cpp cpp/cmake-reference", "fixture fixture/udp-fixture",
+		"generic generic/shell-reference", "java-maven java-maven/maven-reference", "python python/pytest-reference",
+		"r r/testthat-reference"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Discover(%s) = %q, want %q", referenceRoot, got, want)
 	}
@@ -199,8 +200,8 @@ func TestReadRefusals(t *testing.T) {
 	}{
 		{"no build script", map[string]string{"k/a/run.sh": "x"}, []string{"no build_script.sh or build_script"}},
 		{"not executable", map[string]string{"k/a/build_script.sh/": ""}, []string{"build_script.sh is a directory"}},
-		{"unknown prune.json key", map[string]string{"k/a/build_script": "x", "k/a/prune.json": `{"kept_seed": "x"}`},
-			[]string{`unknown keys "kept_seed"`}},
+		{"unknown prune.json key", map[string]string{"k/a/build_script": "x", "k/a/prune.json": `{"kept_seeds": "x"}`},
+			[]string{`unknown keys "kept_seeds"`}},
 		{"committed report", map[string]string{"k/a/build_script": "x", "k/a/test-reports/old.xml": "<testsuite/>"},
 			[]string{"test-reports/old.xml is committed but matches the report globs"}},
 		{"committed gradle report", map[string]string{"k/a/build_script": "x",

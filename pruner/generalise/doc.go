@@ -24,6 +24,9 @@
 //     exercise's compiled-programs directory; NarrowExecute keeps [execute]
 //     off any directory that overlaps a write-class right, again except the
 //     compiled-programs directory.
+//   - Pinned read roots (Env.Pinned): a [read] of anything beneath one is
+//     granted as the root, one entry with PinnedComment above it; a
+//     write-class right inside one is reported, never granted.
 //   - A write-class right on a specification ancestor (/, /var, /var/tmp) is
 //     reported, never granted.
 //

@@ -56,6 +56,26 @@ type Env struct {
 	// ("" none): [execute] may sit there beside a write-class right, and a
 	// program the run wrote there may be executed.
 	CompiledPrograms string
+	// Pinned are the pinned read roots (prune.json pinned_read_roots, their
+	// manifests verified): a [read] of anything beneath one is granted as the
+	// root itself, one entry; a write-class right inside one is reported.
+	Pinned []string
+}
+
+// PinnedComment is written above a pinned read root in a policy.
+func PinnedComment(root string) string {
+	return fmt.Sprintf("pinned: [read] on the directory %s as one entry, not file by file; "+
+		"its files are held to a manifest of SHA-256 sums, re-hashed before the prune's runs (prune.json pinned_read_roots)", root)
+}
+
+// pinnedRoot returns the pinned read root p is or lies beneath, or "".
+func (e Env) pinnedRoot(p string) string {
+	for _, r := range e.Pinned {
+		if p == r || policy.Beneath(p, r) {
+			return r
+		}
+	}
+	return ""
 }
 
 func (e Env) existed(p string) (bool, bool) {
@@ -184,6 +204,15 @@ func Place(o Observation, env Env) (Grant, *Report) {
 	p := o.Path
 	if p == "/proc/self" || p == "/proc/thread-self" || policy.Beneath(p, "/proc/self") || policy.Beneath(p, "/proc/thread-self") {
 		return report("still a /proc/self link: no process number to place it by")
+	}
+	if root := env.pinnedRoot(p); root != "" {
+		if o.Section == policy.Read {
+			g.Path, g.Widened, g.Comment = root, p != root, PinnedComment(root)
+			return g, nil
+		}
+		if !IsReadClass(o.Section) {
+			return report("a write-class right inside the pinned read root " + root + " is never granted")
+		}
 	}
 	exists, dir := env.existed(p)
 	if o.Section == policy.Execute && !exists && !env.inCompiled(p) {

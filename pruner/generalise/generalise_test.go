@@ -26,7 +26,7 @@ var before = fakeFS{
 
 func env() Env {
 	return Env{Existed: before.existed, Scanned: []string{"/var/tmp/testing-dir"},
-		CompiledPrograms: "/var/tmp/testing-dir/assignment"}
+		CompiledPrograms: "/var/tmp/testing-dir/assignment", Pinned: []string{"/opt/tool"}}
 }
 
 func TestPlace(t *testing.T) {
@@ -54,6 +54,10 @@ func TestPlace(t *testing.T) {
 		{"/proc/self is reported", "/proc/self/maps", policy.Read, "", "/proc/self"},
 		{"an uncarriable read widens to a nameable directory", "/usr/bin/we?ird", policy.Read, "/usr/bin", ""},
 		{"an uncarriable write is reported", "/var/tmp/testing-dir/a#b", policy.Write, "", "cannot be written"},
+		{"a read beneath a pinned root is the root", "/opt/tool/x", policy.Read, "/opt/tool", ""},
+		{"a read of a missing file beneath a pinned root is the root", "/opt/tool/lib/gone.pom", policy.Read, "/opt/tool", ""},
+		{"a write beneath a pinned root is reported", "/opt/tool/x", policy.Write, "", "pinned read root /opt/tool"},
+		{"a program beneath a pinned root is placed as elsewhere", "/opt/tool/x", policy.Execute, "/opt/tool", ""},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
 			g, r := Place(Observation{Path: tc.Path, Section: tc.Section, Run: 1}, env())
@@ -187,6 +191,22 @@ func TestCompact(t *testing.T) {
 				t.Errorf("Compact(%q) = %v, want %v", tc.Src, paths, tc.Want)
 			}
 		})
+	}
+}
+
+// TestCompactKeepsPinnedRoots: a pinned read root is never widened to its
+// parent, however many read siblings it has.
+func TestCompactKeepsPinnedRoots(t *testing.T) {
+	e := env()
+	e.Pinned = []string{"/usr/share/maven-repo"}
+	src := "[read]\n/usr/share/java\n/usr/share/maven-repo\n/usr/share/zoneinfo\n"
+	got, widened := Compact(mustParse(t, src), nil, 3, e)
+	if len(widened) != 0 || !got.FS["/usr/share/maven-repo"][policy.Read] || got.FS["/usr/share"] != nil {
+		t.Errorf("Compact(%q) widened %v to %v; want the pinned root kept as its own entry", src, widened, got.FS)
+	}
+	e.Pinned = nil
+	if _, widened := Compact(mustParse(t, src), nil, 3, e); len(widened) != 1 {
+		t.Errorf("without the pin Compact widened %v, want /usr/share (the test needs a group that compacts)", widened)
 	}
 }
 

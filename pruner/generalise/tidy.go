@@ -98,7 +98,9 @@ func NarrowExecute(p, held *policy.Policy, executed []string, env Env) (*policy.
 // a parent and the same sections by that parent (which keeps its own
 // rights), unless the parent is inside a fine-grained root, shallower than
 // MinimumDepth, or the sections include [execute] and the parent overlaps a
-// write-class right (in the policy or held). threshold below 2 is 2. It
+// write-class right (in the policy or held). A pinned read root is never
+// one of the entries: it stays its own entry, never widened to its parent.
+// threshold below 2 is 2. It
 // returns the new policy and the parents it widened to.
 func Compact(p, held *policy.Policy, threshold int, env Env) (*policy.Policy, []string) {
 	if threshold < 2 {
@@ -109,6 +111,9 @@ func Compact(p, held *policy.Policy, threshold int, env Env) (*policy.Policy, []
 	for {
 		changed := false
 		for _, qs := range siblingGroups(out, threshold) {
+			if qs = env.unpinned(qs); len(qs) < threshold {
+				continue
+			}
 			parent := path.Dir(qs[0])
 			secs := out.FS[qs[0]]
 			if env.InFineRoot(parent) || Depth(parent) < MinimumDepth {
@@ -182,4 +187,15 @@ func widenTo(p *policy.Policy, parent string, qs []string) {
 	for s := range add {
 		p.FS[parent][s] = true
 	}
+}
+
+// unpinned is qs without the pinned read roots.
+func (e Env) unpinned(qs []string) []string {
+	var out []string
+	for _, q := range qs {
+		if e.pinnedRoot(q) != q {
+			out = append(out, q)
+		}
+	}
+	return out
 }

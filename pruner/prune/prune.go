@@ -227,8 +227,14 @@ type state struct {
 	missingEvidence []string
 	limitHits       []policy.LimitKey
 	planted         []string
-	lg              *slog.Logger
-	now             func() time.Time
+	// pinned are the pinned read roots with their manifests.
+	pinned []pinnedRoot
+	// keptItems are the kept seed's rows, granted by every candidate and
+	// never minimised; keptComments their comments by path.
+	keptItems    []search.Item
+	keptComments map[string]string
+	lg           *slog.Logger
+	now          func() time.Time
 	// onStart, while the limits are measured, gets the pid of each run's
 	// process tree (the sampler's Watch): that tree alone is measured.
 	onStart func(pid int)
@@ -307,14 +313,9 @@ func (s *state) provenance(ctx context.Context) record.Provenance {
 
 // pipeline runs every stage and returns the final policy.
 func (s *state) pipeline(ctx context.Context) (*policy.Policy, error) {
-	start, err := s.seed()
+	start, err := s.beforeRuns()
 	if err != nil {
 		return nil, err
-	}
-	if !s.opts.SkipContainment {
-		if s.planted, err = contain.Plant(s.canaries()); err != nil {
-			return nil, err
-		}
 	}
 	if err := s.baseline(ctx); err != nil {
 		return nil, err
@@ -330,6 +331,12 @@ func (s *state) pipeline(ctx context.Context) (*policy.Policy, error) {
 	if s.opts.SkipLimits {
 		s.entry("limits", map[string]any{"skipped": "Options.SkipLimits"})
 	} else if p, err = s.limits(ctx, p); err != nil {
+		return nil, err
+	}
+	if err := s.checkPinnedWrites("the policy", p); err != nil {
+		return nil, err
+	}
+	if err := s.verifyPinned("before the joint verification"); err != nil {
 		return nil, err
 	}
 	if p, err = s.verify(ctx, p); err != nil {
@@ -349,11 +356,39 @@ func (s *state) pipeline(ctx context.Context) (*policy.Policy, error) {
 	} else if err := s.contain(ctx, p); err != nil {
 		return nil, err
 	}
+	if err := s.verifyPinned("after the last run"); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
-// seed is the start policy: the seed file, if prune.json names one, and
-// the declared hosts' [connect] rules.
+// beforeRuns is what comes before the first run: the start policy (seed), the
+// pinned roots loaded, checked against the seeds and re-hashed, and the
+// containment canaries planted.
+func (s *state) beforeRuns() (*policy.Policy, error) {
+	start, err := s.seed()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.loadPinned(); err != nil {
+		return nil, err
+	}
+	if err := s.checkPinnedWrites("the seeds", start); err != nil {
+		return nil, err
+	}
+	if err := s.verifyPinned("before the first run"); err != nil {
+		return nil, err
+	}
+	if !s.opts.SkipContainment {
+		if s.planted, err = contain.Plant(s.canaries()); err != nil {
+			return nil, err
+		}
+	}
+	return start, nil
+}
+
+// seed is the start policy: the seed file, if prune.json names one, the
+// kept seed's rows, and the declared hosts' [connect] rules.
 func (s *state) seed() (*policy.Policy, error) {
 	p := &policy.Policy{}
 	if name := s.ex.Config.Seed; name != "" {
@@ -372,6 +407,12 @@ func (s *state) seed() (*policy.Policy, error) {
 		p = search.Build(search.Items(sp), nil)
 		s.entry("seed", map[string]any{"name": name, "rows": rows})
 	}
+	kept, comments, err := s.keptSeed()
+	if err != nil {
+		return nil, err
+	}
+	s.keptItems, s.keptComments = kept, comments
+	p = s.withKept(search.Items(p), p)
 	for _, r := range s.ex.SeedConnectRules() {
 		p.Connect = append(p.Connect, r)
 		s.because[search.Item{Section: policy.Connect, Rule: r.String()}] = []string{"declared host in prune.json"}

@@ -251,7 +251,8 @@ func (s *state) env(held *policy.Policy) generalise.Env {
 			}
 		}
 	}
-	return generalise.Env{Existed: s.existed, Scanned: scanned, CompiledPrograms: s.ex.CompiledProgramsPath(s.workDir)}
+	return generalise.Env{Existed: s.existed, Scanned: scanned, CompiledPrograms: s.ex.CompiledProgramsPath(s.workDir),
+		Pinned: s.pinnedPaths()}
 }
 
 // prepare is applied to every candidate before it runs: execute narrowing,
@@ -295,9 +296,12 @@ func (s *state) grow(ctx context.Context, start *policy.Policy) (*search.GrowRes
 	return g, nil
 }
 
+// minimise compacts and minimises the grown policy; the kept seed's rows
+// take no part (every candidate grants them).
 func (s *state) minimise(ctx context.Context, g *search.GrowResult, start *policy.Policy) (*policy.Policy, error) {
-	before := search.Items(g.Policy)
-	compacted, widened := generalise.Compact(g.Policy, nil, DefaultThreshold, s.env(g.Policy))
+	grown := search.Build(s.withoutKept(search.Items(g.Policy)), g.Policy)
+	before := search.Items(grown)
+	compacted, widened := generalise.Compact(grown, nil, DefaultThreshold, s.env(g.Policy))
 	items := search.Items(compacted)
 	// A compacted parent stands on its children's refusals.
 	for _, it := range items {
@@ -332,11 +336,11 @@ func (s *state) minimise(ctx context.Context, g *search.GrowResult, start *polic
 			ordered = append(ordered, c)
 		}
 	}
-	for _, it := range search.Items(start) {
+	for _, it := range s.withoutKept(search.Items(start)) {
 		add(it)
 	}
 	for _, r := range g.Added {
-		for _, it := range r {
+		for _, it := range s.withoutKept(r) {
 			add(it)
 		}
 	}
@@ -345,10 +349,10 @@ func (s *state) minimise(ctx context.Context, g *search.GrowResult, start *polic
 	}
 	var known [][]search.Item
 	for _, p := range g.Failed {
-		known = append(known, search.Items(p))
+		known = append(known, s.withoutKept(search.Items(p)))
 	}
 	try := func(ctx context.Context, kept []search.Item) (bool, error) {
-		cand, err := s.prepare(search.Build(kept, compacted))
+		cand, err := s.prepare(s.withKept(kept, compacted))
 		if err != nil {
 			return false, err
 		}
@@ -366,7 +370,7 @@ func (s *state) minimise(ctx context.Context, g *search.GrowResult, start *polic
 		return nil, err
 	}
 	s.kept, s.removed, s.template = kept, st.Removed, compacted
-	return s.prepare(search.Build(kept, compacted))
+	return s.prepare(s.withKept(kept, compacted))
 }
 
 // verify runs the final policy VerificationRuns times with every layer on.
@@ -382,7 +386,7 @@ func (s *state) verify(ctx context.Context, p *policy.Policy) (*policy.Policy, e
 	if len(s.removed) == 0 {
 		return nil, &search.AbortError{Reason: "the joint verification failed"}
 	}
-	restored, err := s.prepare(search.Build(append(append([]search.Item(nil), s.kept...), s.removed...), s.template))
+	restored, err := s.prepare(s.withKept(append(append([]search.Item(nil), s.kept...), s.removed...), s.template))
 	if err != nil {
 		return nil, err
 	}
@@ -471,4 +475,35 @@ func (s *state) minimality(ctx context.Context, p *policy.Policy) error {
 	}
 	s.entry("minimality", map[string]any{"needed": nonNil(needed), "not_needed": nonNil(notNeeded), "implied": nonNil(implied)})
 	return nil
+}
+
+// withKept builds a policy granting items and the kept seed's rows, with
+// template's details (search.Build) and the kept rows' comments.
+func (s *state) withKept(items []search.Item, template *policy.Policy) *policy.Policy {
+	p := search.Build(append(append([]search.Item(nil), items...), s.keptItems...), template)
+	for q, c := range s.keptComments {
+		if p.Comments == nil {
+			p.Comments = map[string]string{}
+		}
+		p.Comments[q] = c
+	}
+	return p
+}
+
+// withoutKept is items without the kept seed's rows.
+func (s *state) withoutKept(items []search.Item) []search.Item {
+	var out []search.Item
+	for _, it := range items {
+		keep := true
+		for _, k := range s.keptItems {
+			if it == k {
+				keep = false
+				break
+			}
+		}
+		if keep {
+			out = append(out, it)
+		}
+	}
+	return out
 }

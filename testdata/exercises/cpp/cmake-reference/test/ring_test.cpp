@@ -1,0 +1,44 @@
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "ring.h"
+
+TEST(Ring, KeepsOrder) {
+    Ring r(3);
+    r.push(1);
+    r.push(2);
+    EXPECT_EQ(r.contents(), (std::vector<int>{1, 2}));
+    EXPECT_EQ(r.pop(), 1);
+    EXPECT_EQ(r.size(), 1u);
+}
+
+TEST(Ring, DropsTheOldestWhenFull) {
+    Ring r(2);
+    EXPECT_FALSE(r.push(1));
+    EXPECT_FALSE(r.push(2));
+    EXPECT_TRUE(r.push(3));
+    EXPECT_EQ(r.contents(), (std::vector<int>{2, 3}));
+}
+
+TEST(Ring, PopOnEmpty) {
+    Ring r(1);
+    EXPECT_FALSE(r.pop().has_value());
+}
+
+TEST(Ring, ZeroCapacityIsRefused) {
+    EXPECT_THROW(Ring(0), std::invalid_argument);
+}
+
+TEST(Ring, WrapsManyTimes) {
+    Ring r(4);
+    for (int i = 0; i < 1000; ++i) r.push(i);
+    EXPECT_EQ(r.contents(), (std::vector<int>{996, 997, 998, 999}));
+}
+
+// The tester drives a program on a terminal: a line written to the controller comes back on the
+// terminal side (prune.json uses_pseudo_terminals).
+TEST(Pty, EchoesALine) {
+    EXPECT_EQ(ptyEcho("hello terminal"), "hello terminal");
+}
