@@ -43,36 +43,39 @@ type SessionResult struct {
 	// HungUp is true when the program outlived its script and was hung up.
 	HungUp  bool
 	Seconds float64
+	// TTY is the terminal's slave path (/dev/pts/<n>).
+	TTY string
 }
 
 // openPTY opens a pseudo-terminal pair through /dev/ptmx, the slave sized
-// to Window.
-func openPTY() (master, slave *os.File, err error) {
+// to Window and named.
+func openPTY() (master, slave *os.File, name string, err error) {
 	m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open /dev/ptmx: %w", err)
+		return nil, nil, "", fmt.Errorf("open /dev/ptmx: %w", err)
 	}
 	master = os.NewFile(uintptr(m), "/dev/ptmx")
 	if err := unix.IoctlSetPointerInt(m, unix.TIOCSPTLCK, 0); err != nil {
 		master.Close()
-		return nil, nil, fmt.Errorf("unlock the pseudo-terminal: %w", err)
+		return nil, nil, "", fmt.Errorf("unlock the pseudo-terminal: %w", err)
 	}
 	n, err := unix.IoctlGetInt(m, unix.TIOCGPTN)
 	if err != nil {
 		master.Close()
-		return nil, nil, fmt.Errorf("name the pseudo-terminal: %w", err)
+		return nil, nil, "", fmt.Errorf("name the pseudo-terminal: %w", err)
 	}
-	slave, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	name = "/dev/pts/" + strconv.Itoa(n)
+	slave, err = os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		master.Close()
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &Window); err != nil {
 		master.Close()
 		slave.Close()
-		return nil, nil, fmt.Errorf("size the pseudo-terminal: %w", err)
+		return nil, nil, "", fmt.Errorf("size the pseudo-terminal: %w", err)
 	}
-	return master, slave, nil
+	return master, slave, name, nil
 }
 
 // RunSession runs s.Argv in a session of its own whose controlling
@@ -80,7 +83,7 @@ func openPTY() (master, slave *os.File, err error) {
 // for it to exit (hanging it up exitGrace after the script ended). The
 // error is for a command that could not be started.
 func RunSession(ctx context.Context, s Session) (*SessionResult, error) {
-	master, slave, err := openPTY()
+	master, slave, tty, err := openPTY()
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +101,7 @@ func RunSession(ctx context.Context, s Session) (*SessionResult, error) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var transcript bytes.Buffer
-	res := &SessionResult{}
+	res := &SessionResult{TTY: tty}
 	script := s.Script
 	if script == nil {
 		script = &Script{}
