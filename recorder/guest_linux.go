@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -201,14 +200,14 @@ func dropTerminalIoctls(uses []Use, tty string) ([]Use, int) {
 }
 
 func writeSession(dir string, rec *SessionRecord, transcript []byte) error {
-	b, err := json.MarshalIndent(rec, "", "  ")
+	b, err := marshal(rec)
 	if err != nil {
 		return err
 	}
 	if err := safefile.WriteFile(filepath.Join(dir, TranscriptFile), transcript, 0o644); err != nil {
 		return err
 	}
-	return safefile.WriteFile(filepath.Join(dir, SessionFile), append(b, '\n'), 0o644)
+	return safefile.WriteFile(filepath.Join(dir, SessionFile), b, 0o644)
 }
 
 func release() string {

@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -165,4 +166,17 @@ func inListed(p string) bool {
 		}
 	}
 	return false
+}
+
+// marshal is indented JSON with < > & kept as written (strace's fd
+// annotations are full of them).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }

@@ -15,6 +15,9 @@ type Use struct {
 	// Line is the call's line in the trace; Call the call as strace wrote it.
 	Line int    `json:"line"`
 	Call string `json:"call"`
+	// PID and TGID are the calling thread and process.
+	PID  int `json:"pid"`
+	TGID int `json:"tgid"`
 	// Layer is attribute's: filesystem and network can be granted, fixed
 	// and other never.
 	Layer  string `json:"layer"`
@@ -51,7 +54,7 @@ func usesOf(rs []*attribute.Refusal) []Use {
 			u.Paths = r.Paths
 		}
 		if r.Call != nil {
-			u.Line, u.Call = r.Call.Line, r.Call.String()
+			u.Line, u.Call, u.PID, u.TGID = r.Call.Line, r.Call.String(), r.Call.PID, r.Call.TGID
 		}
 		for _, n := range r.Needs {
 			nd := Need{Path: n.Path}

@@ -114,6 +114,11 @@ func (a *recordArgs) run(ctx context.Context, io *stdio, args []string) int {
 	switch sub {
 	case "run":
 		return a.recordRun(ctx, io, rest)
+	case "generate":
+		if len(rest) > 0 {
+			return usageExit(io, v, usagef("record generate takes no command, got %q", rest))
+		}
+		return a.recordGenerate(io)
 	}
 	return usageExit(io, v, usagef("unknown sub-verb %q; want one of %s", sub, recordSubs))
 }
@@ -185,4 +190,23 @@ func recordHere(ctx context.Context, io *stdio, opts recorder.GuestOptions) int 
 	}
 	fmt.Fprintf(io.err, "record: session status %d, %d uses %s\n", rec.Status, len(rec.Uses), rec.ScriptError)
 	return exitOK
+}
+
+func (a *recordArgs) recordGenerate(io *stdio) int {
+	g, err := recorder.Generate(a.recording())
+	if err != nil {
+		return fail(io, "record", exitUsage, err)
+	}
+	r := g.Record
+	if *a.asJSON {
+		b, _ := json.MarshalIndent(r, "", "  ")
+		fmt.Fprintf(io.out, "%s\n", b)
+		return r.Status
+	}
+	fmt.Fprintf(io.out, "%s: %d rows from %d session(s), %s (the recorded program ran unsandboxed, in the guest)\n",
+		filepath.Join(a.recording(), recorder.PolicyFile), len(r.Grants), len(r.Sessions), r.PolicyHash)
+	for _, w := range r.Why {
+		fmt.Fprintf(io.err, "lockstep record: %s\n", w)
+	}
+	return r.Status
 }
