@@ -100,6 +100,18 @@ type collected struct {
 // execute narrowing and compaction, generalise.NetworkRules), and writes
 // both into the recording. The status is StatusOK or one of Generate's.
 func Generate(rec string) (*Generated, error) {
+	c, err := collect(rec)
+	if err != nil {
+		return nil, err
+	}
+	p := c.place()
+	c.judge(p)
+	p.Header = header(len(c.record.Sessions), c.record)
+	return finish(rec, p, c.record)
+}
+
+// collect reads every session of the recording; a failed one is an error.
+func collect(rec string) (*collected, error) {
 	sessions, err := Sessions(rec)
 	if err != nil {
 		return nil, err
@@ -114,10 +126,7 @@ func Generate(rec string) (*Generated, error) {
 		c.record.Sessions = append(c.record.Sessions, name)
 		c.add(k+1, name, s.Record)
 	}
-	p := c.place()
-	c.judge(p)
-	p.Header = header(len(sessions), c.record)
-	return finish(rec, p, c.record)
+	return c, nil
 }
 
 // add collects one session's uses.

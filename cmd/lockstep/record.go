@@ -119,6 +119,11 @@ func (a *recordArgs) run(ctx context.Context, io *stdio, args []string) int {
 			return usageExit(io, v, usagef("record generate takes no command, got %q", rest))
 		}
 		return a.recordGenerate(io)
+	case "diff":
+		if len(rest) > 0 {
+			return usageExit(io, v, usagef("record diff takes no command, got %q", rest))
+		}
+		return a.recordDiff(io)
 	}
 	return usageExit(io, v, usagef("unknown sub-verb %q; want one of %s", sub, recordSubs))
 }
@@ -209,4 +214,35 @@ func (a *recordArgs) recordGenerate(io *stdio) int {
 		fmt.Fprintf(io.err, "lockstep record: %s\n", w)
 	}
 	return r.Status
+}
+
+func (a *recordArgs) recordDiff(io *stdio) int {
+	file := *a.policyFile
+	if file == "" {
+		file = filepath.Join(a.recording(), recorder.PolicyFile)
+	}
+	d, err := recorder.Diff(a.recording(), file)
+	if err != nil {
+		return fail(io, "record", exitUsage, err)
+	}
+	code := exitOK
+	if len(d.Lacks) > 0 {
+		code = exitFail
+	}
+	if *a.asJSON {
+		b, _ := json.MarshalIndent(d, "", "  ")
+		fmt.Fprintf(io.out, "%s\n", b)
+		return code
+	}
+	for _, l := range d.Lacks {
+		fmt.Fprintf(io.out, "lacks   %s\n", l)
+	}
+	for _, u := range d.Unused {
+		fmt.Fprintf(io.out, "unused  %s\n", u)
+	}
+	for _, c := range d.Covered {
+		fmt.Fprintf(io.out, "covered %s\n", c)
+	}
+	fmt.Fprintf(io.out, "%s: %d lacking, %d unused, %d covered by an ancestor\n", file, len(d.Lacks), len(d.Unused), len(d.Covered))
+	return code
 }
