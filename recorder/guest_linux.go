@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
+	"github.com/lockstep-sandbox/lockstep/pruner/control"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
@@ -165,7 +166,7 @@ func judgeExisted(trace string, start *StartState, started time.Time) ([]Entry, 
 	lstat := beforeLstat(start, started)
 	seen := map[string]bool{}
 	out := []Entry{}
-	uses := attribute.Uses(tr.Calls, attribute.Options{Lstat: lstat, Resolve: attribute.ResolveSymlinks})
+	uses := withInterpreters(attribute.Uses(tr.Calls, attribute.Options{Lstat: lstat, Resolve: attribute.ResolveSymlinks}))
 	for _, u := range uses {
 		for _, n := range u.Needs {
 			for p := n.Path; !seen[p]; p = path.Dir(p) {
@@ -181,6 +182,21 @@ func judgeExisted(trace string, start *StartState, started time.Time) ([]Entry, 
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, usesOf(uses), nil
+}
+
+// withInterpreters adds to every execute what the kernel also opens for
+// execution (a script's interpreter, an ELF file's loader), as the
+// pruner's control replay does: no trace line shows those opens, yet
+// Landlock checks [execute] on them.
+func withInterpreters(uses []*attribute.Refusal) []*attribute.Refusal {
+	for i, u := range uses {
+		w := control.WithInterpreter(u)
+		for j := range w.Needs {
+			w.Needs[j].Path = attribute.ResolveSymlinks(w.Needs[j].Path)
+		}
+		uses[i] = w
+	}
+	return uses
 }
 
 // dropTerminalIoctls removes the ioctls on the session's own terminal: its

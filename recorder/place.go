@@ -29,6 +29,13 @@ func (c *collected) place() *policy.Policy {
 	generalise.Add(p, grants)
 	p, narrowed := generalise.NarrowExecute(p, nil, executed, env)
 	p, _ = generalise.Compact(p, nil, generalise.DefaultThreshold, env)
+	// The hierarchy rule, as the pruner prepares every candidate: the
+	// enforcer refuses a row narrower than an ancestor's.
+	if q, err := p.NormaliseHierarchy(); err == nil {
+		p = q
+	} else {
+		c.record.NotPlaced = append(c.record.NotPlaced, "the hierarchy rule: "+err.Error())
+	}
 	for _, r := range append(reports, narrowed...) {
 		c.record.NotPlaced = append(c.record.NotPlaced, r.String())
 	}

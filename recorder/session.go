@@ -180,3 +180,6 @@ func marshal(v any) ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// unmarshal decodes JSON into v.
+func unmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

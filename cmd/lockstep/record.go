@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
@@ -18,6 +20,7 @@ const recordSubs = "run, generate, check, diff"
 
 func init() {
 	guestRole(recorder.GuestRole, "record", recordHere)
+	guestRole(recorder.CheckRole, "record", recordCheckHere)
 	register(&verb{
 		Name:  "record",
 		Usage: "record {run|generate|check|diff} --name N [--dir D] [flags] [-- cmd…]",
@@ -86,7 +89,7 @@ func recordFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 	a.exercise = fs.String("exercise", "", "run, check: `dir`ectory copied into /var/tmp/testing-dir first")
 	a.script = fs.String("script", "", "run, check: the session's script `file`")
 	a.kernelA = fs.String("kernel", kernel.DefaultPin, "run, check: kernel `pin` or bzImage file")
-	a.policyFile = fs.String("policy", "", "diff: the policy `file` to compare (default: the generated policy.cfg)")
+	a.policyFile = fs.String("policy", "", "check, diff: the policy `file` (default: the generated policy.cfg)")
 	a.root = fs.String("root", "", "run, check: host `dir`ectory exported read-only as the guest's root (default /)")
 	a.accel = fs.String("accel", harness.AccelAuto, "run, check: accelerator: `auto`, kvm or tcg")
 	a.cpus = fs.Int("cpus", 1, "run, check: guest vCPUs")
@@ -119,6 +122,8 @@ func (a *recordArgs) run(ctx context.Context, io *stdio, args []string) int {
 			return usageExit(io, v, usagef("record generate takes no command, got %q", rest))
 		}
 		return a.recordGenerate(io)
+	case "check":
+		return a.recordCheck(ctx, io, rest)
 	case "diff":
 		if len(rest) > 0 {
 			return usageExit(io, v, usagef("record diff takes no command, got %q", rest))
@@ -245,4 +250,67 @@ func (a *recordArgs) recordDiff(io *stdio) int {
 	}
 	fmt.Fprintf(io.out, "%s: %d lacking, %d unused, %d covered by an ancestor\n", file, len(d.Lacks), len(d.Unused), len(d.Covered))
 	return code
+}
+
+func (a *recordArgs) recordCheck(ctx context.Context, io *stdio, cmd []string) int {
+	v := verbs["record"]
+	if err := recorder.CheckCommand(cmd); err != nil {
+		return usageExit(io, v, err)
+	}
+	script, err := a.readScript()
+	if err != nil {
+		return usageExit(io, v, err)
+	}
+	log := guestLogger(io, "record")
+	bz, err := resolveKernel(ctx, *a.kernelA, log)
+	if err != nil {
+		return fail(io, "record", exitIndeterminate, err)
+	}
+	opts := recorder.CheckOptions{Recording: a.recording(), PolicyFile: *a.policyFile, Exercise: *a.exercise, Script: script, Command: cmd,
+		Kernel: bz, Sizing: a.sizing(), Verbose: io.verbose, Log: log}
+	if io.verbose {
+		opts.Stderr = io.err
+	}
+	res, _, err := recorder.Check(ctx, opts)
+	if err != nil {
+		if errors.Is(err, harness.ErrGuestSetup) {
+			return fail(io, "record", exitGuestSetup, err)
+		}
+		return fail(io, "record", exitIndeterminate, err)
+	}
+	if *a.asJSON {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintf(io.out, "%s\n", b)
+		return res.Status
+	}
+	printCheck(io, res)
+	return res.Status
+}
+
+func printCheck(io *stdio, res *recorder.CheckResult) {
+	for _, r := range res.Regressions {
+		fmt.Fprintf(io.out, "refused %s %s (%s)\n  line: %s\n", r.Call, strings.Join(r.Objects, " "), strings.Join(r.Rights, ","), r.Line)
+		for _, a := range r.Audit {
+			fmt.Fprintf(io.out, "  audit: %s\n", a)
+		}
+	}
+	for _, u := range res.Unchecked {
+		fmt.Fprintf(io.out, "not checked: %s\n", u)
+	}
+	for _, w := range res.Why {
+		fmt.Fprintf(io.err, "lockstep record: %s\n", w)
+	}
+	if res.Status == recorder.StatusOK {
+		fmt.Fprintf(io.out, "check passed: the session ran to its end under the policy, no recorded call refused\n")
+	}
+}
+
+// recordCheckHere is check's guest side (recorder.CheckRole).
+func recordCheckHere(ctx context.Context, io *stdio, opts recorder.CheckGuestOptions) int {
+	res, err := recorder.CheckHere(ctx, opts)
+	if err != nil {
+		return fail(io, "record", exitIndeterminate, err)
+	}
+	fmt.Fprintf(io.err, "record check: status %d, %d regressions\n", res.Status, len(res.Regressions))
+	return exitOK
 }
