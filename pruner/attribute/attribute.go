@@ -881,13 +881,26 @@ func Uses(calls []*strace.Call, opts Options) []*Refusal {
 	return out
 }
 
+// devIoctl reports whether an ioctl is one Landlock's ioctl_dev right
+// governs: on a device file, and not one of the requests every file
+// answers (FIOCLEX, FIONCLEX, FIONBIO, FIOASYNC, FIOQSIZE), which Landlock
+// always allows.
+func devIoctl(c *strace.Call) bool {
+	switch string(argAt(c, 1)) {
+	case "FIOCLEX", "FIONCLEX", "FIONBIO", "FIOASYNC", "FIOQSIZE":
+		return false
+	}
+	fd, ok := argFD(c, 0)
+	return ok && strings.HasPrefix(fd.Path, "/dev/")
+}
+
 // use is Observe's attribution of one successful call.
 func (a *Attributor) use(c *strace.Call) *Refusal {
 	switch c.Name {
 	case "setsid", "setpgid", "socket", "socketpair":
 		return nil
 	}
-	if _, ok := landlock.Syscalls[c.Name]; !ok {
+	if _, ok := landlock.Syscalls[c.Name]; !ok || c.Name == "ioctl" && !devIoctl(c) {
 		return nil
 	}
 	r := a.refusal(c)
