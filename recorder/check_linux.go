@@ -74,7 +74,7 @@ func judgeReplay(o *observer.Observation, scriptErr error, recorded []string) *C
 	for _, f := range o.Refusals {
 		if slices.ContainsFunc(f.Objects, func(x string) bool { return slices.Contains(recorded, x) }) {
 			r.Regressions = append(r.Regressions, f)
-			r.Why = append(r.Why, fmt.Sprintf("refused now, succeeded while recording: %s %s (%s); audit: %s",
+			r.Why = append(r.Why, fmt.Sprintf("refused now, succeeded while recording: %s %s (%s); kernel record: %s",
 				f.Call, strings.Join(f.Objects, " "), strings.Join(f.Rights, ","), strings.Join(f.Audit, " | ")))
 			continue
 		}

@@ -37,7 +37,7 @@ func TestJudgeReplay(t *testing.T) {
 	if r.Status != StatusFail || len(r.Regressions) != 1 || len(r.Others) != 1 {
 		t.Fatalf("judgeReplay = %+v", r)
 	}
-	if w := r.Why[0]; !strings.Contains(w, "bind 40123/udp (net.bind_udp); audit: type=LANDLOCK_ACCESS") {
+	if w := r.Why[0]; !strings.Contains(w, "bind 40123/udp (net.bind_udp); kernel record: type=LANDLOCK_ACCESS") {
 		t.Errorf("why %q does not name the call, object, right and record", w)
 	}
 	clean := &observer.Observation{ABI: 10, Audit: true}

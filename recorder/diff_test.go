@@ -3,6 +3,7 @@ package recorder
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -39,8 +40,8 @@ func TestDiffReferenceREPL(t *testing.T) {
 	if len(d.Unused) != 1 || d.Unused[0] != "[read] /srv/never-used" {
 		t.Errorf("unused %q, want [read] /srv/never-used alone", d.Unused)
 	}
-	if len(d.Covered) != 1 || d.Covered[0] != "[read] /usr/lib/python3.11/never-used: covered by [read] /usr/lib/python3.11" {
-		t.Errorf("covered %q, want the python3.11 sub-directory, covered by its ancestor", d.Covered)
+	if !slices.Contains(d.Covered, "[read] /usr/lib/python3.11/never-used: covered by [read] /usr/lib/python3.11") {
+		t.Errorf("covered %q, want the python3.11 sub-directory among them, covered by its ancestor", d.Covered)
 	}
 	// The generated policy itself lacks nothing.
 	if d, err := Diff(rec, filepath.Join(rec, PolicyFile)); err != nil || len(d.Lacks)+len(d.Unused) != 0 {

@@ -144,6 +144,28 @@ func TestGenerateReferenceREPL(t *testing.T) {
 	}
 }
 
+// The terminal tool reference session (testdata/tool): its log in the
+// working directory, readline's terminfo, and nothing INCOMPLETE.
+func TestGenerateReferenceTool(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "tool")
+	if err := copyTree("testdata/tool/recording", rec); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Generate(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Record.Status != StatusOK {
+		t.Fatalf("status %d: %q", g.Record.Status, g.Record.Why)
+	}
+	cfg := string(g.Policy.Render())
+	for _, want := range []string{"[create]\n/var/tmp/testing-dir\n", "/usr/lib/terminfo/x\n"} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("policy lacks %q:\n%s", want, cfg)
+		}
+	}
+}
+
 func copyTree(src, dst string) error {
 	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {

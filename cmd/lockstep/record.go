@@ -291,7 +291,7 @@ func printCheck(io *stdio, res *recorder.CheckResult) {
 	for _, r := range res.Regressions {
 		fmt.Fprintf(io.out, "refused %s %s (%s)\n  line: %s\n", r.Call, strings.Join(r.Objects, " "), strings.Join(r.Rights, ","), r.Line)
 		for _, a := range r.Audit {
-			fmt.Fprintf(io.out, "  audit: %s\n", a)
+			fmt.Fprintf(io.out, "  kernel record: %s\n", a)
 		}
 	}
 	for _, u := range res.Unchecked {
