@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/observer"
+	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
+	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
 func TestStartDiffNamesTheDifference(t *testing.T) {
@@ -50,5 +52,23 @@ func TestJudgeReplay(t *testing.T) {
 	old := &observer.Observation{ABI: 6, AuditReason: "Landlock ABI 6 writes no audit records"}
 	if r := judgeReplay(old, nil, nil); len(r.Unchecked) != 2 {
 		t.Errorf("unchecked on ABI 6 = %q, want the audit records and UDP rows", r.Unchecked)
+	}
+}
+
+// The terminal's ioctls through the inherited standard descriptors are
+// dropped; through the terminal opened again they stay.
+func TestDropTerminalIoctls(t *testing.T) {
+	const trace = `9 ioctl(0</dev/pts/0>, TCGETS, {c_iflag=ICRNL}) = 0
+9 openat(AT_FDCWD</w>, "/dev/tty", O_RDWR) = 3</dev/pts/0>
+9 ioctl(3</dev/pts/0>, TCGETS, {c_iflag=ICRNL}) = 0
+`
+	var calls []*strace.Call
+	if _, err := strace.Parse(strings.NewReader(trace), func(c *strace.Call) error { calls = append(calls, c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	uses := attribute.Uses(calls, attribute.Options{})
+	kept, n := dropTerminalIoctls(uses, "/dev/pts/0")
+	if n != 1 || len(kept) != 2 || kept[1].Call.Line != 3 {
+		t.Errorf("dropped %d, kept %v; want the fd 0 ioctl dropped, the open and the fd 3 ioctl kept", n, kept)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -76,10 +75,9 @@ func RecordHere(ctx context.Context, opts GuestOptions) (*SessionRecord, error) 
 	if res.ScriptErr != nil {
 		rec.ScriptError = res.ScriptErr.Error()
 	}
-	if rec.Existed, rec.Uses, err = judgeExisted(trace, start, started); err != nil {
+	if rec.Existed, rec.Uses, rec.TerminalIoctls, err = judgeExisted(trace, res.TTY, start, started); err != nil {
 		return nil, err
 	}
-	rec.Uses, rec.TerminalIoctls = dropTerminalIoctls(rec.Uses, res.TTY)
 	return rec, writeSession(opts.Out, rec, res.Transcript)
 }
 
@@ -156,17 +154,19 @@ func beforeLstat(start *StartState, started time.Time) func(string) (fs.FileInfo
 	}
 }
 
-// judgeExisted parses the trace into its uses and records, for every path
+// judgeExisted parses the trace into its uses (without the ioctls on the
+// session's terminal tty, which it counts) and records, for every path
 // they need and each ancestor, whether it existed before the session.
-func judgeExisted(trace string, start *StartState, started time.Time) ([]Entry, []Use, error) {
+func judgeExisted(trace, tty string, start *StartState, started time.Time) ([]Entry, []Use, int, error) {
 	tr, err := strace.ParseFileLenient(trace)
 	if err != nil {
-		return nil, nil, fmt.Errorf("the session's trace: %w", err)
+		return nil, nil, 0, fmt.Errorf("the session's trace: %w", err)
 	}
 	lstat := beforeLstat(start, started)
 	seen := map[string]bool{}
 	out := []Entry{}
-	uses := withInterpreters(attribute.Uses(tr.Calls, attribute.Options{Lstat: lstat, Resolve: attribute.ResolveSymlinks}))
+	uses, dropped := dropTerminalIoctls(attribute.Uses(tr.Calls, attribute.Options{Lstat: lstat, Resolve: attribute.ResolveSymlinks}), tty)
+	uses = withInterpreters(uses)
 	for _, u := range uses {
 		for _, n := range u.Needs {
 			for p := n.Path; !seen[p]; p = path.Dir(p) {
@@ -181,7 +181,7 @@ func judgeExisted(trace string, start *StartState, started time.Time) ([]Entry, 
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, usesOf(uses), nil
+	return out, usesOf(uses), dropped, nil
 }
 
 // withInterpreters adds to every execute what the kernel also opens for
@@ -199,16 +199,20 @@ func withInterpreters(uses []*attribute.Refusal) []*attribute.Refusal {
 	return uses
 }
 
-// dropTerminalIoctls removes the ioctls on the session's own terminal: its
-// descriptors are inherited, opened outside any domain, and Landlock takes
-// a descriptor's ioctl right from the domain it was opened in, so no
-// policy refuses them (and none needs to grant them).
-func dropTerminalIoctls(uses []Use, tty string) ([]Use, int) {
+// dropTerminalIoctls removes the ioctls on the session's own terminal
+// through the standard descriptors (0, 1, 2): those are inherited, opened
+// outside any domain, and Landlock takes a descriptor's ioctl right from
+// the domain it was opened in, so no policy refuses them. The terminal
+// opened again (/dev/tty) is another matter: that descriptor is opened
+// inside the domain, and its ioctls stay.
+func dropTerminalIoctls(uses []*attribute.Refusal, tty string) ([]*attribute.Refusal, int) {
 	out, n := uses[:0], 0
 	for _, u := range uses {
-		if u.Op == "ioctl" && slices.Contains(u.Objects(), tty) {
-			n++
-			continue
+		if u.Op == "ioctl" && u.Call != nil && len(u.Call.Args) > 0 {
+			if fd, ok := u.Call.Args[0].FD(); ok && fd.Num >= 0 && fd.Num <= 2 && fd.Path == tty {
+				n++
+				continue
+			}
 		}
 		out = append(out, u)
 	}
