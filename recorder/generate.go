@@ -58,9 +58,9 @@ type GrantWhy struct {
 
 // Widening is a grant on another path than the object that asked for it.
 type Widening struct {
-	Object  string `json:"object"`
-	Row     string `json:"row"`
-	Comment string `json:"comment,omitempty"`
+	Object string `json:"object"`
+	Row    string `json:"row"`
+	Reason string `json:"reason"`
 }
 
 // Ungranted is a call whose access no policy grants.

@@ -108,6 +108,15 @@ func TestGenerateReadOfCreatedFile(t *testing.T) {
 			t.Errorf("[read] %s, want only /var/w", q)
 		}
 	}
+	found := false
+	for _, w := range g.Record.Widenings {
+		if w.Object == "/var/w/sub/out.txt" && w.Row == "[read] /var/w" && strings.Contains(w.Reason, "nearest directory that existed before") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("record.json's widenings %+v lack the read of out.txt with its reason", g.Record.Widenings)
+	}
 	if g.Record.Status != StatusOK {
 		t.Errorf("status %d: %q", g.Record.Status, g.Record.Why)
 	}

@@ -41,7 +41,7 @@ func (c *collected) place() *policy.Policy {
 	}
 	for _, g := range grants {
 		if g.Widened {
-			c.record.Widenings = append(c.record.Widenings, Widening{Object: g.Object, Row: fmt.Sprintf("[%s] %s", g.Section, g.Path), Comment: g.Comment})
+			c.record.Widenings = append(c.record.Widenings, Widening{Object: g.Object, Row: fmt.Sprintf("[%s] %s", g.Section, g.Path), Reason: c.widenedBecause(g)})
 		}
 	}
 	c.moveSections(p)
@@ -80,6 +80,19 @@ func coveringRow(p *policy.Policy, q string) string {
 		}
 	}
 	return best
+}
+
+// widenedBecause says why a grant landed on another path than its object.
+func (c *collected) widenedBecause(g generalise.Grant) string {
+	switch _, existed := c.existed[g.Object]; {
+	case g.Comment != "":
+		return g.Comment
+	case !existed:
+		return "no session found it before it ran: granted on the nearest directory that existed before (never / nor a top-level directory)"
+	case generalise.IsReadClass(g.Section):
+		return "a file outside the fine-grained roots is granted on its directory"
+	}
+	return "placed by the layer pruner's rules"
 }
 
 // network adds the network rules: loopback through the pruner's
