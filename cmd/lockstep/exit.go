@@ -1,7 +1,9 @@
 package main
 
 // Exit statuses, as docs/exit-codes.md lists them. A verb that
-// meets several failures keeps the most severe.
+// meets several failures keeps the most severe. record generate's own
+// statuses are recorder.StatusCreatedRead (4), StatusRefused (5) and
+// StatusIncomplete (6).
 const (
 	exitOK            = 0
 	exitFail          = 1   // a check failed, problems found, an exercise failed

@@ -537,10 +537,13 @@ func openFlags(c *strace.Call, call landlock.Syscall) strace.Arg {
 	return flags
 }
 
+// reasonOPath is why an O_PATH open is not a refusal, and needs nothing.
+const reasonOPath = "an O_PATH open needs no Landlock right"
+
 func (a *Attributor) open(c *strace.Call, call landlock.Syscall, p string) *Refusal {
 	flags := openFlags(c, call)
 	if flags.HasFlag("O_PATH") {
-		return other("an O_PATH open needs no Landlock right")
+		return other(reasonOPath)
 	}
 	if flags.HasFlag("O_TMPFILE") {
 		return fsRefusal("create", NewNeed(p, landlock.MakeReg), NewNeed(p, landlock.WriteFile))
@@ -885,4 +888,72 @@ func (r *Refusal) Policy() *policy.Policy {
 		}
 	}
 	return p
+}
+
+// Uses attributes every call of a trace that succeeded as though it had
+// been refused: what a policy must grant for the call to succeed under
+// Landlock. It is the recording pruner's view of an unsandboxed run, with
+// the pruner's own mapping from calls to rights. Calls no Landlock right
+// governs give nothing; socket creation and the process-group calls, which
+// fixed rules refuse whatever a policy says, give nothing either (they
+// succeed under lockstep run as they did unsandboxed, or not at all).
+// Options.Lstat should answer from the state before the run, so an
+// O_CREAT open of a file the run created counts as a create.
+func Uses(calls []*strace.Call, opts Options) []*Refusal {
+	a := New(opts)
+	var out []*Refusal
+	for _, c := range calls {
+		a.track(c)
+		if c.Kind != strace.Syscall || c.Failed() || c.Unfinished {
+			continue
+		}
+		if r := a.use(c); r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// devIoctl reports whether an ioctl is one Landlock's ioctl_dev right
+// governs: on a device file, and not one of the requests every file
+// answers (FIOCLEX, FIONCLEX, FIONBIO, FIOASYNC, FIOQSIZE), which Landlock
+// always allows.
+func devIoctl(c *strace.Call) bool {
+	switch string(argAt(c, 1)) {
+	case "FIOCLEX", "FIONCLEX", "FIONBIO", "FIOASYNC", "FIOQSIZE":
+		return false
+	}
+	fd, ok := argFD(c, 0)
+	return ok && strings.HasPrefix(fd.Path, "/dev/")
+}
+
+// use is Observe's attribution of one successful call.
+func (a *Attributor) use(c *strace.Call) *Refusal {
+	switch c.Name {
+	case "setsid", "setpgid", "socket", "socketpair":
+		return nil
+	}
+	if _, ok := landlock.Syscalls[c.Name]; !ok || c.Name == "ioctl" && !devIoctl(c) {
+		return nil
+	}
+	r := a.refusal(c)
+	r.Call = c
+	if r.Op == "" {
+		r.Op = c.Name
+	}
+	if r.Layer == Other && r.Reason == reasonOPath {
+		return nil
+	}
+	if r.Port == 0 && len(r.Net) == 0 {
+		r.Port = -1
+	}
+	if r.Layer == Filesystem {
+		if a.opts.Resolve != nil {
+			for i := range r.Needs {
+				r.Needs[i].Path = a.opts.Resolve(r.Needs[i].Path)
+			}
+		}
+		r.summarise()
+	}
+	return r
 }

@@ -360,8 +360,9 @@ func scanArgs(s string, out []Arg, call bool) (args []Arg, end int, ok bool) {
 			}
 			j = k - 1
 		case '<':
-			// A -y annotation follows a descriptor number or AT_FDCWD.
-			if j > 0 && (s[j-1] >= '0' && s[j-1] <= '9' || s[j-1] == 'D') {
+			// A -y annotation follows a descriptor number or AT_FDCWD; "<<"
+			// is a shift in printed flags (B2000000<<IBSHIFT).
+			if j > 0 && (s[j-1] >= '0' && s[j-1] <= '9' || s[j-1] == 'D') && !strings.HasPrefix(s[j+1:], "<") {
 				k := skipAnnotation(s, j)
 				if k < 0 {
 					return out, -1, false

@@ -363,3 +363,18 @@ func TestDetached(t *testing.T) {
 		t.Errorf("calls %+v, stats %+v", calls, st)
 	}
 }
+
+// TestShiftInFlags: strace prints a termios speed as B2000000<<IBSHIFT; the
+// "<" after a digit there is a shift, not a -y annotation (a pager's
+// TCSETSW under lockstep run failed to scan, and the observed run aborted).
+func TestShiftInFlags(t *testing.T) {
+	const trace = `24471 ioctl(3</dev/pts/2>, SNDCTL_TMR_STOP or TCSETSW, {c_iflag=ICRNL|IXON, c_oflag=NL0|CR0|XTABS|BS0|VT0|FF0|OPOST|ONLCR, c_cflag=BOTHER|B2000000<<IBSHIFT|CS5|PARENB|0x2f90c000, c_lflag=NOFLSH|ECHOCTL|0x948a2000, ...}) = -1 EACCES (Permission denied)
+`
+	calls, _ := parseAll(t, trace)
+	if len(calls) != 1 || len(calls[0].Args) != 3 || calls[0].Errno != "EACCES" {
+		t.Fatalf("calls = %v", calls)
+	}
+	if fd, ok := calls[0].Args[0].FD(); !ok || fd.Path != "/dev/pts/2" {
+		t.Errorf("first argument %q: want the descriptor of /dev/pts/2", calls[0].Args[0])
+	}
+}

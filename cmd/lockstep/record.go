@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/kernel"
+	"github.com/lockstep-sandbox/lockstep/recorder"
+)
+
+// recordSubs are record's sub-verbs.
+const recordSubs = "run, generate, check, diff"
+
+func init() {
+	guestRole(recorder.GuestRole, "record", recordHere)
+	guestRole(recorder.CheckRole, "record", recordCheckHere)
+	register(&verb{
+		Name:  "record",
+		Usage: "record {run|generate|check|diff} --name N [--dir D] [flags] [-- cmd…]",
+		Short: "the recording pruner: record a program's sessions unsandboxed in a guest, turn them into a policy, check it",
+		Long: `The recorded program runs UNSANDBOXED (inside a throwaway guest, so the host is
+not exposed: the guest's root is this machine's, read-only, under an overlay that
+dies with the guest). Record only programs you would run yourself.
+
+A recording lives in D/N (default ./recordings/N): one directory per session
+under sessions/, and policy.cfg and record.json once generated.
+
+  run       boot a fresh guest, copy --exercise into /var/tmp/testing-dir,
+            list the starting state (a digest and a list), run the command
+            under strace with no sandbox on a pseudo-terminal driven by
+            --script, and add the session (trace, transcript, session.json)
+            to the recording. A script line that does not finish (an expect
+            that times out) fails the session, naming the line: status 1.
+  generate  turn every session into policy.cfg and record.json with the layer
+            pruner's own generalisation (docs/record.md lists the rules).
+            Status 4: a [read] or [execute] row names a path no session
+            found before it ran; 5: lockstep policy check refuses the
+            result; 6: a call could not be mapped or no policy can grant
+            it (the header says INCOMPLETE).
+  check     replay --script in a fresh guest on the pinned kernel (default
+            7.2.13) under policy.cfg with the audit observer: status 1 on
+            each call that succeeded while recording and is now refused,
+            named with its object, right and the kernel's audit record, and
+            on a replay that did not run the script to its end.
+  diff      compare --policy with what the sessions used: what it lacks,
+            and what it grants that no session used (a row an ancestor
+            already covers is marked so, never called unused). Status 1
+            when it lacks something.
+
+A script has one step a line: send TEXT (written as it stands, no newline),
+key NAME (enter, tab, ctrl-c, ctrl-d, up, down, esc), expect REGEX [SECONDS]
+(default 30), idle SECONDS (until the program has been quiet that long),
+sleep SECONDS; # starts a comment. See docs/record.md.
+
+Exit status: 0 ok; 1 failed (see above); 2 usage; 3 indeterminate (the
+guest did not report); 4, 5, 6 generate's (above); 70 the guest could not be
+set up.`,
+		Example: `# The recorded program runs unsandboxed, inside a throwaway guest.
+# Record a Python REPL session, generate its policy, check it on 7.2.13
+$ lockstep record run --name repl --exercise recorder/testdata/repl/exercise --script recorder/testdata/repl/session.script -- python3 -q
+$ lockstep record generate --name repl
+$ lockstep record check --name repl --script recorder/testdata/repl/session.script -- python3 -q
+# What a hand-written base lacks for the sessions, and what it grants unused
+$ lockstep record diff --name repl --policy base.cfg`,
+		Flags: recordFlags,
+	})
+}
+
+// recordArgs are record's flags (each sub-verb reads those it needs).
+type recordArgs struct {
+	fs                                   *flag.FlagSet
+	name, dir, exercise, script, kernelA *string
+	policyFile, root, accel              *string
+	cpus, mem                            *int
+	asJSON                               *bool
+}
+
+func recordFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+	a := &recordArgs{fs: fs}
+	a.name = fs.String("name", "", "the recording's `name` (required)")
+	a.dir = fs.String("dir", "recordings", "`dir`ectory holding the recordings")
+	a.exercise = fs.String("exercise", "", "run, check: `dir`ectory copied into /var/tmp/testing-dir first")
+	a.script = fs.String("script", "", "run, check: the session's script `file`")
+	a.kernelA = fs.String("kernel", kernel.DefaultPin, "run, check: kernel `pin` or bzImage file")
+	a.policyFile = fs.String("policy", "", "check, diff: the policy `file` (default: the generated policy.cfg)")
+	a.root = fs.String("root", "", "run, check: host `dir`ectory exported read-only as the guest's root (default /)")
+	a.accel = fs.String("accel", harness.AccelAuto, "run, check: accelerator: `auto`, kvm or tcg")
+	a.cpus = fs.Int("cpus", 1, "run, check: guest vCPUs")
+	a.mem = fs.Int("mem", 1024, "run, check: guest memory in `MiB`")
+	a.asJSON = fs.Bool("json", false, "print the result as one JSON document")
+	return a.run
+}
+
+func (a *recordArgs) run(ctx context.Context, io *stdio, args []string) int {
+	v := verbs["record"]
+	if len(args) == 0 {
+		return usageExit(io, v, usagef("no sub-verb; want one of %s", recordSubs))
+	}
+	sub := args[0]
+	if err := a.fs.Parse(args[1:]); err != nil {
+		return usageExit(io, v, err)
+	}
+	if *a.name == "" || filepath.Base(*a.name) != *a.name || *a.name == "." || *a.name == ".." {
+		return usageExit(io, v, usagef("--name: want a plain name (no /), got %q", *a.name))
+	}
+	if err := checkAccel(*a.accel); err != nil {
+		return usageExit(io, v, err)
+	}
+	rest := a.fs.Args()
+	switch sub {
+	case "run":
+		return a.recordRun(ctx, io, rest)
+	case "generate":
+		if len(rest) > 0 {
+			return usageExit(io, v, usagef("record generate takes no command, got %q", rest))
+		}
+		return a.recordGenerate(io)
+	case "check":
+		return a.recordCheck(ctx, io, rest)
+	case "diff":
+		if len(rest) > 0 {
+			return usageExit(io, v, usagef("record diff takes no command, got %q", rest))
+		}
+		return a.recordDiff(io)
+	}
+	return usageExit(io, v, usagef("unknown sub-verb %q; want one of %s", sub, recordSubs))
+}
+
+func (a *recordArgs) recording() string { return filepath.Join(*a.dir, *a.name) }
+
+func (a *recordArgs) sizing() harness.Sizing {
+	return harness.Sizing{Root: *a.root, Accel: *a.accel, CPUs: *a.cpus, MemMB: *a.mem}
+}
+
+// readScript reads --script, which run and check require.
+func (a *recordArgs) readScript() (string, error) {
+	if *a.script == "" {
+		return "", usagef("--script is required (the interactive session is not built yet)")
+	}
+	b, err := safefile.ReadFile(*a.script, 1<<20)
+	if err != nil {
+		return "", usagef("--script: %v", err)
+	}
+	return string(b), nil
+}
+
+func (a *recordArgs) recordRun(ctx context.Context, io *stdio, cmd []string) int {
+	v := verbs["record"]
+	if err := recorder.CheckCommand(cmd); err != nil {
+		return usageExit(io, v, err)
+	}
+	script, err := a.readScript()
+	if err != nil {
+		return usageExit(io, v, err)
+	}
+	log := guestLogger(io, "record")
+	bz, err := resolveKernel(ctx, *a.kernelA, log)
+	if err != nil {
+		return fail(io, "record", exitIndeterminate, err)
+	}
+	opts := recorder.RunOptions{Recording: a.recording(), Exercise: *a.exercise, Script: script, Command: cmd, Kernel: bz,
+		Sizing: a.sizing(), Verbose: io.verbose, Log: log}
+	if io.verbose {
+		opts.Stderr = io.err
+	}
+	res, err := recorder.Run(ctx, opts)
+	if err != nil {
+		return fail(io, "record", exitIndeterminate, err)
+	}
+	if *a.asJSON {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintf(io.out, "%s\n", b)
+		return res.Status
+	}
+	switch res.Status {
+	case recorder.StatusOK:
+		fmt.Fprintf(io.out, "recorded %s: status %d, %d calls used, %.1f s (the program ran unsandboxed, in the guest)\n",
+			res.Session, res.Record.Status, len(res.Record.Uses), res.Record.Seconds)
+	default:
+		if res.Session != "" {
+			fmt.Fprintf(io.out, "kept %s (failed)\n", res.Session)
+		}
+		fmt.Fprintf(io.err, "lockstep record: %s\n", res.Reason)
+	}
+	return res.Status
+}
+
+// recordHere is run's guest side (recorder.GuestRole).
+func recordHere(ctx context.Context, io *stdio, opts recorder.GuestOptions) int {
+	rec, err := recorder.RecordHere(ctx, opts)
+	if err != nil {
+		return fail(io, "record", exitIndeterminate, err)
+	}
+	fmt.Fprintf(io.err, "record: session status %d, %d uses %s\n", rec.Status, len(rec.Uses), rec.ScriptError)
+	return exitOK
+}
+
+func (a *recordArgs) recordGenerate(io *stdio) int {
+	g, err := recorder.Generate(a.recording())
+	if err != nil {
+		return fail(io, "record", exitUsage, err)
+	}
+	r := g.Record
+	if *a.asJSON {
+		b, _ := json.MarshalIndent(r, "", "  ")
+		fmt.Fprintf(io.out, "%s\n", b)
+		return r.Status
+	}
+	fmt.Fprintf(io.out, "%s: %d rows from %d session(s), %s (the recorded program ran unsandboxed, in the guest)\n",
+		filepath.Join(a.recording(), recorder.PolicyFile), len(r.Grants), len(r.Sessions), r.PolicyHash)
+	for _, w := range r.Why {
+		fmt.Fprintf(io.err, "lockstep record: %s\n", w)
+	}
+	return r.Status
+}
+
+func (a *recordArgs) recordDiff(io *stdio) int {
+	file := *a.policyFile
+	if file == "" {
+		file = filepath.Join(a.recording(), recorder.PolicyFile)
+	}
+	d, err := recorder.Diff(a.recording(), file)
+	if err != nil {
+		return fail(io, "record", exitUsage, err)
+	}
+	code := exitOK
+	if len(d.Lacks) > 0 {
+		code = exitFail
+	}
+	if *a.asJSON {
+		b, _ := json.MarshalIndent(d, "", "  ")
+		fmt.Fprintf(io.out, "%s\n", b)
+		return code
+	}
+	for _, l := range d.Lacks {
+		fmt.Fprintf(io.out, "lacks   %s\n", l)
+	}
+	for _, u := range d.Unused {
+		fmt.Fprintf(io.out, "unused  %s\n", u)
+	}
+	for _, c := range d.Covered {
+		fmt.Fprintf(io.out, "covered %s\n", c)
+	}
+	fmt.Fprintf(io.out, "%s: %d lacking, %d unused, %d covered by an ancestor\n", file, len(d.Lacks), len(d.Unused), len(d.Covered))
+	return code
+}
+
+func (a *recordArgs) recordCheck(ctx context.Context, io *stdio, cmd []string) int {
+	v := verbs["record"]
+	if err := recorder.CheckCommand(cmd); err != nil {
+		return usageExit(io, v, err)
+	}
+	script, err := a.readScript()
+	if err != nil {
+		return usageExit(io, v, err)
+	}
+	log := guestLogger(io, "record")
+	bz, err := resolveKernel(ctx, *a.kernelA, log)
+	if err != nil {
+		return fail(io, "record", exitIndeterminate, err)
+	}
+	opts := recorder.CheckOptions{Recording: a.recording(), PolicyFile: *a.policyFile, Exercise: *a.exercise, Script: script, Command: cmd,
+		Kernel: bz, Sizing: a.sizing(), Verbose: io.verbose, Log: log}
+	if io.verbose {
+		opts.Stderr = io.err
+	}
+	res, _, err := recorder.Check(ctx, opts)
+	if err != nil {
+		if errors.Is(err, harness.ErrGuestSetup) {
+			return fail(io, "record", exitGuestSetup, err)
+		}
+		return fail(io, "record", exitIndeterminate, err)
+	}
+	if *a.asJSON {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintf(io.out, "%s\n", b)
+		return res.Status
+	}
+	printCheck(io, res)
+	return res.Status
+}
+
+func printCheck(io *stdio, res *recorder.CheckResult) {
+	for _, r := range res.Regressions {
+		fmt.Fprintf(io.out, "refused %s %s (%s)\n  line: %s\n", r.Call, strings.Join(r.Objects, " "), strings.Join(r.Rights, ","), r.Line)
+		for _, a := range r.Audit {
+			fmt.Fprintf(io.out, "  kernel record: %s\n", a)
+		}
+	}
+	for _, u := range res.Unchecked {
+		fmt.Fprintf(io.out, "not checked: %s\n", u)
+	}
+	for _, w := range res.Why {
+		fmt.Fprintf(io.err, "lockstep record: %s\n", w)
+	}
+	if res.Status == recorder.StatusOK {
+		fmt.Fprintf(io.out, "check passed: the session ran to its end under the policy, no recorded call refused\n")
+	}
+}
+
+// recordCheckHere is check's guest side (recorder.CheckRole).
+func recordCheckHere(ctx context.Context, io *stdio, opts recorder.CheckGuestOptions) int {
+	res, err := recorder.CheckHere(ctx, opts)
+	if err != nil {
+		return fail(io, "record", exitIndeterminate, err)
+	}
+	fmt.Fprintf(io.err, "record check: status %d, %d regressions\n", res.Status, len(res.Regressions))
+	return exitOK
+}

@@ -1,0 +1,190 @@
+package recorder
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/landlock"
+	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
+)
+
+// Files Generate writes into the recording.
+const (
+	PolicyFile   = "policy.cfg"
+	RecordFile   = "record.json"
+	RecordSchema = 1
+)
+
+// Statuses of Generate beyond StatusOK, most severe first.
+const (
+	// StatusRefused: lockstep policy check refuses the generated policy.
+	StatusRefused = 5
+	// StatusCreatedRead: a [read] or [execute] row names a path no
+	// session found before it ran.
+	StatusCreatedRead = 4
+	// StatusIncomplete: a call could not be mapped, or no policy can
+	// grant what it needs; the header says INCOMPLETE.
+	StatusIncomplete = 6
+)
+
+// maxCalls is how many calls record.json lists behind each grant.
+const maxCalls = 3
+
+// Record is record.json: what the policy grants and why.
+type Record struct {
+	Schema   int      `json:"schema"`
+	Status   int      `json:"status"`
+	Why      []string `json:"why"`
+	Sessions []string `json:"sessions"`
+	// PolicyHash is the generated policy's policy.Hash.
+	PolicyHash string     `json:"policy_hash"`
+	Grants     []GrantWhy `json:"grants"`
+	// Widenings are the grants placed on another path than their object.
+	Widenings []Widening `json:"widenings"`
+	// Ungrantable are the accesses no policy grants (each call's first
+	// sighting), and NotPlaced the needs a placement rule refused.
+	Ungrantable []Ungranted `json:"ungrantable"`
+	NotPlaced   []string    `json:"not_placed"`
+	// Moves lists the cross-directory renames and links.
+	Moves []string `json:"moves"`
+}
+
+// GrantWhy is one row of the policy and the first calls behind it.
+type GrantWhy struct {
+	Row   string   `json:"row"`
+	Calls []string `json:"calls"`
+}
+
+// Widening is a grant on another path than the object that asked for it.
+type Widening struct {
+	Object string `json:"object"`
+	Row    string `json:"row"`
+	Reason string `json:"reason"`
+}
+
+// Ungranted is a call whose access no policy grants.
+type Ungranted struct {
+	Call   string `json:"call"`
+	Layer  string `json:"layer"`
+	Reason string `json:"reason"`
+}
+
+// Generated is Generate's result.
+type Generated struct {
+	Policy *policy.Policy
+	Record *Record
+}
+
+// sighting is one observation with the call behind it.
+type sighting struct {
+	o    generalise.Observation
+	call string
+}
+
+// collected is every session's needs, ready for the pruner's placement.
+type collected struct {
+	sightings []sighting
+	net       []generalise.NetNeed
+	netCalls  []string
+	served    []generalise.Endpoint
+	existed   map[string]Entry
+	record    *Record
+	ungranted map[string]bool
+	// moves are the (source, destination) directories of each move.
+	moves [][2]string
+}
+
+// Generate turns every session of the recording into a policy and its
+// record, with the layer pruner's placement (generalise.Grants, its
+// execute narrowing and compaction, generalise.NetworkRules), and writes
+// both into the recording. The status is StatusOK or one of Generate's.
+func Generate(rec string) (*Generated, error) {
+	c, err := collect(rec)
+	if err != nil {
+		return nil, err
+	}
+	p := c.place()
+	c.judge(p)
+	p.Header = header(len(c.record.Sessions), c.record)
+	return finish(rec, p, c.record)
+}
+
+// collect reads every session of the recording; a failed one is an error.
+func collect(rec string) (*collected, error) {
+	sessions, err := Sessions(rec)
+	if err != nil {
+		return nil, err
+	}
+	c := &collected{existed: map[string]Entry{}, record: &Record{Schema: RecordSchema, Why: []string{}, Grants: []GrantWhy{},
+		Widenings: []Widening{}, Ungrantable: []Ungranted{}, NotPlaced: []string{}, Moves: []string{}}, ungranted: map[string]bool{}}
+	for k, s := range sessions {
+		if why := s.Record.Failed(); why != "" {
+			return nil, fmt.Errorf("session %s failed (%s): remove it or record it again", s.Dir, why)
+		}
+		name, _ := filepath.Rel(rec, s.Dir)
+		c.record.Sessions = append(c.record.Sessions, name)
+		c.add(k+1, name, s.Record)
+	}
+	return c, nil
+}
+
+// add collects one session's uses.
+func (c *collected) add(run int, name string, s *SessionRecord) {
+	for _, e := range s.Existed {
+		c.existed[e.Path] = e
+	}
+	for _, u := range s.Uses {
+		call := fmt.Sprintf("%s line %d: %s", name, u.Line, u.Call)
+		if !u.grantable() {
+			c.ungrantable(u, call)
+			continue
+		}
+		for _, n := range u.Needs {
+			for _, sec := range n.Sections {
+				c.sightings = append(c.sightings, sighting{generalise.Observation{Path: n.Path, Section: section(sec), Run: run, TGID: u.TGID, TID: u.PID}, call})
+			}
+		}
+		c.move(run, u, call)
+		for _, n := range u.Net {
+			c.net = append(c.net, generalise.NetNeed{Section: section(n.Section), Addr: n.Addr, Port: n.Port, Transport: policy.Transport(n.Transport)})
+			c.netCalls = append(c.netCalls, call)
+			if n.Section == string(policy.Bind) && n.Port > 0 {
+				c.served = append(c.served, generalise.Endpoint{Port: n.Port, Transport: policy.Transport(n.Transport)})
+			}
+		}
+	}
+}
+
+// move adds what a rename or link between two directories needs beyond
+// attribution's make and remove rights: the refer right on both parents
+// ([restructure]), as the pruner grants after Landlock's EXDEV.
+func (c *collected) move(run int, u Use, call string) {
+	if (u.Op != "rename" && u.Op != "link") || len(u.Needs) < 2 || u.Needs[0].Path == u.Needs[1].Path {
+		return
+	}
+	c.record.Moves = append(c.record.Moves, fmt.Sprintf("%s: %s → %s", call, u.Needs[0].Path, u.Needs[1].Path))
+	c.moves = append(c.moves, [2]string{u.Needs[0].Path, u.Needs[1].Path})
+	for _, n := range u.Needs[:2] {
+		sec := policy.Section(landlock.Refer.Section())
+		c.sightings = append(c.sightings, sighting{generalise.Observation{Path: n.Path, Section: sec, Run: run, TGID: u.TGID, TID: u.PID}, call})
+	}
+}
+
+func (c *collected) ungrantable(u Use, call string) {
+	key := u.Layer + "\x00" + u.Reason
+	if c.ungranted[key] {
+		return
+	}
+	c.ungranted[key] = true
+	c.record.Ungrantable = append(c.record.Ungrantable, Ungranted{Call: call, Layer: u.Layer, Reason: u.Reason})
+}
+
+// env is the placement's view of the machine: what the sessions found
+// before they ran, climbing anywhere below the top-level directories.
+func (c *collected) env() generalise.Env {
+	return generalise.Env{Existed: func(p string) (bool, bool) {
+		e, ok := c.existed[p]
+		return ok, e.Dir
+	}, Scanned: []string{"/"}}
+}

@@ -1,0 +1,239 @@
+package recorder
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
+	"github.com/lockstep-sandbox/lockstep/pruner/control"
+	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/pruner/strace"
+)
+
+// GuestRole is the registered role of run's guest side: the job of the
+// guest Run boots, reading its GuestOptions from the job.
+const GuestRole = "record-guest"
+
+// GuestOptions configure RecordHere; as JSON they are the guest's job.
+type GuestOptions struct {
+	Command []string `json:"command"`
+	// Exercise is copied into WorkDir first ("" an empty WorkDir).
+	Exercise string `json:"exercise,omitempty"`
+	// Script is the session's script text.
+	Script string `json:"script"`
+	// RootDigest is the host's digest of the guest's root.
+	RootDigest string `json:"root_digest"`
+	// Out receives the session's files.
+	Out string `json:"out"`
+}
+
+// sessionEnv is the recorded command's environment: the exercises' own,
+// with a terminal type.
+func sessionEnv() []string {
+	return append(exercise.DefaultEnv(WorkDir), "TERM=xterm")
+}
+
+// RecordHere records one session on this machine (a guest): the exercise
+// copied into WorkDir, the starting state listed, the command run under
+// strace on a scripted pseudo-terminal with no sandbox, and the session's
+// files written to opts.Out.
+func RecordHere(ctx context.Context, opts GuestOptions) (*SessionRecord, error) {
+	sc, err := ParseScript(strings.NewReader(opts.Script))
+	if err != nil {
+		return nil, err
+	}
+	if err := prepareWorkDir(opts.Exercise); err != nil {
+		return nil, err
+	}
+	start, err := listStart(opts.RootDigest)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
+		return nil, err
+	}
+	trace := filepath.Join(opts.Out, TraceFile)
+	started := time.Now()
+	res, err := RunSession(ctx, Session{Argv: strace.Command(trace, opts.Command...), Dir: WorkDir, Env: sessionEnv(), Script: sc})
+	if err != nil {
+		return nil, err
+	}
+	rec := &SessionRecord{Schema: SessionSchema, Command: opts.Command, Exercise: opts.Exercise, Script: opts.Script, WorkDir: WorkDir,
+		Status: res.Status, HungUp: res.HungUp, Seconds: res.Seconds, KernelRelease: release(), Start: *start}
+	if res.ScriptErr != nil {
+		rec.ScriptError = res.ScriptErr.Error()
+	}
+	if rec.Existed, rec.Uses, rec.TerminalIoctls, err = judgeExisted(trace, res.TTY, start, started); err != nil {
+		return nil, err
+	}
+	return rec, writeSession(opts.Out, rec, res.Transcript)
+}
+
+func prepareWorkDir(ex string) error {
+	if ex == "" {
+		if err := os.RemoveAll(WorkDir); err != nil {
+			return err
+		}
+		return os.MkdirAll(WorkDir, 0o755)
+	}
+	return exercise.FreshCopy(ex, WorkDir)
+}
+
+// listStart lists every entry under ListedRoots.
+func listStart(rootDigest string) (*StartState, error) {
+	st := &StartState{RootDigest: rootDigest, Entries: []Entry{}}
+	for _, r := range ListedRoots {
+		err := filepath.WalkDir(r, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			st.Entries = append(st.Entries, Entry{Path: p, Dir: d.IsDir()})
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list the starting state: %w", err)
+		}
+	}
+	st.ListDigest = listDigest(st.Entries)
+	return st, nil
+}
+
+// listDigest is SHA-256 over "<d|f> <path>\n" of each entry in path order.
+func listDigest(es []Entry) string {
+	s := append([]Entry(nil), es...)
+	sort.Slice(s, func(i, j int) bool { return s[i].Path < s[j].Path })
+	h := sha256.New()
+	for _, e := range s {
+		k := "f"
+		if e.Dir {
+			k = "d"
+		}
+		fmt.Fprintf(h, "%s %s\n", k, e.Path)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// beforeLstat answers what a path was before the session: from the
+// listing under ListedRoots; elsewhere (the recorded root, read-only
+// beneath the guest's overlay) a path that exists now and was born
+// (statx btime, else ctime) before the session started.
+func beforeLstat(start *StartState, started time.Time) func(string) (fs.FileInfo, error) {
+	listed := existedMap(start.Entries)
+	return func(p string) (fs.FileInfo, error) {
+		if inListed(p) {
+			e, ok := listed[p]
+			if !ok {
+				return nil, fs.ErrNotExist
+			}
+			return entryInfo(e), nil
+		}
+		var st unix.Statx_t
+		if err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME|unix.STATX_CTIME|unix.STATX_TYPE, &st); err != nil {
+			return nil, fs.ErrNotExist
+		}
+		born := st.Ctime
+		if st.Mask&unix.STATX_BTIME != 0 {
+			born = st.Btime
+		}
+		if !time.Unix(born.Sec, int64(born.Nsec)).Before(started) {
+			return nil, fs.ErrNotExist
+		}
+		return entryInfo(Entry{Path: p, Dir: st.Mode&unix.S_IFMT == unix.S_IFDIR}), nil
+	}
+}
+
+// judgeExisted parses the trace into its uses (without the ioctls on the
+// session's terminal tty, which it counts) and records, for every path
+// they need and each ancestor, whether it existed before the session.
+func judgeExisted(trace, tty string, start *StartState, started time.Time) ([]Entry, []Use, int, error) {
+	tr, err := strace.ParseFileLenient(trace)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("the session's trace: %w", err)
+	}
+	lstat := beforeLstat(start, started)
+	seen := map[string]bool{}
+	out := []Entry{}
+	uses, dropped := dropTerminalIoctls(attribute.Uses(tr.Calls, attribute.Options{Lstat: lstat, Resolve: attribute.ResolveSymlinks}), tty)
+	uses = withInterpreters(uses)
+	for _, u := range uses {
+		for _, n := range u.Needs {
+			for p := n.Path; !seen[p]; p = path.Dir(p) {
+				seen[p] = true
+				if fi, err := lstat(p); err == nil {
+					out = append(out, Entry{Path: p, Dir: fi.IsDir()})
+				}
+				if p == "/" || p == "." {
+					break
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, usesOf(uses), dropped, nil
+}
+
+// withInterpreters adds to every execute what the kernel also opens for
+// execution (a script's interpreter, an ELF file's loader), as the
+// pruner's control replay does: no trace line shows those opens, yet
+// Landlock checks [execute] on them.
+func withInterpreters(uses []*attribute.Refusal) []*attribute.Refusal {
+	for i, u := range uses {
+		w := control.WithInterpreter(u)
+		for j := range w.Needs {
+			w.Needs[j].Path = attribute.ResolveSymlinks(w.Needs[j].Path)
+		}
+		uses[i] = w
+	}
+	return uses
+}
+
+// dropTerminalIoctls removes the ioctls on the session's own terminal
+// through the standard descriptors (0, 1, 2): those are inherited, opened
+// outside any domain, and Landlock takes a descriptor's ioctl right from
+// the domain it was opened in, so no policy refuses them. The terminal
+// opened again (/dev/tty) is another matter: that descriptor is opened
+// inside the domain, and its ioctls stay.
+func dropTerminalIoctls(uses []*attribute.Refusal, tty string) ([]*attribute.Refusal, int) {
+	out, n := uses[:0], 0
+	for _, u := range uses {
+		if u.Op == "ioctl" && u.Call != nil && len(u.Call.Args) > 0 {
+			if fd, ok := u.Call.Args[0].FD(); ok && fd.Num >= 0 && fd.Num <= 2 && fd.Path == tty {
+				n++
+				continue
+			}
+		}
+		out = append(out, u)
+	}
+	return out, n
+}
+
+func writeSession(dir string, rec *SessionRecord, transcript []byte) error {
+	b, err := marshal(rec)
+	if err != nil {
+		return err
+	}
+	if err := safefile.WriteFile(filepath.Join(dir, TranscriptFile), transcript, 0o644); err != nil {
+		return err
+	}
+	return safefile.WriteFile(filepath.Join(dir, SessionFile), b, 0o644)
+}
+
+func release() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
