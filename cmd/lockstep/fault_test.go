@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -362,6 +363,46 @@ func TestSignalVerify(t *testing.T) {
 				"--exercises", data("verify/testdata/exercises"), "--key", "generic", "--exercise", "counting", "--accel", "tcg", "--parallel", "1")
 		})
 	}
+}
+
+// TestSignalRecord: an interrupted `record run` adds no session to the
+// recording (nothing half-written under D/N).
+func TestSignalRecord(t *testing.T) {
+	bin, bz, _ := signalEnv(t)
+	for _, sig := range bothSignals {
+		t.Run(unix.SignalName(sig), func(t *testing.T) {
+			dir := t.TempDir()
+			script := filepath.Join(t.TempDir(), "wait.script")
+			if err := os.WriteFile(script, []byte("expect never-printed 600\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			signalVerb(t, bin, sig, "record", "run", "--name", "cat", "--dir", dir, "--script", script,
+				"--kernel", bz, "--accel", "tcg", "--", "cat")
+			if names := treeNames(t, dir); len(names) > 0 {
+				t.Errorf("the interrupted session left %v in the recordings directory", names)
+			}
+		})
+	}
+}
+
+// treeNames lists every file (not directory) below dir, relative to it.
+func treeNames(t *testing.T, dir string) []string {
+	t.Helper()
+	var names []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			names = append(names, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
 }
 
 // TestBootGuestOOM boots a 128 MiB guest whose command allocates (and
