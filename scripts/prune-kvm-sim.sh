@@ -11,7 +11,7 @@
 # workflow names them (default-prune/, prune-root/, kvm-<runner>/,
 # merged-base/), and the merge job's step summary as OUT/summary.md.
 #
-# The runner it simulates is foreign to the prune image where it matters:
+# By default (--runner host) the runner is this host, foreign to the prune image in one respect:
 # its apt sources (LOCKSTEP_APT_DIR) name only an Ubuntu-signed archive, so
 # a kernel fetch needs the repository variable LOCKSTEP_DEBIAN_MIRROR (passed
 # on when set in the environment); `sudo` is a shim that runs the command
@@ -19,7 +19,7 @@
 # prune image's base locally (scripts/prune-base.sh) where no registry is
 # reachable. The simulated Actions cache starts empty: the kvm jobs'
 # `lockstep kernel build` finds the kernel in this machine's kernel cache
-# (a self-hosted runner's warm disk) or builds it, which on this foreign
+# (a self-hosted runner's warm disk) or builds it, which on this
 # runner needs LOCKSTEP_DEBIAN_MIRROR.
 #
 # --runner foreign runs every job on a foreign runner's root instead of this
