@@ -87,11 +87,14 @@ prune-kvm: deps build
 
 # .github/workflows/prune-kvm.yml itself, run here by act on a simulated
 # foreign runner (scripts/prune-kvm-sim.sh, docs/ci.md): the container prune,
-# both kvm jobs, the merge; artefacts and summary.md under OUT.
+# both kvm jobs, the merge; artefacts and summary.md under OUT. RUNNER=foreign
+# runs every job on another Debian suite's root with no Debian archive in its
+# apt sources (scripts/runner-root.sh).
 OUT ?= out/prune-kvm-sim
+RUNNER ?= host
 prune-kvm-sim: deps build
-	@test -n "$(KEY)" || { echo "usage: make prune-kvm-sim KEY=<key> [SOURCE=fixture|reference] [OUT=dir]" >&2; exit 2; }
-	scripts/prune-kvm-sim.sh --key $(KEY) --source $(SOURCE) --out $(OUT)
+	@test -n "$(KEY)" || { echo "usage: make prune-kvm-sim KEY=<key> [SOURCE=fixture|reference] [OUT=dir] [RUNNER=host|foreign]" >&2; exit 2; }
+	scripts/prune-kvm-sim.sh --key $(KEY) --source $(SOURCE) --out $(OUT) --runner $(RUNNER)
 
 clean:
 	rm -rf bin

@@ -1,6 +1,8 @@
 #!/bin/bash
 # Installs what lockstep's build, tests and demo need on a Debian machine:
 # Debian packages (only those missing) and the Go modules. Idempotent.
+# `deps.sh --list` prints the Debian packages, one a line, and does nothing
+# else (scripts/runner-root.sh preinstalls them in a simulated runner).
 set -euo pipefail
 
 # command-or-file:package pairs; a package is installed only when its probe is missing.
@@ -30,6 +32,10 @@ need=(
 	chromium:chromium
 	/usr/share/keyrings/debian-archive-keyring.gpg:debian-archive-keyring
 )
+if [[ ${1:-} == --list ]]; then
+	printf '%s\n' "${need[@]#*:}"
+	exit 0
+fi
 missing=()
 for pair in "${need[@]}"; do
 	probe=${pair%%:*} pkg=${pair#*:}

@@ -42,17 +42,7 @@ base=$(sed -n 's/^ARG BASE=//p' "$repo/images/prune/Dockerfile")
 ref=${base%@*}
 suite=$(sed -n 's/^suite //p' "$repo/images/generic/packages.txt")
 [[ -n $suite ]] || die "images/generic/packages.txt names no suite"
-mirror=${LOCKSTEP_DEBIAN_MIRROR:-}
-if [[ -z $mirror ]]; then
-	# The first URI of a deb822 stanza signed by the Debian archive keyring.
-	mirror=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '
-		/^$/ { if (uri != "" && signed) { print uri; exit } uri = ""; signed = 0; next }
-		/^URIs:/ { uri = $2 }
-		/^Signed-By:.*debian-archive/ { signed = 1 }
-		/^Suites:.*security/ { uri = "" }
-		END { if (uri != "" && signed) print uri }' | head -n 1)
-fi
-[[ -n $mirror ]] || die "no Debian archive: set LOCKSTEP_DEBIAN_MIRROR to a Debian archive URI"
+mirror=$("$repo/scripts/debian-mirror.sh") || die "no Debian archive to debootstrap $suite from"
 root=$cache/$suite-minbase
 if [[ ! -e $root/.complete ]]; then
 	rm -rf "$root" && mkdir -p "$root"

@@ -11,7 +11,7 @@
 # workflow names them (default-prune/, prune-root/, kvm-<runner>/,
 # merged-base/), and the merge job's step summary as OUT/summary.md.
 #
-# The runner it simulates is foreign to the prune image where it matters:
+# By default (--runner host) the runner is this host, foreign to the prune image in one respect:
 # its apt sources (LOCKSTEP_APT_DIR) name only an Ubuntu-signed archive, so
 # a kernel fetch needs the repository variable LOCKSTEP_DEBIAN_MIRROR (passed
 # on when set in the environment); `sudo` is a shim that runs the command
@@ -19,26 +19,38 @@
 # prune image's base locally (scripts/prune-base.sh) where no registry is
 # reachable. The simulated Actions cache starts empty: the kvm jobs'
 # `lockstep kernel build` finds the kernel in this machine's kernel cache
-# (a self-hosted runner's warm disk) or builds it, which on this foreign
+# (a self-hosted runner's warm disk) or builds it, which on this
 # runner needs LOCKSTEP_DEBIAN_MIRROR.
 #
-# usage: scripts/prune-kvm-sim.sh --key K [--source fixture|reference] [--out DIR]
+# --runner foreign runs every job on a foreign runner's root instead of this
+# host's (scripts/runner-root.sh: another Debian suite, so Python and its
+# libraries live at other paths than in the prune image; apt sources with no
+# Debian archive at all; scripts/runner-chroot.sh): act itself runs chrooted
+# there, the prune job's `docker` is that root's docker.io client talking to
+# this machine's podman (a socket under OUT/.sim), and the kvm jobs'
+# `lockstep kernel build` uses that runner's own kernel cache (its /root),
+# built once for its compiler from LOCKSTEP_DEBIAN_MIRROR (passed on as the
+# repository variable, from this machine's apt sources when unset).
+#
+# usage: scripts/prune-kvm-sim.sh --key K [--source fixture|reference] [--out DIR] [--runner host|foreign]
 # Exit: act's status (0 every job passed). Needs: Go (to build act once into
 # ~/.cache/lockstep/tools), docker or podman for the container prune (see
 # docs/ci.md for the offline base image), QEMU.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 ACT_VERSION=v0.2.89
-key='' source='' out=''
+key='' source='' out='' runner=host
 while (($#)); do
 	case $1 in
 	--key) key=${2:?} && shift 2 ;;
 	--source) source=${2:?} && shift 2 ;;
 	--out) out=${2:?} && shift 2 ;;
+	--runner) runner=${2:?} && shift 2 ;;
 	*) sed -n '/^# usage:/,/^# docs/p' "$0" >&2 && exit 2 ;;
 	esac
 done
 [[ $key =~ ^[a-z0-9-]+$ ]] || { echo "prune-kvm-sim: --key must match ^[a-z0-9-]+\$, got '$key'" >&2 && exit 2; }
+[[ $runner == host || $runner == foreign ]] || { echo "prune-kvm-sim: --runner must be host or foreign, got '$runner'" >&2 && exit 2; }
 source=${source:-$([[ $key == fixture ]] && echo fixture || echo reference)}
 out=${out:-$repo/out/prune-kvm-sim}
 tools=${XDG_CACHE_HOME:-$HOME/.cache}/lockstep/tools
@@ -56,15 +68,9 @@ out=$(cd "$out" && pwd)
 sim=$out/.sim
 mkdir -p "$sim/apt/sources.list.d" "$sim/bin" "$sim/cache"
 
-# The foreign runner's apt sources: an Ubuntu-signed archive only
-# (placeholder hosts; nothing is fetched from them).
-cat >"$sim/apt/sources.list.d/ubuntu.sources" <<'SOURCES'
-Types: deb
-URIs: http://archive.invalid/ubuntu/
-Suites: noble noble-updates noble-backports
-Components: main restricted universe multiverse
-Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg
-SOURCES
+# The runner's apt sources: an Ubuntu-signed archive only (a placeholder
+# host; nothing is fetched from it).
+cp "$repo/workflows/sim/runner/ubuntu.sources" "$sim/apt/sources.list.d/"
 if ! command -v sudo >/dev/null; then
 	printf '#!/bin/sh\n# sudo of the simulated runner: its user is root already.\nexec "$@"\n' >"$sim/bin/sudo"
 	chmod +x "$sim/bin/sudo"
@@ -80,9 +86,12 @@ fi
 # The container engine of the prune job, when it is podman: its default
 # runtime (crun) refuses hosts whose cgroups are in hybrid mode, where runc
 # runs; and a sandboxed host may refuse the file and process limits podman
-# sets by default (1048576 open files), so the container gets common ones.
+# sets by default (1048576 open files), so the container gets common ones,
+# soft equal to hard: podman's docker-compatible API (the foreign runner's
+# docker) swaps a pair's soft and hard limits, and runc refuses a soft limit
+# above the hard one ("error setting rlimit type 7: invalid argument").
 if command -v podman >/dev/null && command -v runc >/dev/null; then
-	printf '[containers]\ndefault_ulimits = ["nofile=1024:4096", "nproc=4096:4096"]\n[engine]\nruntime = "runc"\n' >"$sim/containers.conf"
+	printf '[containers]\ndefault_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]\n[engine]\nruntime = "runc"\n' >"$sim/containers.conf"
 	export CONTAINERS_CONF=$sim/containers.conf
 fi
 # The offline path to the prune image's base (docs/ci.md): with
@@ -94,6 +103,34 @@ if [[ ${LOCKSTEP_PRUNE_BASE:-} == offline ]]; then
 fi
 
 make -s -C "$repo" build >&2
+
+# run_foreign: act, with the arguments above, chrooted into the foreign
+# runner's root (scripts/runner-root.sh, scripts/runner-chroot.sh). Bound at
+# their own paths: the workspace, OUT (artifacts, the engine's socket), act's
+# directory (the runner's temporary directory, which the prune job's
+# `docker run -v` names to the engine), act itself, and Go's toolchain and
+# caches (setup-go's part). The prune job's docker daemon is this machine's
+# podman, served on a socket under OUT for this run only.
+run_foreign() {
+	local rroot goroot gomod gocache svc
+	rroot=$("$repo/scripts/runner-root.sh")
+	podman system service --time=0 "unix://$sim/podman.sock" >"$sim/podman.log" 2>&1 &
+	svc=$!
+	# shellcheck disable=SC2064 # the PID is meant to be expanded now
+	trap "kill $svc 2>/dev/null || true" EXIT
+	for _ in $(seq 100); do
+		[[ -S $sim/podman.sock ]] && break
+		sleep 0.1
+	done
+	goroot=$(go env GOROOT) gomod=$(go env GOMODCACHE) gocache=$(go env GOCACHE)
+	mkdir -p "$HOME/.cache/act" "$gomod" "$gocache"
+	"$repo/scripts/runner-chroot.sh" --root "$rroot" --bind "$repo" --bind "$out" --bind "$HOME/.cache/act" \
+		--bind "$tools" --bind "$goroot" --bind "$gomod" --bind "$gocache" -- \
+		env -u LOCKSTEP_DEBIAN_MIRROR -u LOCKSTEP_APT_DIR -C "$repo" PATH="$sim/bin:$goroot/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+		GOMODCACHE="$gomod" GOCACHE="$gocache" DOCKER_HOST="unix://$sim/podman.sock" \
+		LOCKSTEP_SIM_ARTIFACTS="$out" LOCKSTEP_SIM_CACHE="$sim/cache" \
+		"$act" "${act_args[@]}"
+}
 
 # Every third-party action the workflow and its composite actions use, at
 # the ref they pin, maps to its stand-in.
@@ -107,20 +144,28 @@ done < <(grep -rhoE 'uses: actions/[a-z-]+(/[a-z]+)?@[0-9a-f]{40}' "$repo/.githu
 
 printf '{"inputs": {"key": "%s", "source": "%s"}}\n' "$key" "$source" >"$sim/event.json"
 vars=()
+if [[ $runner == foreign && -z ${LOCKSTEP_DEBIAN_MIRROR:-} ]]; then
+	LOCKSTEP_DEBIAN_MIRROR=$("$repo/scripts/debian-mirror.sh")
+fi
 if [[ -n ${LOCKSTEP_DEBIAN_MIRROR:-} ]]; then
 	vars=(--var "LOCKSTEP_DEBIAN_MIRROR=$LOCKSTEP_DEBIAN_MIRROR")
 fi
-echo "prune-kvm-sim: act $ACT_VERSION runs .github/workflows/prune-kvm.yml (key $key, source $source) into $out" >&2
+act_args=(workflow_dispatch -W .github/workflows/prune-kvm.yml -e "$sim/event.json"
+	-P ubuntu-24.04=-self-hosted -P ubuntu-26.04=-self-hosted
+	"${maps[@]}" "${vars[@]}" --action-offline-mode --no-cache-server --concurrent-jobs 1 --json)
+echo "prune-kvm-sim: act $ACT_VERSION runs .github/workflows/prune-kvm.yml (key $key, source $source, $runner runner) into $out" >&2
 rc=0
-(
-	cd "$repo"
-	unset LOCKSTEP_DEBIAN_MIRROR
-	export LOCKSTEP_APT_DIR=$sim/apt LOCKSTEP_SIM_ARTIFACTS=$out LOCKSTEP_SIM_CACHE=$sim/cache
-	export PATH=$sim/bin:$PATH
-	"$act" workflow_dispatch -W .github/workflows/prune-kvm.yml -e "$sim/event.json" \
-		-P ubuntu-24.04=-self-hosted -P ubuntu-26.04=-self-hosted \
-		"${maps[@]}" "${vars[@]}" --action-offline-mode --no-cache-server --concurrent-jobs 1 --json
-) >"$sim/act.json" 2>"$sim/act.stderr" || rc=$?
+if [[ $runner == host ]]; then
+	(
+		cd "$repo"
+		unset LOCKSTEP_DEBIAN_MIRROR
+		export LOCKSTEP_APT_DIR=$sim/apt LOCKSTEP_SIM_ARTIFACTS=$out LOCKSTEP_SIM_CACHE=$sim/cache
+		export PATH=$sim/bin:$PATH
+		"$act" "${act_args[@]}"
+	) >"$sim/act.json" 2>"$sim/act.stderr" || rc=$?
+else
+	run_foreign >"$sim/act.json" 2>"$sim/act.stderr" || rc=$?
+fi
 [[ -f $out/summary/summary.md ]] && cp "$out/summary/summary.md" "$out/summary.md"
 # Job and step times, from act's log.
 python3 "$repo/scripts/act-times.py" "$sim/act.json" >>"$out/summary.md" || true

@@ -7,7 +7,8 @@
 # commands. Every step is a `lockstep` verb; this script only sequences them.
 #
 # usage: scripts/prune-kvm.sh [STAGE] --key K [options]
-#   STAGE   all (default) | prune | observe | merge | check | summary
+#   STAGE   all (default) | root | prune | observe | merge | check | summary
+#           root: make the root every guest of `all` boots (below) and print its path
 #   --key K                  exercise key (fixture, generic, …)          [required]
 #   --source fixture|reference   fixture: the observer's UDP fixture (key fixture);
 #                            reference: the key's reference exercises      [fixture]
@@ -27,7 +28,12 @@
 #                            The container's root is exported to
 #                            <out>/prune-root/root.tar for the observers.
 #                            Unset: lockstep prune's own default.   [$PRUNE_KERNEL]
-#   --root DIR | --image NAME  guest root for prune and observe (default: host /)
+#   --root DIR | --image NAME  guest root for prune and observe. Default for all
+#                            with a guest prune: the prune image's root (docker or
+#                            podman: built, exported, unpacked under <out>/prune-root),
+#                            else, with neither, the lockstep image generic; with
+#                            --prune-kernel container, the exported container root;
+#                            host, and a stage run alone: this machine's /
 #   --root-tar FILE          observe: unpack the prune's exported root (root.tar)
 #                            into <out>/prune-root/root and boot the guest from it
 #   observe: --name N --mem MB --cpus N   one observer run into <out>/kvm-<N>
@@ -56,7 +62,7 @@ die() {
 
 stage=all
 case ${1:-} in
-all | prune | observe | merge | check | summary) stage=$1 && shift ;;
+all | root | prune | observe | merge | check | summary) stage=$1 && shift ;;
 -h | --help) usage ;;
 esac
 
@@ -142,9 +148,7 @@ do_prune() {
 	container)
 		local engine
 		engine=$(container_engine) || die "--prune-kernel container needs docker or podman (a working one: '<engine> info' must answer)"
-		step prune-image "build the prune image from images/prune/Dockerfile ($engine${LOCKSTEP_PRUNE_BASE:+, base $LOCKSTEP_PRUNE_BASE})" \
-			"$engine" build --quiet ${LOCKSTEP_PRUNE_BASE:+--build-arg "BASE=$LOCKSTEP_PRUNE_BASE"} \
-			-f "$repo/images/prune/Dockerfile" -t lockstep-prune:local "$repo/images"
+		build_image "$engine"
 		# As Compose starts it: no network, cgroup limits, no extra privilege.
 		# lockstep is mounted under /run, outside the root's digest
 		# (docs/orchestrate.md): the exported root has no lockstep in it.
@@ -177,6 +181,35 @@ container_engine() {
 		fi
 	done
 	return 1
+}
+
+# build_image ENGINE: the prune image, lockstep-prune:local.
+build_image() {
+	step prune-image "build the prune image from images/prune/Dockerfile ($1${LOCKSTEP_PRUNE_BASE:+, base $LOCKSTEP_PRUNE_BASE})" \
+		"$1" build --quiet ${LOCKSTEP_PRUNE_BASE:+--build-arg "BASE=$LOCKSTEP_PRUNE_BASE"} \
+		-f "$repo/images/prune/Dockerfile" -t lockstep-prune:local "$repo/images"
+}
+
+# local_root: the root every guest of `all` boots when none was given and
+# the default prune runs in a guest: the prune image's own root (built and
+# exported with docker or podman, as the workflow's prune job does), else,
+# with neither, the lockstep image generic, made from the package list the
+# prune image is made from (images/generic/packages.txt). Never this
+# machine's /: one root for every stage, and the prune image's.
+local_root() {
+	local engine
+	if engine=$(container_engine); then
+		build_image "$engine"
+		step prune-root "export the prune image's root file system for every guest" export_root "$engine"
+		root_tar=$out/prune-root/root.tar root=$out/prune-root/root
+		step unpack-root "unpack the prune image's root for the guests" unpack_root
+		touch "$root/.lockstep-unpacked"
+	else
+		echo "prune-kvm: no docker or podman answers; every guest boots the lockstep image generic" >&2
+		step image "build (or check) the lockstep image generic for every guest" lockstep image build generic
+		root=$(lockstep image path generic)
+	fi
+	root_args=(--root "$root")
 }
 
 # export_root ENGINE: the prune image's root file system, as a container of
@@ -339,6 +372,11 @@ do_summary() {
 }
 
 case $stage in
+root)
+	[[ -z $root ]] || die "the root stage makes the default root; --root, --image and --root-tar name one already"
+	local_root >&2
+	echo "$root"
+	;;
 prune) do_prune ;;
 observe)
 	[[ -n $name && -n $mem && -n $cpus ]] || { echo "prune-kvm: observe needs --name, --mem and --cpus" >&2 && usage; }
@@ -356,6 +394,9 @@ summary) do_summary ;;
 all)
 	rm -rf "$out/status" "$out/summary.json" "$out/summary.md" "$out/orchestrate.md" && mkdir -p "$out/status"
 	trap 'do_summary >/dev/null 2>&1 || true' EXIT
+	if [[ -z $root && $prune_kernel != host && $prune_kernel != container ]]; then
+		local_root
+	fi
 	do_prune
 	if [[ $prune_kernel == container ]]; then
 		# One root for every stage: the observers boot the prune's own.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -215,4 +216,64 @@ func TestImageBootsGenericExercise(t *testing.T) {
 	if !strings.HasPrefix(out, "12.") || !strings.Contains(out, " 0 failed") {
 		t.Errorf("the generic exercise in a guest on the generic image printed:\n%s\nwant Debian 12 and every test passed", out)
 	}
+}
+
+// TestPipelineRootWithoutEngine: where neither docker nor podman is on PATH,
+// the root every guest of `make prune-kvm` boots is the lockstep image
+// generic (made from the prune image's package list), never this machine's
+// /: the root stage prints that image's path and says why.
+func TestPipelineRootWithoutEngine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: building the generic image takes minutes when it is not cached")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("building the image needs root (debootstrap, chroot)")
+	}
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		t.Skip("debootstrap is not installed (apt-get install debootstrap)")
+	}
+	root := repoRoot(t)
+	bin := lockstepbin.Build(t)
+	path := pathWithout(t, "docker", "podman")
+	cmd := exec.CommandContext(t.Context(), filepath.Join(root, "scripts", "prune-kvm.sh"), "root", "--key", "fixture", "--out", t.TempDir())
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+path)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("prune-kvm.sh root without docker and podman: %v\n%s", err, stderr.Bytes())
+	}
+	want, err := exec.CommandContext(t.Context(), bin, "image", "path", "generic").Output()
+	if err != nil {
+		t.Fatalf("lockstep image path generic: %v", err)
+	}
+	if string(out) != string(want) {
+		t.Errorf("root stage printed %q, want the generic image %q", out, want)
+	}
+	if !strings.Contains(stderr.String(), "no docker or podman answers") {
+		t.Errorf("the root stage did not say why it chose the image:\n%s", stderr.Bytes())
+	}
+}
+
+// pathWithout returns a PATH of one directory linking every program of
+// this PATH except the named ones.
+func pathWithout(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		ents, _ := os.ReadDir(d)
+		for _, e := range ents {
+			if slices.Contains(names, e.Name()) {
+				continue
+			}
+			link := filepath.Join(dir, e.Name())
+			if _, err := os.Lstat(link); err == nil {
+				continue // an earlier PATH entry wins, as in a lookup
+			}
+			if err := os.Symlink(filepath.Join(d, e.Name()), link); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
 }
