@@ -335,8 +335,10 @@ func TestSignalObserve(t *testing.T) {
 			}
 			signalVerb(t, bin, sig, "observe", "--key", "fixture", "--exercises", data("testdata/exercises"), "--path-sets", ps,
 				"--kernel", bz, "--accel", "tcg", "--cpus", "1")
-			if names := dirNames(ps); strings.Join(names, " ") != "fixture_udp-fixture.cfg fixture_udp-fixture.json run.json" {
-				t.Errorf("the path set holds %v; want the .cfg, the record and run.json", names)
+			// This run's own artefacts (the console so far, the kernel's
+			// configuration) stay beside run.json: they say how far it got.
+			if names := dirNames(ps); strings.Join(names, " ") != "fixture_udp-fixture.cfg fixture_udp-fixture.json kernel.config kvm-console.log run.json" {
+				t.Errorf("the path set holds %v; want the .cfg, the record, run.json and this run's kernel.config and kvm-console.log", names)
 			}
 			if b, _ := os.ReadFile(filepath.Join(ps, "run.json")); !bytes.Contains(b, []byte(`"status": 3`)) {
 				t.Errorf("run.json does not say status 3:\n%s", b)

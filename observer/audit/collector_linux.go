@@ -47,6 +47,10 @@ type Options struct {
 	// unicast slot (another collector closing, a parallel test); zero means
 	// DefaultSlotWait.
 	SlotWait time.Duration
+	// QueueWait bounds how long Start waits its turn behind another
+	// lockstep collector on this machine (QueueFile); zero means
+	// DefaultQueueWait.
+	QueueWait time.Duration
 	// Log receives debug messages; nil discards them.
 	Log *slog.Logger
 }
@@ -84,6 +88,8 @@ type Collector struct {
 	nbar uint64
 	// prev is the status found at Start, restored by Close.
 	prev *libaudit.AuditStatus
+	// leave gives the machine's collector queue back (QueueFile).
+	leave func()
 }
 
 // Start enables audit, sets the backlog limit and a rate limit of 0
@@ -93,9 +99,18 @@ type Collector struct {
 func Start(opts Options) (_ *Collector, err error) {
 	opts = opts.withDefaults()
 	backlog, log := opts.BacklogLimit, opts.Log
-	reader, err := libaudit.NewAuditClient(nil)
+	leave, err := joinQueue(opts.QueueWait, log)
 	if err != nil {
-		return nil, fmt.Errorf("audit collector: open netlink socket: %w", err)
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			leave()
+		}
+	}()
+	reader, ctl, err := openSockets()
+	if err != nil {
+		return nil, err
 	}
 	var prev *libaudit.AuditStatus // set once the slot is ours
 	defer func() {
@@ -104,16 +119,6 @@ func Start(opts Options) (_ *Collector, err error) {
 				restore(reader, prev) // put back what was changed before the failure
 			}
 			reader.Close()
-		}
-	}()
-	// Status on its own socket: once registered, the reader's socket
-	// carries records, which a status query there would skip and lose.
-	ctl, err := libaudit.NewAuditClient(nil)
-	if err != nil {
-		return nil, fmt.Errorf("audit collector: open control socket: %w", err)
-	}
-	defer func() {
-		if err != nil {
 			ctl.Close()
 		}
 	}()
@@ -139,11 +144,28 @@ func Start(opts Options) (_ *Collector, err error) {
 	c := &Collector{
 		reader: reader, ctl: ctl, raw: opts.Raw, log: log,
 		runs: map[*Run]bool{}, barriers: map[string]bool{},
-		stop: make(chan struct{}), done: make(chan struct{}), prev: prev,
+		stop: make(chan struct{}), done: make(chan struct{}), prev: prev, leave: leave,
 	}
 	go c.loop()
 	log.Debug("audit collector registered", "pid", os.Getpid(), "backlog_limit", backlog, "was_enabled", prev.Enabled)
 	return c, nil
+}
+
+// openSockets opens the reader, which becomes the daemon's socket, and the
+// control socket: status queries go on their own socket because, once
+// registered, the reader's carries records, which a query there would skip
+// and lose.
+func openSockets() (reader, ctl *libaudit.AuditClient, err error) {
+	reader, err = libaudit.NewAuditClient(nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("audit collector: open netlink socket: %w", err)
+	}
+	ctl, err = libaudit.NewAuditClient(nil)
+	if err != nil {
+		reader.Close()
+		return nil, nil, fmt.Errorf("audit collector: open control socket: %w", err)
+	}
+	return reader, ctl, nil
 }
 
 // withDefaults is o with each zero field's default.
@@ -153,6 +175,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SlotWait == 0 {
 		o.SlotWait = DefaultSlotWait
+	}
+	if o.QueueWait == 0 {
+		o.QueueWait = DefaultQueueWait
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -395,6 +420,8 @@ func (c *Collector) Close() error {
 	}
 	close(c.stop)
 	<-c.done
+	// The next collector in line goes once the slot is free again.
+	defer c.leave()
 	// The loop has stopped: control calls on the reader are safe now.
 	err := restore(c.reader, c.prev)
 	err = errors.Join(err, c.reader.Close())
