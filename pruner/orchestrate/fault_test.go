@@ -6,10 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-sandbox/lockstep/internal/fulldisk"
 )
@@ -108,10 +111,17 @@ func TestStoppedMergeChild(t *testing.T) {
 	}
 	o := Options{Langs: []string{"java", "python"}, PathDir: os.Getenv("LOCKSTEP_TEST_PATH"), CoreDir: os.Getenv("LOCKSTEP_TEST_CORE")}
 	o.hook = func(s stage) error {
-		if string(s) == at {
-			return syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		if string(s) != at {
+			return nil
 		}
-		return nil
+		// The stop goes to this thread (tgkill), not the process: kill(2)
+		// to our own pid wakes the main thread to take it, and this one
+		// ran on into the exchange before the group stop reached it (10
+		// of 30 runs: "the refused merge changed the tree"). A thread
+		// takes its own signal on the way out of the call.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		return unix.Tgkill(unix.Getpid(), unix.Gettid(), unix.SIGSTOP)
 	}
 	if _, err := Run(o); err != nil {
 		t.Fatal(err)
