@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 
 	"github.com/lockstep-sandbox/lockstep/images"
 	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
@@ -35,7 +34,11 @@ and every package of the root at an exact version), built into the binary.
                 docs/orchestrate.md): the provenance.root_digest that prune and observe
                 record for a guest booted with --root <dir>.
 
-Images live in $XDG_CACHE_HOME/lockstep/images/<name>-<key> (default ~/.cache).`,
+Images live in $XDG_CACHE_HOME/lockstep/images/<name>-<key> (default ~/.cache).
+
+A build takes minutes: it prints a progress line per stage on stderr
+("lockstep image [<elapsed>] …", one line that rewrites itself where stderr is
+a terminal); -q leaves only warnings and the result.`,
 		Example: `# Build the generic guest root and boot a command in it
 $ lockstep image build generic
 $ lockstep boot --root "$(lockstep image path generic)" -- bash -c 'dpkg -l | wc -l'`,
@@ -43,6 +46,7 @@ $ lockstep boot --root "$(lockstep image path generic)" -- bash -c 'dpkg -l | wc
 			rebuild := fs.Bool("rebuild", false, "build even when a checked image is cached")
 			lock := fs.Bool("lock", false, "allow unlisted dependencies and print the closure as a new packages.txt")
 			asJSON := fs.Bool("json", false, "print one JSON document on stdout")
+			quiet := fs.Bool("q", false, "quiet: no progress lines (a line per stage of a build), only warnings and the result")
 			return func(ctx context.Context, io *stdio, args []string) int {
 				v := verbs["image"]
 				if len(args) == 0 {
@@ -56,12 +60,15 @@ $ lockstep boot --root "$(lockstep image path generic)" -- bash -c 'dpkg -l | wc
 				sfs.BoolVar(rebuild, "rebuild", *rebuild, "")
 				sfs.BoolVar(lock, "lock", *lock, "")
 				sfs.BoolVar(asJSON, "json", *asJSON, "")
+				sfs.BoolVar(quiet, "q", *quiet, "")
 				sfs.BoolVar(&io.verbose, "v", io.verbose, "")
 				if err := sfs.Parse(args[1:]); err != nil {
 					return usageExit(io, v, err)
 				}
 				rest := sfs.Args()
-				opts := images.Options{Rebuild: *rebuild, Lock: *lock, Log: imageLogger(io)}
+				io, end := withProgressDisplay(io, "image")
+				defer end()
+				opts := images.Options{Rebuild: *rebuild, Lock: *lock, Log: progressLogger(io, "image", *quiet)}
 				switch sub {
 				case "list":
 					if len(rest) != 0 {
@@ -109,19 +116,6 @@ $ lockstep boot --root "$(lockstep image path generic)" -- bash -c 'dpkg -l | wc
 			}
 		},
 	})
-}
-
-// imageLogger shows stage progress when stderr is a terminal or with -v,
-// and every external command with -v.
-func imageLogger(io *stdio) *slog.Logger {
-	level := slog.LevelWarn
-	if io.errTTY {
-		level = slog.LevelInfo
-	}
-	if io.verbose {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: level}))
 }
 
 type imageJSON struct {
