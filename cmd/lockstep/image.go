@@ -89,33 +89,39 @@ $ lockstep boot --root "$(lockstep image path generic)" -- bash -c 'dpkg -l | wc
 					if len(rest) != 1 {
 						return usageExit(io, v, usagef("%s takes one image name (one of: %v)", sub, images.Names()))
 					}
-					r, err := images.LoadRecipe(rest[0])
-					if err != nil {
-						if errors.Is(err, images.ErrNoRecipe) {
-							return usageExit(io, v, err)
-						}
-						return fail(io, "image", exitFail, err)
-					}
-					var img *images.Image
-					if sub == "build" {
-						img, err = images.Build(ctx, r, opts)
-					} else {
-						img, err = images.Lookup(r, opts)
-					}
-					if err != nil {
-						var be *images.BuildError
-						if errors.As(err, &be) && be.Tail != "" {
-							fmt.Fprintf(io.err, "%s\n", be.Tail)
-						}
-						return fail(io, "image", exitFail, err)
-					}
-					return imagePrint(io, sub, img, *lock, *asJSON, r.Suite)
+					return imageBuildOrPath(ctx, io, sub, rest[0], opts, *asJSON)
 				default:
 					return usageExit(io, v, usagef("unknown subcommand %q: want build, list, path or digest", sub))
 				}
 			}
 		},
 	})
+}
+
+// imageBuildOrPath builds (sub "build") or looks up (sub "path") the image
+// of the recipe name and prints it.
+func imageBuildOrPath(ctx context.Context, io *stdio, sub, name string, opts images.Options, asJSON bool) int {
+	r, err := images.LoadRecipe(name)
+	if err != nil {
+		if errors.Is(err, images.ErrNoRecipe) {
+			return usageExit(io, verbs["image"], err)
+		}
+		return fail(io, "image", exitFail, err)
+	}
+	var img *images.Image
+	if sub == "build" {
+		img, err = images.Build(ctx, r, opts)
+	} else {
+		img, err = images.Lookup(r, opts)
+	}
+	if err != nil {
+		var be *images.BuildError
+		if errors.As(err, &be) && be.Tail != "" {
+			fmt.Fprintf(io.err, "%s\n", be.Tail)
+		}
+		return fail(io, "image", exitFail, err)
+	}
+	return imagePrint(io, sub, img, opts.Lock, asJSON, r.Suite)
 }
 
 type imageJSON struct {
