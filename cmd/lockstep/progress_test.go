@@ -292,3 +292,28 @@ func TestImageBuildProgress(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	testProgressByDefault(t, []progressCase{{name: "no-debootstrap", verb: "image", sub: true, args: []string{"image", "build", "generic"}}})
 }
+
+// TestImageBuildProgressOnTerminal: with stderr a real terminal, image
+// build's progress line is erased by the error that ends the build.
+func TestImageBuildProgressOnTerminal(t *testing.T) {
+	bin, err := filesBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	master, slave := openPTY(t)
+	shown := drain(master)
+	cmd := exec.Command(bin, "image", "build", "generic")
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "PATH="+t.TempDir())
+	cmd.Stderr = slave
+	if err := cmd.Run(); exitCode(err) != exitFail {
+		t.Fatalf("image build without debootstrap: %v, want status 1 (no debootstrap, or not root)", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(shown(), "lockstep image: ") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := shown()
+	if !strings.Contains(got, progressPrefix("image")) || !strings.Contains(got, eraseLine+"lockstep image: ") {
+		t.Errorf("the terminal showed %q; want a progress line erased by the error", got)
+	}
+}
