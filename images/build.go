@@ -174,6 +174,7 @@ func Build(ctx context.Context, r *Recipe, opts Options) (img *Image, err error)
 	}
 	final := filepath.Join(cache, r.DirName())
 	if !opts.Rebuild {
+		log.Info(r.Name+": checking the cached image", "dir", final)
 		if img, err := check(r, final); err == nil {
 			img.Cached = true
 			return img, nil

@@ -52,7 +52,9 @@ type HostOptions struct {
 	// Stderr receives the guests' progress; nil discards it.
 	Stderr  io.Writer
 	Verbose bool
-	Log     *slog.Logger
+	// Log receives a progress line (info) as each side starts and ends,
+	// the harness's lines of each guest, and warnings; nil discards them.
+	Log *slog.Logger
 }
 
 // Host is repro's host side: it observes the command on both kernels at
@@ -64,6 +66,9 @@ func Host(ctx context.Context, opts HostOptions) (*Result, error) {
 	}
 	if opts.Dir == "" {
 		opts.Dir, _ = os.Getwd()
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	for _, k := range opts.Kernels {
 		if k.BzImage == "" && k.Name != HostKernel {
@@ -107,12 +112,27 @@ func finish(opts HostOptions, a, b *observer.Observation) *Result {
 	return res
 }
 
+// observeSide observes the command on k, with a progress line as it
+// starts and one as it ends: a side can take minutes (a guest under TCG).
 func observeSide(ctx context.Context, opts HostOptions, k Kernel) (*observer.Observation, error) {
+	var o *observer.Observation
+	var err error
 	if k.BzImage == "" {
-		return observer.ObserveHere(ctx, observer.HereOptions{Kernel: k.Name, Policy: opts.Policy, Command: opts.Command, Exe: opts.Exe,
+		opts.Log.Info(k.Name + ": observing the command on this machine's kernel")
+		o, err = observer.ObserveHere(ctx, observer.HereOptions{Kernel: k.Name, Policy: opts.Policy, Command: opts.Command, Exe: opts.Exe,
 			Dir: opts.Dir, Wait: opts.Wait, Log: opts.Log})
+	} else {
+		opts.Log.Info(k.Name + ": observing the command in a guest")
+		o, err = observeGuest(ctx, opts, k)
 	}
-	return observeGuest(ctx, opts, k)
+	switch {
+	case err != nil:
+	case o.Indeterminate != "":
+		opts.Log.Info(k.Name + ": indeterminate: " + o.Indeterminate)
+	default:
+		opts.Log.Info(fmt.Sprintf("%s: observed: status %d, %d refusal(s)", k.Name, o.Status, len(o.Refusals)))
+	}
+	return o, err
 }
 
 // observeGuest boots k with repro's guest side (GuestRole) as the job and

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 
 	"github.com/lockstep-sandbox/lockstep/images"
 	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
@@ -35,7 +34,11 @@ and every package of the root at an exact version), built into the binary.
                 docs/orchestrate.md): the provenance.root_digest that prune and observe
                 record for a guest booted with --root <dir>.
 
-Images live in $XDG_CACHE_HOME/lockstep/images/<name>-<key> (default ~/.cache).`,
+Images live in $XDG_CACHE_HOME/lockstep/images/<name>-<key> (default ~/.cache).
+
+A build takes minutes: it prints a progress line per stage on stderr
+("lockstep image [<elapsed>] …", one line that rewrites itself where stderr is
+a terminal); -q leaves only warnings and the result.`,
 		Example: `# Build the generic guest root and boot a command in it
 $ lockstep image build generic
 $ lockstep boot --root "$(lockstep image path generic)" -- bash -c 'dpkg -l | wc -l'`,
@@ -43,6 +46,7 @@ $ lockstep boot --root "$(lockstep image path generic)" -- bash -c 'dpkg -l | wc
 			rebuild := fs.Bool("rebuild", false, "build even when a checked image is cached")
 			lock := fs.Bool("lock", false, "allow unlisted dependencies and print the closure as a new packages.txt")
 			asJSON := fs.Bool("json", false, "print one JSON document on stdout")
+			quiet := fs.Bool("q", false, "quiet: no progress lines (a line per stage of a build), only warnings and the result")
 			return func(ctx context.Context, io *stdio, args []string) int {
 				v := verbs["image"]
 				if len(args) == 0 {
@@ -56,12 +60,15 @@ $ lockstep boot --root "$(lockstep image path generic)" -- bash -c 'dpkg -l | wc
 				sfs.BoolVar(rebuild, "rebuild", *rebuild, "")
 				sfs.BoolVar(lock, "lock", *lock, "")
 				sfs.BoolVar(asJSON, "json", *asJSON, "")
+				sfs.BoolVar(quiet, "q", *quiet, "")
 				sfs.BoolVar(&io.verbose, "v", io.verbose, "")
 				if err := sfs.Parse(args[1:]); err != nil {
 					return usageExit(io, v, err)
 				}
 				rest := sfs.Args()
-				opts := images.Options{Rebuild: *rebuild, Lock: *lock, Log: imageLogger(io)}
+				io, end := withProgressDisplay(io, "image")
+				defer end()
+				opts := images.Options{Rebuild: *rebuild, Lock: *lock, Log: progressLogger(io, "image", *quiet)}
 				switch sub {
 				case "list":
 					if len(rest) != 0 {
@@ -82,27 +89,7 @@ $ lockstep boot --root "$(lockstep image path generic)" -- bash -c 'dpkg -l | wc
 					if len(rest) != 1 {
 						return usageExit(io, v, usagef("%s takes one image name (one of: %v)", sub, images.Names()))
 					}
-					r, err := images.LoadRecipe(rest[0])
-					if err != nil {
-						if errors.Is(err, images.ErrNoRecipe) {
-							return usageExit(io, v, err)
-						}
-						return fail(io, "image", exitFail, err)
-					}
-					var img *images.Image
-					if sub == "build" {
-						img, err = images.Build(ctx, r, opts)
-					} else {
-						img, err = images.Lookup(r, opts)
-					}
-					if err != nil {
-						var be *images.BuildError
-						if errors.As(err, &be) && be.Tail != "" {
-							fmt.Fprintf(io.err, "%s\n", be.Tail)
-						}
-						return fail(io, "image", exitFail, err)
-					}
-					return imagePrint(io, sub, img, *lock, *asJSON, r.Suite)
+					return imageBuildOrPath(ctx, io, sub, rest[0], opts, *asJSON)
 				default:
 					return usageExit(io, v, usagef("unknown subcommand %q: want build, list, path or digest", sub))
 				}
@@ -111,17 +98,30 @@ $ lockstep boot --root "$(lockstep image path generic)" -- bash -c 'dpkg -l | wc
 	})
 }
 
-// imageLogger shows stage progress when stderr is a terminal or with -v,
-// and every external command with -v.
-func imageLogger(io *stdio) *slog.Logger {
-	level := slog.LevelWarn
-	if io.errTTY {
-		level = slog.LevelInfo
+// imageBuildOrPath builds (sub "build") or looks up (sub "path") the image
+// of the recipe name and prints it.
+func imageBuildOrPath(ctx context.Context, io *stdio, sub, name string, opts images.Options, asJSON bool) int {
+	r, err := images.LoadRecipe(name)
+	if err != nil {
+		if errors.Is(err, images.ErrNoRecipe) {
+			return usageExit(io, verbs["image"], err)
+		}
+		return fail(io, "image", exitFail, err)
 	}
-	if io.verbose {
-		level = slog.LevelDebug
+	var img *images.Image
+	if sub == "build" {
+		img, err = images.Build(ctx, r, opts)
+	} else {
+		img, err = images.Lookup(r, opts)
 	}
-	return slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: level}))
+	if err != nil {
+		var be *images.BuildError
+		if errors.As(err, &be) && be.Tail != "" {
+			fmt.Fprintf(io.err, "%s\n", be.Tail)
+		}
+		return fail(io, "image", exitFail, err)
+	}
+	return imagePrint(io, sub, img, opts.Lock, asJSON, r.Suite)
 }
 
 type imageJSON struct {

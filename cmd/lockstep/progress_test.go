@@ -8,11 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockstep-sandbox/lockstep/kernel"
 )
 
 // TestLineDisplay: on a terminal, a progress line replaces the one before
@@ -177,5 +180,140 @@ func TestVerifyProgressByDefault(t *testing.T) {
 		if !regexp.MustCompile(`^lockstep verify \[0s\] booting 7\.2\.13\n$`).MatchString(b.String()) {
 			t.Errorf("progress line %q", b.String())
 		}
+	}
+}
+
+// progressCase is a command line of a verb that shows progress, run with
+// and without -q by testProgressByDefault.
+type progressCase struct {
+	name, verb string
+	args       []string
+	sub        bool // args[1] is a sub-verb: -q goes after it
+	// bin runs the built binary instead of in-process: a verb that
+	// re-executes itself (lockstep run) must not re-execute the test.
+	bin bool
+}
+
+// run runs args as c says: status, stdout, stderr.
+func (c progressCase) run(t *testing.T, args []string) (int, string, string) {
+	t.Helper()
+	if !c.bin {
+		return runCLI(t, args...)
+	}
+	bin, err := filesBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), bin, args...)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	return exitCode(cmd.Run()), out.String(), stderr.String()
+}
+
+// testProgressByDefault runs each case, stderr not a terminal,
+// once as given and once with -q: the first has at least one progress line,
+// the second none, and both exit alike with the same stdout.
+func testProgressByDefault(t *testing.T, cases []progressCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, stderr := c.run(t, c.args)
+			n := 1
+			if c.sub {
+				n = 2
+			}
+			quietArgs := append(append(slices.Clone(c.args[:n]), "-q"), c.args[n:]...)
+			qcode, qout, qstderr := c.run(t, quietArgs)
+			progress := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(progressPrefix(c.verb)) + `[0-9hms.]+\] `)
+			if !progress.MatchString(stderr) {
+				t.Errorf("lockstep %q: stderr has no progress line:\n%s", c.args, stderr)
+			}
+			if progress.MatchString(qstderr) {
+				t.Errorf("lockstep %q: stderr has progress lines:\n%s", quietArgs, qstderr)
+			}
+			if code != qcode || out != qout {
+				t.Errorf("-q changed the result: status %d, stdout %q; with -q %d, %q", code, out, qcode, qout)
+			}
+		})
+	}
+}
+
+// TestReproProgress: repro of a command on this machine's kernel twice (no
+// guest) reports each side as it starts and ends.
+func TestReproProgress(t *testing.T) {
+	if _, err := exec.LookPath("strace"); err != nil {
+		t.Skip("strace is not installed (apt-get install strace)")
+	}
+	testProgressByDefault(t, []progressCase{{name: "host", verb: "repro", bin: true,
+		args: []string{"repro", "--kernel", "host", "--kernel", "host", "--wait", "2s", "--config", "../../repro/testdata/udp.cfg", "--", "true"}}})
+}
+
+// noQEMU leaves PATH without QEMU, so a guest-booting verb stops where it
+// would start QEMU, after its first progress lines: a cheap run to its
+// progress, without a guest.
+func noQEMU(t *testing.T) string {
+	t.Helper()
+	bz, err := kernel.Path(t.Context(), kernel.DefaultPin, nil)
+	if err != nil {
+		t.Fatalf("kernel %s: %v", kernel.DefaultPin, err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("LOCKSTEP_QEMU", "")
+	return bz
+}
+
+// TestSelftestProgress: selftest says which kernel it boots before the
+// guest's boot stages.
+func TestSelftestProgress(t *testing.T) {
+	bz := noQEMU(t)
+	testProgressByDefault(t, []progressCase{{name: "no-qemu", verb: "selftest", args: []string{"selftest", "--kernel", bz}}})
+}
+
+// TestRecordProgress: record run and check say what the guest they boot is
+// for before its boot stages.
+func TestRecordProgress(t *testing.T) {
+	bz := noQEMU(t)
+	script := filepath.Join(t.TempDir(), "s.script")
+	if err := os.WriteFile(script, []byte("sleep 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	testProgressByDefault(t, []progressCase{
+		{name: "run", verb: "record", sub: true, args: []string{"record", "run", "--dir", dir, "--name", "r", "--kernel", bz, "--script", script, "--", "true"}},
+		{name: "check", verb: "record", sub: true, args: []string{"record", "check", "--dir", dir, "--name", "r", "--kernel", bz, "--script", script,
+			"--policy", "../../repro/testdata/udp.cfg", "--", "true"}},
+	})
+}
+
+// TestImageBuildProgress: image build reports its stages; without
+// debootstrap on PATH it stops after the first, the cache's check.
+func TestImageBuildProgress(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("PATH", t.TempDir())
+	testProgressByDefault(t, []progressCase{{name: "no-debootstrap", verb: "image", sub: true, args: []string{"image", "build", "generic"}}})
+}
+
+// TestImageBuildProgressOnTerminal: with stderr a real terminal, image
+// build's progress line is erased by the error that ends the build.
+func TestImageBuildProgressOnTerminal(t *testing.T) {
+	bin, err := filesBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	master, slave := openPTY(t)
+	shown := drain(master)
+	cmd := exec.Command(bin, "image", "build", "generic")
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "PATH="+t.TempDir())
+	cmd.Stderr = slave
+	if err := cmd.Run(); exitCode(err) != exitFail {
+		t.Fatalf("image build without debootstrap: %v, want status 1 (no debootstrap, or not root)", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(shown(), "lockstep image: ") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := shown()
+	if !strings.Contains(got, progressPrefix("image")) || !strings.Contains(got, eraseLine+"lockstep image: ") {
+		t.Errorf("the terminal showed %q; want a progress line erased by the error", got)
 	}
 }

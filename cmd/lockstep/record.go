@@ -59,6 +59,10 @@ key NAME (enter, tab, ctrl-c, ctrl-d, up, down, esc), expect REGEX [SECONDS]
 (default 30), idle SECONDS (until the program has been quiet that long),
 sleep SECONDS; # starts a comment. See docs/record.md.
 
+run and check print a progress line per stage of the guest's boot on stderr
+("lockstep record [<elapsed>] …", one line that rewrites itself where stderr
+is a terminal); -q leaves only warnings and the result.
+
 Exit status: 0 ok; 1 failed (see above); 2 usage; 3 indeterminate (the
 guest did not report); 4, 5, 6 generate's (above); 70 the guest could not be
 set up.`,
@@ -79,7 +83,7 @@ type recordArgs struct {
 	name, dir, exercise, script, kernelA *string
 	policyFile, root, accel              *string
 	cpus, mem                            *int
-	asJSON                               *bool
+	asJSON, quiet                        *bool
 }
 
 func recordFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
@@ -95,6 +99,7 @@ func recordFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 	a.cpus = fs.Int("cpus", 1, "run, check: guest vCPUs")
 	a.mem = fs.Int("mem", 1024, "run, check: guest memory in `MiB`")
 	a.asJSON = fs.Bool("json", false, "print the result as one JSON document")
+	a.quiet = fs.Bool("q", false, "run, check: quiet: no progress lines (a line per stage of the guest's boot), only warnings and the result")
 	return a.run
 }
 
@@ -160,11 +165,14 @@ func (a *recordArgs) recordRun(ctx context.Context, io *stdio, cmd []string) int
 	if err != nil {
 		return usageExit(io, v, err)
 	}
-	log := guestLogger(io, "record")
+	io, end := withProgressDisplay(io, "record")
+	defer end()
+	log := progressLogger(io, "record", *a.quiet)
 	bz, err := resolveKernel(ctx, *a.kernelA, log)
 	if err != nil {
 		return fail(io, "record", exitIndeterminate, err)
 	}
+	log.Info("booting a guest to record the session (the program runs unsandboxed there)")
 	opts := recorder.RunOptions{Recording: a.recording(), Exercise: *a.exercise, Script: script, Command: cmd, Kernel: bz,
 		Sizing: a.sizing(), Verbose: io.verbose, Log: log}
 	if io.verbose {
@@ -261,11 +269,14 @@ func (a *recordArgs) recordCheck(ctx context.Context, io *stdio, cmd []string) i
 	if err != nil {
 		return usageExit(io, v, err)
 	}
-	log := guestLogger(io, "record")
+	io, end := withProgressDisplay(io, "record")
+	defer end()
+	log := progressLogger(io, "record", *a.quiet)
 	bz, err := resolveKernel(ctx, *a.kernelA, log)
 	if err != nil {
 		return fail(io, "record", exitIndeterminate, err)
 	}
+	log.Info("booting a guest to replay the script under the policy")
 	opts := recorder.CheckOptions{Recording: a.recording(), PolicyFile: *a.policyFile, Exercise: *a.exercise, Script: script, Command: cmd,
 		Kernel: bz, Sizing: a.sizing(), Verbose: io.verbose, Log: log}
 	if io.verbose {

@@ -40,7 +40,12 @@ not a refusal of the call. See docs/repro.md.
 
 Exit status: 0 both kernels refused the same; 1 they differ; 3 either side
 could not be observed (the guest did not report, audit records were lost, the
-enforcer refused for another reason); 2 usage.`,
+enforcer refused for another reason); 2 usage.
+
+Progress goes to stderr: a line as each kernel's side starts and ends, and
+each guest's boot stages ("lockstep repro [<elapsed>] …", one line that
+rewrites itself where stderr is a terminal); -q leaves only warnings and the
+result.`,
 		Example: `# Is the UDP bind refused on 7.2.13 but not on this machine's kernel?
 $ lockstep repro --kernel host --kernel 7.2.13 --config udp.cfg -- /usr/bin/python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).bind(("127.0.0.1", 5000))'`,
 		Flags: reproFlags,
@@ -53,7 +58,7 @@ type reproArgs struct {
 	baseDir, root, accel, html, name, out *string
 	cpus, mem                             *int
 	timeout, bootTimeout, wait            *time.Duration
-	asJSON, inGuest                       *bool
+	asJSON, inGuest, quiet                *bool
 }
 
 // reproFlags declares repro's flags on fs and returns the verb.
@@ -71,6 +76,7 @@ func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 	a.wait = fs.Duration("wait", 0, "bound on the wait for each domain's deallocation record (default 30s)")
 	a.html = fs.String("html", "", "write a self-contained HTML report to `file`")
 	a.asJSON = fs.Bool("json", false, "print the result as one JSON document (schema 1)")
+	a.quiet = fs.Bool("q", false, "quiet: no progress lines (a line as each kernel's side starts and ends, each guest's stages), only warnings and the result")
 	a.inGuest = fs.Bool("in-guest", false, "internal: observe on the running kernel and write the observation to --out")
 	a.name = fs.String("name", repro.HostKernel, "with --in-guest: the kernel's `name` in the observation")
 	a.out = fs.String("out", "", "with --in-guest: `dir`ectory for the observation")
@@ -102,7 +108,9 @@ func (a *reproArgs) run(ctx context.Context, io *stdio, args []string) int {
 	default:
 		return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *a.accel))
 	}
-	log := guestLogger(io, "repro")
+	io, end := withProgressDisplay(io, "repro")
+	defer end()
+	log := progressLogger(io, "repro", *a.quiet)
 	opts := repro.HostOptions{Policy: p, Command: args, Wait: *a.wait, Verbose: io.verbose, Log: log,
 		Sizing: harness.Sizing{Root: *a.root, Accel: *a.accel, CPUs: *a.cpus, MemMB: *a.mem, Timeout: *a.timeout, BootTimeout: *a.bootTimeout}}
 	if io.verbose {

@@ -56,7 +56,11 @@ scenarios (hex and deleted paths, a rename, lport, autobind) as test data.
 Exit status: 0 every check held; 1 a check failed; 3 indeterminate: the LSM
 list, the ABI (below the pin's, never 0) or audit failed, records were lost, a
 deallocation barrier did not arrive, or the guest did not report; 70 the guest
-could not be set up; 2 usage.`,
+could not be set up; 2 usage.
+
+Progress goes to stderr: a line per stage of the guest's boot ("lockstep
+selftest [<elapsed>] …", one line that rewrites itself where stderr is a
+terminal); -q leaves only warnings and the report.`,
 		Example: `# Prove the default pin (7.2.13) in a guest
 $ lockstep selftest
 # Debian 12's kernel (ABI 2, no Landlock audit): the ABI and audit checks fail, status 3
@@ -77,6 +81,7 @@ func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args [
 	wantABI := fs.Int("want-abi", 0, "with --in-guest: the pin's Landlock `abi` (default: the default pin's)")
 	scenarios := fs.String("scenarios", "", "with --in-guest: only run every refusal and capture scenario (no proof, no collector), naming the children in `dir`/cases.txt, for capturing another audit daemon's log")
 	capture := fs.String("capture", "", "with --in-guest: after the proof, capture every record form of every refusal and capture scenario into `dir` (test data)")
+	quiet := fs.Bool("q", false, "quiet: no progress lines (a line per stage of the guest's boot), only warnings and the report")
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["selftest"]
 		if len(args) > 0 {
@@ -111,7 +116,8 @@ func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args [
 		if err := checkAccel(*accel); err != nil {
 			return usageExit(io, v, err)
 		}
-		return selftestGuest(ctx, io, selftestBoot{kernel: *kernelArg, modules: *modules, machine: *machine, accel: *accel, results: *results}, *asJSON)
+		return selftestGuest(ctx, io, selftestBoot{kernel: *kernelArg, modules: *modules, machine: *machine, accel: *accel, results: *results,
+			quiet: *quiet}, *asJSON)
 	}
 }
 
@@ -138,12 +144,15 @@ func selftestRole(ctx context.Context, io *stdio, opts selftest.GuestOptions) in
 // selftestBoot is how the selftest's guest boots.
 type selftestBoot struct {
 	kernel, modules, machine, accel, results string
+	quiet                                    bool
 }
 
 // selftestGuest boots the kernel with the selftest's guest side as the job
 // (selftest.Host) and prints the report it wrote.
 func selftestGuest(ctx context.Context, io *stdio, b selftestBoot, asJSON bool) int {
-	log := selftestLogger(io)
+	io, end := withProgressDisplay(io, "selftest")
+	defer end()
+	log := progressLogger(io, "selftest", b.quiet)
 	bz, err := resolveKernel(ctx, b.kernel, log)
 	if err != nil {
 		return fail(io, "selftest", exitIndeterminate, err)
@@ -162,6 +171,7 @@ func selftestGuest(ctx context.Context, io *stdio, b selftestBoot, asJSON bool) 
 	if io.verbose {
 		opts.Stdout = io.err // the report is read from the results, not the console
 	}
+	log.Info(fmt.Sprintf("kernel %s (%s): booting a guest to prove it", opts.WantRelease, filepath.Base(bz)))
 	res, err := selftest.Host(ctx, opts)
 	if err != nil {
 		code := exitIndeterminate
