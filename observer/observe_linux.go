@@ -407,7 +407,7 @@ func (v *verification) exRun(ctx context.Context, kind string, prefix []string) 
 		// Under lockstep run the policy's timeout ends the command (124)
 		// and strace, if any, ends cleanly; the runner's bound is the
 		// backstop.
-		bound += prefixGrace
+		bound += PrefixGrace
 	}
 	res, err := v.ex.Run(ctx, exercise.RunOptions{WorkDir: v.o.work, Prefix: prefix, Timeout: bound, Log: v.o.log})
 	if err != nil {

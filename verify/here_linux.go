@@ -35,7 +35,8 @@ type HereOptions struct {
 	// WorkDir is the exercise's working directory; "" is
 	// exercise.DefaultWorkDir.
 	WorkDir string
-	// RunTimeout bounds each run; 0 is the exercise package's default.
+	// RunTimeout bounds each run below the policy's own timeout limit
+	// (observer.RunBound); with neither, the exercise package's default.
 	RunTimeout time.Duration
 	// Progress receives one line per step; nil discards.
 	Progress func(format string, args ...any)
@@ -62,8 +63,15 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	if c.unenforceable(opts.Policy) {
 		return c, nil
 	}
+	bound := observer.RunBound(opts.Policy, opts.RunTimeout)
 	run := func(prefix []string) (*exercise.Result, error) {
-		return ex.Run(ctx, exercise.RunOptions{WorkDir: opts.WorkDir, Prefix: prefix, Timeout: opts.RunTimeout, Log: opts.Log})
+		b := bound
+		if prefix != nil && b != 0 {
+			// Under lockstep run the policy's timeout ends the command
+			// (124); the runner's bound is the backstop.
+			b += observer.PrefixGrace
+		}
+		return ex.Run(ctx, exercise.RunOptions{WorkDir: opts.WorkDir, Prefix: prefix, Timeout: b, Log: opts.Log})
 	}
 	opts.Progress("%s: reference run", ex.Name)
 	ref, err := run(nil)
@@ -71,6 +79,10 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 		return nil, fmt.Errorf("verify: reference run: %w", err)
 	}
 	c.Reference = oneLine(ref.Verdict)
+	if ref.Verdict.ExitClass == verdict.Timeout {
+		c.Verdict, c.Why = Inconclusive, outOfTime("reference", bound)
+		return c, nil
+	}
 	if prob := ref.Verdict.ReferenceProblem(); prob != nil {
 		c.Verdict, c.Why = Indeterminate, fmt.Sprintf("the reference run is no reference: %v", prob)
 		return c, nil
@@ -88,6 +100,10 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !held && c.onlyTimedOut() {
+		c.Verdict, c.Why = Inconclusive, outOfTime("joint", bound)
+		return c, nil
+	}
 	if !held {
 		if err := c.diagnose(ctx, opts, ex.Name, run); err != nil {
 			return nil, err
@@ -98,6 +114,27 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// outOfTime is the Why of an inconclusive cell: its kind of run ran into
+// bound (0: the exercise package's default).
+func outOfTime(kind string, bound time.Duration) string {
+	if bound == 0 {
+		bound = exercise.DefaultTimeout
+	}
+	return (&observer.TimeoutError{Kind: kind, Limit: bound}).Error()
+}
+
+// onlyTimedOut reports whether every joint run that disagreed with the
+// reference ran out of time: nothing showed a difference, so no diagnosis
+// run is owed (it would only run out of time again).
+func (c *Cell) onlyTimedOut() bool {
+	for _, j := range c.Joint {
+		if !j.Agrees && !j.TimedOut {
+			return false
+		}
+	}
+	return true
 }
 
 // runFunc runs the exercise once behind prefix (nil: on its own).
@@ -149,7 +186,8 @@ func (c *Cell) jointRuns(opts HereOptions, name string, run runFunc, ref *exerci
 			return false, fmt.Errorf("verify: joint run: %w", err)
 		}
 		agrees := res.Started && res.Verdict.Same(ref.Verdict)
-		c.Joint = append(c.Joint, JointRun{Verdict: oneLine(res.Verdict), Status: res.Status, Agrees: agrees, Seconds: res.Duration.Seconds()})
+		c.Joint = append(c.Joint, JointRun{Verdict: oneLine(res.Verdict), Status: res.Status, Agrees: agrees,
+			TimedOut: res.Verdict.ExitClass == verdict.Timeout, Seconds: res.Duration.Seconds()})
 		held = held && agrees
 	}
 	return held, nil
