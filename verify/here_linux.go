@@ -64,27 +64,13 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 		return c, nil
 	}
 	bound := observer.RunBound(opts.Policy, opts.RunTimeout)
-	run := func(prefix []string) (*exercise.Result, error) {
-		b := bound
-		if prefix != nil && b != 0 {
-			// Under lockstep run the policy's timeout ends the command
-			// (124); the runner's bound is the backstop.
-			b += observer.PrefixGrace
-		}
-		return ex.Run(ctx, exercise.RunOptions{WorkDir: opts.WorkDir, Prefix: prefix, Timeout: b, Log: opts.Log})
-	}
+	run := runner(ctx, ex, opts, bound)
 	opts.Progress("%s: reference run", ex.Name)
 	ref, err := run(nil)
 	if err != nil {
 		return nil, fmt.Errorf("verify: reference run: %w", err)
 	}
-	c.Reference = oneLine(ref.Verdict)
-	if ref.Verdict.ExitClass == verdict.Timeout {
-		c.Verdict, c.Why = Inconclusive, outOfTime("reference", bound)
-		return c, nil
-	}
-	if prob := ref.Verdict.ReferenceProblem(); prob != nil {
-		c.Verdict, c.Why = Indeterminate, fmt.Sprintf("the reference run is no reference: %v", prob)
+	if c.noReference(ref, bound) {
 		return c, nil
 	}
 	scratch, err := os.MkdirTemp("", "lockstep-verify.")
@@ -114,6 +100,35 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// noReference records the reference run and reports whether it is none:
+// out of time (inconclusive) or unable to anchor the joint runs
+// (indeterminate).
+func (c *Cell) noReference(ref *exercise.Result, bound time.Duration) bool {
+	c.Reference = oneLine(ref.Verdict)
+	if ref.Verdict.ExitClass == verdict.Timeout {
+		c.Verdict, c.Why = Inconclusive, outOfTime("reference", bound)
+		return true
+	}
+	if prob := ref.Verdict.ReferenceProblem(); prob != nil {
+		c.Verdict, c.Why = Indeterminate, fmt.Sprintf("the reference run is no reference: %v", prob)
+		return true
+	}
+	return false
+}
+
+// runner runs ex once per call, bounded by bound: under lockstep run the
+// policy's timeout ends the command (124), and the runner's bound, a grace
+// later, is the backstop.
+func runner(ctx context.Context, ex *exercise.Exercise, opts HereOptions, bound time.Duration) runFunc {
+	return func(prefix []string) (*exercise.Result, error) {
+		b := bound
+		if prefix != nil && b != 0 {
+			b += observer.PrefixGrace
+		}
+		return ex.Run(ctx, exercise.RunOptions{WorkDir: opts.WorkDir, Prefix: prefix, Timeout: b, Log: opts.Log})
+	}
 }
 
 // outOfTime is the Why of an inconclusive cell: its kind of run ran into

@@ -113,29 +113,44 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 			if err != nil {
 				return rootDigestExit(io, v, err)
 			}
-			pruneKey = func(key, out string) int {
-				found, code := pruneExercises(io, *root, key, *only)
-				if code != exitOK {
-					return code
-				}
-				return pruneHere(ctx, io, pruneguest.GuestOptions{Key: key, Exercises: *root, Only: *only, Found: found, Out: out,
-					SeedDir: *seeds, WorkDir: *workDir, SkipContainment: *skipContain, CheckMinimality: *minimal, RootDigest: digest, Quiet: *quiet})
-			}
+			pruneKey = pruneKeyHere(ctx, io, pruneguest.GuestOptions{Exercises: *root, Only: *only, SeedDir: *seeds, WorkDir: *workDir,
+				SkipContainment: *skipContain, CheckMinimality: *minimal, RootDigest: digest, Quiet: *quiet})
 		} else {
-			pruneKey = func(key, out string) int {
-				found, code := pruneExercises(io, *root, key, *only)
-				if code != exitOK {
-					return code
-				}
-				return pruneGuests(ctx, io, *kernelArg, pruneguest.HostOptions{Key: key, Exercises: *root, Only: *only, Found: found,
-					Out: out, Seeds: *seeds, SkipContainment: *skipContain, CheckMinimality: *minimal, Quiet: *quiet,
-					Sizing: harness.Sizing{Root: *rootDir, Accel: *accel, MemMB: 1024}})
-			}
+			pruneKey = pruneKeyGuests(ctx, io, *kernelArg, pruneguest.HostOptions{Exercises: *root, Only: *only, Seeds: *seeds,
+				SkipContainment: *skipContain, CheckMinimality: *minimal, Quiet: *quiet, Sizing: harness.Sizing{Root: *rootDir, Accel: *accel, MemMB: 1024}})
 		}
 		if *key == allKeys {
 			return pruneAll(ctx, io, *root, *out, pruneKey)
 		}
 		return pruneKey(*key, *out)
+	}
+}
+
+// pruneKeyHere prunes one key's exercises on this machine, opts the
+// options of every key.
+func pruneKeyHere(ctx context.Context, io *stdio, opts pruneguest.GuestOptions) func(key, out string) int {
+	return func(key, out string) int {
+		found, code := pruneExercises(io, opts.Exercises, key, opts.Only)
+		if code != exitOK {
+			return code
+		}
+		o := opts
+		o.Key, o.Out, o.Found = key, out, found
+		return pruneHere(ctx, io, o)
+	}
+}
+
+// pruneKeyGuests prunes one key's exercises, each in a fresh guest, opts
+// the options of every key.
+func pruneKeyGuests(ctx context.Context, io *stdio, kernelArg string, opts pruneguest.HostOptions) func(key, out string) int {
+	return func(key, out string) int {
+		found, code := pruneExercises(io, opts.Exercises, key, opts.Only)
+		if code != exitOK {
+			return code
+		}
+		o := opts
+		o.Key, o.Out, o.Found = key, out, found
+		return pruneGuests(ctx, io, kernelArg, o)
 	}
 }
 
