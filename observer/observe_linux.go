@@ -407,7 +407,7 @@ func (v *verification) exRun(ctx context.Context, kind string, prefix []string) 
 		// Under lockstep run the policy's timeout ends the command (124)
 		// and strace, if any, ends cleanly; the runner's bound is the
 		// backstop.
-		bound += prefixGrace
+		bound += PrefixGrace
 	}
 	res, err := v.ex.Run(ctx, exercise.RunOptions{WorkDir: v.o.work, Prefix: prefix, Timeout: bound, Log: v.o.log})
 	if err != nil {
@@ -479,6 +479,7 @@ func (v *verification) crossCheck(ctx context.Context, p *policy.Policy) (string
 	cmp := ob.Join
 	v.k.CrossCheck = cmp.Record()
 	v.k.Mismatches, v.k.AuditOnly = cmp.Mismatches, cmp.AuditOnly
+	v.es.Matched = matchedPairs(ob)
 	v.o.progress("%s: cross-check: %d strace refusal(s), %d record(s), %d mismatch(es), %d audit-only",
 		v.ex.Name, cmp.Compared, cmp.Records, len(cmp.Mismatches), len(cmp.AuditOnly))
 	switch {
@@ -657,4 +658,17 @@ func tail(b []byte) string {
 		b = b[len(b)-4096:]
 	}
 	return string(bytes.ToValidUTF8(b, []byte("?")))
+}
+
+// matchedPairs are the cross-check's refusals that found their records, in
+// trace order, each with them: what the report lists pair by pair.
+func matchedPairs(ob *Observed) []Refusal {
+	refusals, _, _ := join(ob, strings.Split(string(ob.Trace), "\n"))
+	var out []Refusal
+	for _, r := range refusals {
+		if len(r.Audit) > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
 }

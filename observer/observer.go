@@ -138,6 +138,10 @@ type ExerciseSummary struct {
 	// Trace names the run whose strace log is in the .abi10.observed.trace.gz
 	// and the SHA-256 of that log, uncompressed.
 	Trace *TraceInfo `json:"trace,omitempty"`
+	// Matched are the cross-check's matched pairs: each strace refusal that
+	// found its audit record(s), with them (Refusal.Audit), in trace order.
+	// The .abi10.json keeps only their count (Phobos's schema).
+	Matched []Refusal `json:"cross_check_matched,omitempty"`
 	// Containment are pruner/contain's checks under the settled policy.
 	Containment []ContainmentCheck `json:"containment,omitempty"`
 	Seconds     float64            `json:"seconds"`

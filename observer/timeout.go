@@ -7,10 +7,10 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 )
 
-// prefixGrace is how much longer than the policy's timeout the runner
+// PrefixGrace is how much longer than the policy's timeout the runner
 // waits for a run under lockstep run, whose own timeout ends the command
 // first (and lets strace write its trace whole).
-const prefixGrace = 15 * time.Second
+const PrefixGrace = 15 * time.Second
 
 // TimeoutError is a run that ran out of time: the exercise is inconclusive,
 // not a difference between kernels (unless the cross-check had already found

@@ -3,6 +3,8 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -25,14 +27,7 @@ func Observe(res *observer.HostResult, key, pathSets string, m Meta) ([]byte, er
 // ObservePage builds the page Observe renders.
 func ObservePage(res *observer.HostResult, key, pathSets string, m Meta) *Page {
 	p := &Page{Title: or(m.Title, "lockstep observe: "+key), Generated: m.Started}
-	switch res.Status {
-	case observer.StatusVerified:
-		p.Verdict, p.Headline = Pass, "Every exercise verified."
-	case observer.StatusFailed:
-		p.Verdict, p.Headline = Fail, "An exercise failed."
-	default:
-		p.Verdict, p.Headline = Indeterminate, "Indeterminate: "+res.Reason
-	}
+	p.Verdict, p.Headline = observeVerdict(res)
 	kernelName := "guest"
 	if r := res.Run; r != nil && r.KernelRelease != "" {
 		kernelName = r.KernelRelease
@@ -49,7 +44,7 @@ func ObservePage(res *observer.HostResult, key, pathSets string, m Meta) *Page {
 		c := Cell{Verdict: Pass, Text: "pass", Anchor: id}
 		switch {
 		case e.Inconclusive:
-			c = Cell{Verdict: Indeterminate, Text: "inconclusive", Anchor: id}
+			c = Cell{Verdict: Inconclusive, Text: "inconclusive", Anchor: id}
 		case !e.Verified:
 			c = Cell{Verdict: Fail, Text: "fail", Anchor: id}
 		}
@@ -69,8 +64,7 @@ func ObservePage(res *observer.HostResult, key, pathSets string, m Meta) *Page {
 			{"initramfs sha256", r.InitramfsSHA256}, {"accel", fmt.Sprintf("%s (%s), %d vCPU, %d MiB", r.Accel, r.AccelReason, r.CPUs, r.MemMB)},
 			{"QEMU", r.QEMUVersion}}
 	}
-	p.Provenance = append(p.Provenance, KV{"artefacts (beside run.json)", strings.Join(
-		[]string{observer.ConsoleFile, observer.AuditRawFile, observer.KernelConfigFile}, ", ")})
+	p.Artefacts = artefactLinks(pathSets, m.Dir)
 	if s := res.Summary; s != nil {
 		p.Provenance = append(p.Provenance, KV{"audit", fmt.Sprintf("received %d, lost %d (before %d), backlog %d of %d",
 			s.Audit.Received, s.Audit.Lost, s.Audit.LostBefore, s.Audit.Backlog, s.Audit.BacklogLimit)})
@@ -105,7 +99,12 @@ func observeSection(e observer.ExerciseSummary, key, pathSets, id, verdict strin
 		matched := cc.StraceDenials - len(cc.Mismatches)
 		s.Notes = append(s.Notes, fmt.Sprintf("cross-check: %d strace refusal(s), %d audit record(s); %d matched one for one",
 			cc.StraceDenials, cc.AuditRecords, matched))
-		if matched > 0 {
+		for _, r := range e.Matched {
+			s.Pairs = append(s.Pairs, Pair{Side: k.Kernel, Strace: matchedRefusal(r), Audit: r.Audit, Kind: "matched"})
+		}
+		// An observe.json from before the pairs were kept has only the
+		// record's count.
+		if matched > 0 && len(e.Matched) == 0 {
 			s.Pairs = append(s.Pairs, Pair{Side: k.Kernel, Strace: fmt.Sprintf("%d refusal(s)", matched),
 				Audit: []string{fmt.Sprintf("%d record(s), joined on pid + syscall, then object + rights", matched)}, Kind: "matched"})
 		}
@@ -156,4 +155,70 @@ func readJSON(path string, v any) error {
 		return fmt.Errorf("report: %s: %w", path, err)
 	}
 	return nil
+}
+
+// observeVerdict is the page's verdict and headline.
+func observeVerdict(res *observer.HostResult) (string, string) {
+	switch {
+	case res.Status == observer.StatusVerified:
+		return Pass, "Every exercise verified."
+	case res.Status == observer.StatusFailed:
+		return Fail, "An exercise failed."
+	case res.Status == observer.StatusIndeterminate && onlyInconclusive(res):
+		return Inconclusive, "Inconclusive: a run ran out of time before anything was found."
+	}
+	return Indeterminate, "Indeterminate: " + res.Reason
+}
+
+// matchedRefusal is a matched refusal's strace side: its trace line with
+// the line number, else the call, objects and rights.
+func matchedRefusal(r observer.Refusal) string {
+	if r.Line != "" {
+		return fmt.Sprintf("%d: %s", r.Number, r.Line)
+	}
+	return fmt.Sprintf("%s %s [%s]", r.Call, strings.Join(r.Objects, " "), strings.Join(r.Rights, ","))
+}
+
+// onlyInconclusive reports whether every exercise that was not verified
+// ran out of time, with at least one such (a failed kernel proof observes
+// no exercise): the run found nothing, nor failed to look.
+func onlyInconclusive(res *observer.HostResult) bool {
+	if res.Summary == nil {
+		return false
+	}
+	n := 0
+	for _, e := range res.Summary.Exercises {
+		switch {
+		case e.Inconclusive:
+			n++
+		case !e.Verified:
+			return false
+		}
+	}
+	return n > 0
+}
+
+// artefactLinks link the guest run's artefacts present in pathSets,
+// relative to dir (the page's directory) when given.
+func artefactLinks(pathSets, dir string) []Link {
+	var links []Link
+	for _, n := range []string{observer.ConsoleFile, observer.AuditRawFile, observer.KernelConfigFile} {
+		path := filepath.Join(pathSets, n)
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		href, err := filepath.Abs(path)
+		if err != nil {
+			continue
+		}
+		if dir != "" {
+			if d, err := filepath.Abs(dir); err == nil {
+				if rel, err := filepath.Rel(d, href); err == nil {
+					href = rel
+				}
+			}
+		}
+		links = append(links, Link{Name: n, Href: (&url.URL{Path: filepath.ToSlash(href)}).String()})
+	}
+	return links
 }

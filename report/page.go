@@ -18,6 +18,9 @@ const (
 	Indeterminate = "indeterminate"
 	Differ        = "differ"
 	Same          = "same"
+	// Inconclusive is a run that ran out of time before anything was
+	// found: no difference, no pass.
+	Inconclusive = "inconclusive"
 )
 
 // Page is everything one report shows. Repro, Verify and Observe fill it;
@@ -38,6 +41,9 @@ type Page struct {
 	Timings []Timing
 	// Provenance is what the run rests on: pins, hashes, accel.
 	Provenance []KV
+	// Artefacts link the run's files (a console, raw audit lines, a
+	// kernel configuration).
+	Artefacts []Link
 	// Generated is when the page was made.
 	Generated time.Time
 }
@@ -109,6 +115,11 @@ type Timing struct {
 type Phase struct {
 	Name    string
 	Seconds float64
+}
+
+// Link is one artefact: its name and where the page finds it.
+type Link struct {
+	Name, Href string
 }
 
 // KV is one provenance line.

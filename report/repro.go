@@ -15,6 +15,9 @@ type Meta struct {
 	Started time.Time
 	// Seconds is the whole run's wall time.
 	Seconds float64
+	// Dir is the directory the page is written into: links to a run's
+	// artefacts are relative to it ("": their absolute paths).
+	Dir string
 }
 
 // Repro renders a repro result: the two kernels as the matrix, one section

@@ -22,16 +22,9 @@ func VerifyPage(res *verify.Result, m Meta) *Page {
 	for _, c := range res.Cells {
 		counts[c.Verdict]++
 	}
-	p.Headline = fmt.Sprintf("%d kernel(s) × %d exercise(s): %d pass, %d fail, %d indeterminate.",
-		len(res.Kernels), len(res.Exercises), counts[verify.Pass], counts[verify.Fail], counts[verify.Indeterminate])
-	switch res.Status {
-	case verify.StatusPass:
-		p.Verdict = Pass
-	case verify.StatusFail:
-		p.Verdict = Fail
-	default:
-		p.Verdict = Indeterminate
-	}
+	p.Headline = fmt.Sprintf("%d kernel(s) × %d exercise(s): %d pass, %d fail, %d indeterminate, %d inconclusive.",
+		len(res.Kernels), len(res.Exercises), counts[verify.Pass], counts[verify.Fail], counts[verify.Indeterminate], counts[verify.Inconclusive])
+	p.Verdict = verifyVerdict(res.Status, counts)
 	mx := &Matrix{Corner: "kernel \\ exercise", Columns: res.Exercises}
 	for ki, k := range res.Kernels {
 		abi := k.ABI
@@ -77,6 +70,21 @@ func VerifyPage(res *verify.Result, m Meta) *Page {
 	return p
 }
 
+// verifyVerdict is the page's verdict from the status and the count of
+// cells per verdict.
+func verifyVerdict(status int, counts map[string]int) string {
+	switch {
+	case status == verify.StatusPass:
+		return Pass
+	case status == verify.StatusFail:
+		return Fail
+	case counts[verify.Indeterminate] == 0 && counts[verify.Inconclusive] > 0:
+		// Every cell that did not pass ran out of time.
+		return Inconclusive
+	}
+	return Indeterminate
+}
+
 func cellSection(c *verify.Cell, id string) Section {
 	s := Section{ID: id, Title: fmt.Sprintf("%s × %s", c.Kernel, c.Exercise), Verdict: c.Verdict}
 	if c.Release != "" {
@@ -90,7 +98,10 @@ func cellSection(c *verify.Cell, id string) Section {
 	}
 	for i, j := range c.Joint {
 		v := Pass
-		if !j.Agrees {
+		switch {
+		case j.TimedOut:
+			v = Inconclusive
+		case !j.Agrees:
 			v = Fail
 		}
 		s.Checks = append(s.Checks, Check{Name: fmt.Sprintf("joint run %d", i+1), Verdict: v, Detail: fmt.Sprintf("%s (status %d, %.1f s)", j.Verdict, j.Status, j.Seconds)})

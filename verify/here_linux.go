@@ -35,7 +35,8 @@ type HereOptions struct {
 	// WorkDir is the exercise's working directory; "" is
 	// exercise.DefaultWorkDir.
 	WorkDir string
-	// RunTimeout bounds each run; 0 is the exercise package's default.
+	// RunTimeout bounds each run below the policy's own timeout limit
+	// (observer.RunBound); with neither, the exercise package's default.
 	RunTimeout time.Duration
 	// Progress receives one line per step; nil discards.
 	Progress func(format string, args ...any)
@@ -62,17 +63,14 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	if c.unenforceable(opts.Policy) {
 		return c, nil
 	}
-	run := func(prefix []string) (*exercise.Result, error) {
-		return ex.Run(ctx, exercise.RunOptions{WorkDir: opts.WorkDir, Prefix: prefix, Timeout: opts.RunTimeout, Log: opts.Log})
-	}
+	bound := observer.RunBound(opts.Policy, opts.RunTimeout)
+	run := runner(ctx, ex, opts, bound)
 	opts.Progress("%s: reference run", ex.Name)
 	ref, err := run(nil)
 	if err != nil {
 		return nil, fmt.Errorf("verify: reference run: %w", err)
 	}
-	c.Reference = oneLine(ref.Verdict)
-	if prob := ref.Verdict.ReferenceProblem(); prob != nil {
-		c.Verdict, c.Why = Indeterminate, fmt.Sprintf("the reference run is no reference: %v", prob)
+	if c.noReference(ref, bound) {
 		return c, nil
 	}
 	scratch, err := os.MkdirTemp("", "lockstep-verify.")
@@ -88,6 +86,10 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !held && c.onlyTimedOut() {
+		c.Verdict, c.Why = Inconclusive, outOfTime("joint", bound)
+		return c, nil
+	}
 	if !held {
 		if err := c.diagnose(ctx, opts, ex.Name, run); err != nil {
 			return nil, err
@@ -98,6 +100,56 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// noReference records the reference run and reports whether it is none:
+// out of time (inconclusive) or unable to anchor the joint runs
+// (indeterminate).
+func (c *Cell) noReference(ref *exercise.Result, bound time.Duration) bool {
+	c.Reference = oneLine(ref.Verdict)
+	if ref.Verdict.ExitClass == verdict.Timeout {
+		c.Verdict, c.Why = Inconclusive, outOfTime("reference", bound)
+		return true
+	}
+	if prob := ref.Verdict.ReferenceProblem(); prob != nil {
+		c.Verdict, c.Why = Indeterminate, fmt.Sprintf("the reference run is no reference: %v", prob)
+		return true
+	}
+	return false
+}
+
+// runner runs ex once per call, bounded by bound: under lockstep run the
+// policy's timeout ends the command (124), and the runner's bound, a grace
+// later, is the backstop.
+func runner(ctx context.Context, ex *exercise.Exercise, opts HereOptions, bound time.Duration) runFunc {
+	return func(prefix []string) (*exercise.Result, error) {
+		b := bound
+		if prefix != nil && b != 0 {
+			b += observer.PrefixGrace
+		}
+		return ex.Run(ctx, exercise.RunOptions{WorkDir: opts.WorkDir, Prefix: prefix, Timeout: b, Log: opts.Log})
+	}
+}
+
+// outOfTime is the Why of an inconclusive cell: its kind of run ran into
+// bound (0: the exercise package's default).
+func outOfTime(kind string, bound time.Duration) string {
+	if bound == 0 {
+		bound = exercise.DefaultTimeout
+	}
+	return (&observer.TimeoutError{Kind: kind, Limit: bound}).Error()
+}
+
+// onlyTimedOut reports whether every joint run that disagreed with the
+// reference ran out of time: nothing showed a difference, so no diagnosis
+// run is owed (it would only run out of time again).
+func (c *Cell) onlyTimedOut() bool {
+	for _, j := range c.Joint {
+		if !j.Agrees && !j.TimedOut {
+			return false
+		}
+	}
+	return true
 }
 
 // runFunc runs the exercise once behind prefix (nil: on its own).
@@ -149,7 +201,8 @@ func (c *Cell) jointRuns(opts HereOptions, name string, run runFunc, ref *exerci
 			return false, fmt.Errorf("verify: joint run: %w", err)
 		}
 		agrees := res.Started && res.Verdict.Same(ref.Verdict)
-		c.Joint = append(c.Joint, JointRun{Verdict: oneLine(res.Verdict), Status: res.Status, Agrees: agrees, Seconds: res.Duration.Seconds()})
+		c.Joint = append(c.Joint, JointRun{Verdict: oneLine(res.Verdict), Status: res.Status, Agrees: agrees,
+			TimedOut: res.Verdict.ExitClass == verdict.Timeout, Seconds: res.Duration.Seconds()})
 		held = held && agrees
 	}
 	return held, nil

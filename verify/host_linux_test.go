@@ -149,3 +149,38 @@ func TestRunUnknownExercise(t *testing.T) {
 		t.Errorf("Run with an unknown exercise = %v; want it named with the ones there are", err)
 	}
 }
+
+// TestHereTimeoutInconclusive: an exercise that waits, refused its cache,
+// runs into the policy's timeout in every joint run; the cell is
+// inconclusive (status 3), not failed, and no diagnosis run follows.
+// Before, the time-out was a disagreement like any other: a diagnosis run,
+// then fail.
+func TestHereTimeoutInconclusive(t *testing.T) {
+	needHostKernel(t)
+	work := filepath.Join(t.TempDir(), "work")
+	b, err := os.ReadFile("testdata/BaseLanguage-generic.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.ReplaceAll(strings.ReplaceAll(string(b), "/var/tmp/testing-dir", work), "timeout=60", "timeout=3")
+	p, err := policy.Parse("BaseLanguage-generic.cfg", []byte(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Here(t.Context(), HereOptions{Kernel: "host", Policy: p, Exercises: "testdata/exercises", Key: "generic",
+		Exercise: "waits-when-refused", Exe: lockstepBinary(t), WorkDir: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Verdict != Inconclusive || !strings.Contains(c.Why, "ran out of time (3s") || c.Diagnosis != nil {
+		t.Fatalf("Here = %s (%s), diagnosis %v; want %s naming the 3 s timeout, no diagnosis", c.Verdict, c.Why, c.Diagnosis != nil, Inconclusive)
+	}
+	for i, j := range c.Joint {
+		if !j.TimedOut || j.Agrees {
+			t.Errorf("joint run %d = %+v; want timed out", i+1, j)
+		}
+	}
+	if st := status([]*Cell{{Verdict: Pass}, c}); st != StatusIndeterminate {
+		t.Errorf("status with an inconclusive cell = %d, want %d", st, StatusIndeterminate)
+	}
+}

@@ -22,6 +22,11 @@ const (
 	Pass          = "pass"
 	Fail          = "fail"
 	Indeterminate = "indeterminate"
+	// Inconclusive is a cell whose run ran out of time (the policy's
+	// timeout) before any run showed a difference: a time-out is no
+	// difference between kernels, as the observer judges it. It counts as
+	// indeterminate in the status (3).
+	Inconclusive = "inconclusive"
 )
 
 // Statuses of a verification, as `lockstep verify` exits.
@@ -39,7 +44,8 @@ type Cell struct {
 	Schema   int    `json:"schema"`
 	Kernel   string `json:"kernel"`
 	Exercise string `json:"exercise"`
-	// Verdict is Pass, Fail or Indeterminate; Why says why it is not Pass.
+	// Verdict is Pass, Fail, Indeterminate or Inconclusive; Why says why
+	// it is not Pass.
 	Verdict string `json:"verdict"`
 	Why     string `json:"why,omitempty"`
 	// Release and ABI describe the kernel the cell ran on.
@@ -67,10 +73,12 @@ type Cell struct {
 
 // JointRun is one run under the policy.
 type JointRun struct {
-	Verdict string  `json:"verdict"`
-	Status  int     `json:"status"`
-	Agrees  bool    `json:"agrees"`
-	Seconds float64 `json:"seconds"`
+	Verdict string `json:"verdict"`
+	Status  int    `json:"status"`
+	Agrees  bool   `json:"agrees"`
+	// TimedOut is a run that ran out of time (the policy's timeout).
+	TimedOut bool    `json:"timed_out,omitempty"`
+	Seconds  float64 `json:"seconds"`
 }
 
 // Check is one containment check.
@@ -112,7 +120,8 @@ type Result struct {
 // Cell returns the cell of kernel k and exercise e.
 func (r *Result) Cell(k, e int) *Cell { return r.Cells[k*len(r.Exercises)+e] }
 
-// status folds the cells: any fail → 1, else any indeterminate → 3, else 0.
+// status folds the cells: any fail → 1, else any indeterminate or
+// inconclusive → 3, else 0.
 func status(cells []*Cell) int {
 	st := StatusPass
 	for _, c := range cells {

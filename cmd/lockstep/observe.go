@@ -55,7 +55,8 @@ Writes into --path-sets: <key>_<ex>.abi10.json (schema 1), <key>_<ex>.abi10.cfg
 strace log; after a joint run that ran out of time, that of one observed run
 of the same policy), observe.json, run.json and the guest run's artefacts
 kvm-console.log (its console), audit-raw.log (every audit record as received)
-and kernel.config. See docs/observe.md.
+and kernel.config; --html's report links them and lists the cross-check's
+matched pairs (observe.json's cross_check_matched). See docs/observe.md.
 
 Exit status: 0 every exercise verified; 1 an exercise failed (its .abi10.json
 says why); 3 indeterminate (kernel proof failed, records lost, an exercise
@@ -186,7 +187,7 @@ func observeHost(ctx context.Context, io *stdio, kernelArg, html string, opts ob
 	}
 	fmt.Fprintf(io.out, "status %d in %.1f s (accel %s); results in %s\n", res.Status, time.Since(t0).Seconds(), res.Run.Accel, filepath.Clean(opts.PathSets))
 	render := func() ([]byte, error) {
-		return report.Observe(res, opts.Key, opts.PathSets, report.Meta{Started: t0, Seconds: time.Since(t0).Seconds()})
+		return report.Observe(res, opts.Key, opts.PathSets, report.Meta{Started: t0, Seconds: time.Since(t0).Seconds(), Dir: filepath.Dir(html)})
 	}
 	if err := writeReport(html, render); err != nil {
 		return fail(io, "observe", exitIndeterminate, err)

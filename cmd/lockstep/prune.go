@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ func init() {
 	})
 	register(&verb{
 		Name:  "prune",
-		Usage: "prune --key <key> --exercises <dir> --out <dir> [--in-guest | --on-host] [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--seeds <dir>] [--only <exercise>] [--check-minimality]",
+		Usage: "prune --key <key>|all --exercises <dir> --out <dir> [--in-guest | --on-host] [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--seeds <dir>] [--only <exercise>] [--check-minimality]",
 		Short: "prune a policy for every exercise of a key (the default prune)",
 		Long: `Runs lockstep's layer pruner for every exercise of --key under --exercises
 (<dir>/<family>/<exercise>/, key from prune.json or the family's name): a
@@ -41,6 +42,10 @@ containment checks. Each exercise writes <key>_<exercise>.cfg with its header
 and the schema-2 record <key>_<exercise>.json into --out, or, when it aborts,
 <key>_<exercise>.aborted.json and no .cfg. Stale files of the key in --out
 are removed first.
+
+--key all prunes every key of the exercise tree in turn, each into
+<out>/<key> (the path sets observe --key all reads); one key's failure does
+not stop the others, and the status is the worst (1 over 70 over 3 over 0).
 
 By default each exercise is pruned in a fresh throwaway guest (--kernel, the
 pinned kernel by default; --root, the host's / by default, read-only with a
@@ -63,7 +68,7 @@ $ LOCKSTEP_DISPOSABLE=1 lockstep prune --on-host --key generic --exercises testd
 }
 
 func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
-	key := fs.String("key", "", "language `key` whose exercises are pruned")
+	key := fs.String("key", "", "language `key` whose exercises are pruned, or all: every key, each into <out>/<key>")
 	root := fs.String("exercises", "", "testing root `dir`ectory (<dir>/<family>/<exercise>/)")
 	out := fs.String("out", "", "output `dir`ectory for <key>_<exercise>.cfg/.json/.aborted.json")
 	inGuest := fs.Bool("in-guest", false, "prune on the running kernel (the guest's side)")
@@ -85,7 +90,11 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 		switch {
 		case len(args) > 0:
 			return usageExit(io, v, usagef("unexpected arguments %q", args))
-		case !exercise.ValidKey(*key):
+		case *key == allKeys && *inGuest:
+			return usageExit(io, v, usagef("--key %s is the host's: the guest prunes one key", allKeys))
+		case *key == allKeys && *only != "":
+			return usageExit(io, v, usagef("--only names an exercise of one key; --key %s prunes every key", allKeys))
+		case *key != allKeys && !exercise.ValidKey(*key):
 			return usageExit(io, v, usagef("--key %q: want lower-case words joined by hyphens, e.g. java-gradle", *key))
 		case *root == "" || *out == "":
 			return usageExit(io, v, usagef("--exercises and --out are required"))
@@ -95,10 +104,7 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 		if err := checkAccel(*accel); err != nil {
 			return usageExit(io, v, err)
 		}
-		found, code := pruneExercises(io, *root, *key, *only)
-		if code != exitOK {
-			return code
-		}
+		var pruneKey func(key, out string) int
 		if *inGuest || *onHost {
 			if err := prune.Disposable(); err != nil {
 				return fail(io, "prune", exitRefused, err)
@@ -107,13 +113,68 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 			if err != nil {
 				return rootDigestExit(io, v, err)
 			}
-			return pruneHere(ctx, io, pruneguest.GuestOptions{Key: *key, Exercises: *root, Only: *only, Found: found, Out: *out,
-				SeedDir: *seeds, WorkDir: *workDir, SkipContainment: *skipContain, CheckMinimality: *minimal, RootDigest: digest, Quiet: *quiet})
+			pruneKey = pruneKeyHere(ctx, io, pruneguest.GuestOptions{Exercises: *root, Only: *only, SeedDir: *seeds, WorkDir: *workDir,
+				SkipContainment: *skipContain, CheckMinimality: *minimal, RootDigest: digest, Quiet: *quiet})
+		} else {
+			pruneKey = pruneKeyGuests(ctx, io, *kernelArg, pruneguest.HostOptions{Exercises: *root, Only: *only, Seeds: *seeds,
+				SkipContainment: *skipContain, CheckMinimality: *minimal, Quiet: *quiet, Sizing: harness.Sizing{Root: *rootDir, Accel: *accel, MemMB: 1024}})
 		}
-		return pruneGuests(ctx, io, *kernelArg, pruneguest.HostOptions{Key: *key, Exercises: *root, Only: *only, Found: found,
-			Out: *out, Seeds: *seeds, SkipContainment: *skipContain, CheckMinimality: *minimal, Quiet: *quiet,
-			Sizing: harness.Sizing{Root: *rootDir, Accel: *accel, MemMB: 1024}})
+		if *key == allKeys {
+			return pruneAll(ctx, io, *root, *out, pruneKey)
+		}
+		return pruneKey(*key, *out)
 	}
+}
+
+// pruneKeyHere prunes one key's exercises on this machine, opts the
+// options of every key.
+func pruneKeyHere(ctx context.Context, io *stdio, opts pruneguest.GuestOptions) func(key, out string) int {
+	return func(key, out string) int {
+		found, code := pruneExercises(io, opts.Exercises, key, opts.Only)
+		if code != exitOK {
+			return code
+		}
+		o := opts
+		o.Key, o.Out, o.Found = key, out, found
+		return pruneHere(ctx, io, o)
+	}
+}
+
+// pruneKeyGuests prunes one key's exercises, each in a fresh guest, opts
+// the options of every key.
+func pruneKeyGuests(ctx context.Context, io *stdio, kernelArg string, opts pruneguest.HostOptions) func(key, out string) int {
+	return func(key, out string) int {
+		found, code := pruneExercises(io, opts.Exercises, key, opts.Only)
+		if code != exitOK {
+			return code
+		}
+		o := opts
+		o.Key, o.Out, o.Found = key, out, found
+		return pruneGuests(ctx, io, kernelArg, o)
+	}
+}
+
+// pruneAll prunes every key of the exercise tree in turn, in key order,
+// each into its own <out>/<key> (the path set `observe --key all` reads),
+// so each key's policies, records and stale-file clean-up stay apart. One
+// key's failure does not stop the others; the status is the worst (1 over
+// 70 over 3 over 0). A refusal of the machine (125) is taken before any key.
+func pruneAll(ctx context.Context, io *stdio, root, out string, pruneKey func(key, out string) int) int {
+	keys, err := exerciseKeys(root)
+	if err != nil {
+		return fail(io, "prune", exitFail, err)
+	}
+	status := exitOK
+	for _, k := range keys {
+		dir := filepath.Join(out, k)
+		fmt.Fprintf(io.out, "key %s: out %s\n", k, dir)
+		status = worstStatus(status, pruneKey(k, dir))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	fmt.Fprintf(io.out, "every key (%s): status %d\n", strings.Join(keys, ", "), status)
+	return status
 }
 
 // pruneExercises are the key's exercises under root (only the one named

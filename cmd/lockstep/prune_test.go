@@ -163,3 +163,58 @@ func TestPruneGuest(t *testing.T) {
 		t.Errorf("the record has %d minimality summaries, want 1 (--check-minimality)", summaries)
 	}
 }
+
+// TestPruneAllKeys: --key all prunes every key of the exercise tree in key
+// order, each into its own <out>/<key>; the first key's abort does not stop
+// the second, whose abort record lands in its own directory, and the status
+// is the worst. In the guest, and with --only, all is a usage error.
+func TestPruneAllKeys(t *testing.T) {
+	root := t.TempDir()
+	src, err := filepath.Abs("../../testdata/exercises/broken/failing-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two keys, each an exercise that aborts at its baseline (before the
+	// enforcer is needed): the key comes from the family's name.
+	for _, k := range []string{"beta", "alpha"} {
+		dst := filepath.Join(root, k, "failing-test")
+		if err := os.MkdirAll(filepath.Join(root, k), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v\n%s", err, b)
+		}
+		cfg := `{"key": "` + k + `", "report_globs": ["test-reports/*.xml"]}`
+		if err := os.WriteFile(filepath.Join(dst, "prune.json"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	t.Setenv("LOCKSTEP_DISPOSABLE", "1")
+	t.Setenv("LOCKSTEP_GUEST", "")
+	var o, e bytes.Buffer
+	args := []string{"prune", "--on-host", "--key", "all", "--exercises", root, "--out", out, "--skip-containment",
+		"--work-dir", filepath.Join(t.TempDir(), "testing-dir")}
+	if code := run(t.Context(), args, &stdio{out: &o, err: &e}); code != exitFail {
+		t.Fatalf("lockstep %s = %d, want %d; stdout %q, stderr %q", strings.Join(args, " "), code, exitFail, o.String(), e.String())
+	}
+	a, b := strings.Index(o.String(), "key alpha: out "+filepath.Join(out, "alpha")), strings.Index(o.String(), "key beta: out "+filepath.Join(out, "beta"))
+	if a < 0 || b < a {
+		t.Errorf("keys not visited in order: %q", o.String())
+	}
+	if !strings.Contains(o.String(), "every key (alpha, beta): status 1") {
+		t.Errorf("no summary line: %q", o.String())
+	}
+	for _, k := range []string{"alpha", "beta"} {
+		if _, err := os.Stat(filepath.Join(out, k, k+"_failing-test.aborted.json")); err != nil {
+			t.Errorf("key %s: no abort record in its own directory: %v", k, err)
+		}
+	}
+	for _, tc := range [][]string{{"--in-guest"}, {"--on-host", "--only", "failing-test"}} {
+		e.Reset()
+		args := append([]string{"prune", "--key", "all", "--exercises", root, "--out", out}, tc...)
+		if code := run(t.Context(), args, &stdio{out: &o, err: &e}); code != exitUsage || !strings.Contains(e.String(), "--key all") {
+			t.Errorf("lockstep %s = %d, %q; want a usage error naming --key all", strings.Join(args, " "), code, e.String())
+		}
+	}
+}

@@ -38,14 +38,19 @@ runs them one after another). In each guest:
   4. if one did not: a diagnosis run under strace (and Landlock's audit
      records where the kernel offers them, ABI 7+) names every refused call,
      its object, rights, record and the row that would grant it: fail;
+     if every one that did not ran out of time: inconclusive, no diagnosis;
   5. else containment: a canary file outside every grant stays unreadable, a
      TCP port no rule names stays unreachable: pass, or fail naming the check.
 
-Prints the matrix kernel × exercise (pass, fail with the refused calls,
-indeterminate with why). See docs/verify.md.
+Every run is bounded by the policy's [limits] timeout; a run that runs out
+of time makes the cell inconclusive (a time-out is no difference between the
+kernels), unless a joint run had already disagreed without timing out.
 
-Exit status: 0 every cell passed; 1 any failed; 3 any indeterminate and none
-failed; 2 usage.`,
+Prints the matrix kernel × exercise (pass, fail with the refused calls,
+indeterminate or inconclusive with why). See docs/verify.md.
+
+Exit status: 0 every cell passed; 1 any failed; 3 any indeterminate or
+inconclusive and none failed; 2 usage.`,
 		Example: `# The generic base on the default pin and Debian trixie's 6.12
 $ lockstep verify --base BaseLanguage-generic.cfg --kernel 7.2.13 --kernel 6.12.117 --exercises verify/testdata/exercises --key generic --html verify.html`,
 		Flags: verifyFlags,

@@ -1,0 +1,84 @@
+package report
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/observer"
+	"github.com/lockstep-sandbox/lockstep/verify"
+)
+
+// TestVerifyPageInconclusive renders a real cell whose joint runs ran out
+// of the policy's 3 s timeout (testdata/README.md): the page, the matrix
+// cell and the joint runs say inconclusive, in their own colour, and the
+// headline counts it apart from indeterminate.
+func TestVerifyPageInconclusive(t *testing.T) {
+	c, err := verify.ReadCell("testdata/verify-host-inconclusive-cell.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &verify.Result{Schema: verify.ResultSchema, Status: verify.StatusIndeterminate, Key: "generic",
+		Kernels: []verify.KernelInfo{{Name: c.Kernel, ABI: c.ABI}}, Exercises: []string{c.Exercise}, Cells: []*verify.Cell{c}}
+	p := VerifyPage(res, Meta{})
+	if p.Verdict != Inconclusive || !strings.Contains(p.Headline, "0 indeterminate, 1 inconclusive") {
+		t.Errorf("page verdict %q, headline %q; want %s counted apart", p.Verdict, p.Headline, Inconclusive)
+	}
+	page, err := Render(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`id="verdict">inconclusive<`, `class="cell inconclusive"`, `.inconclusive {`,
+		`<span class="badge inconclusive">inconclusive</span></td><td>timeout`, "ran out of time (3s"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// TestObservePagePairsAndArtefacts renders a real observe run's files
+// (testdata/observe-fixture-7.2.13-pairs, README.md): the cross-check lists
+// every matched pair, the strace line beside its audit record, and the
+// artefacts next to run.json are linked relative to the page.
+func TestObservePagePairsAndArtefacts(t *testing.T) {
+	dir := "testdata/observe-fixture-7.2.13-pairs"
+	var sum observer.Summary
+	b, err := os.ReadFile(filepath.Join(dir, observer.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Exercises) == 0 || len(sum.Exercises[0].Matched) == 0 {
+		t.Fatalf("the captured observe.json has no matched pairs: %+v", sum.Exercises)
+	}
+	matched := sum.Exercises[0].Matched
+	page, err := ObserveDir(dir, Meta{Started: time.Date(2026, 12, 2, 2, 10, 0, 0, time.UTC), Dir: "testdata"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(page)
+	if n := strings.Count(html, "&#x2194; matched"); n < len(matched) {
+		t.Errorf("%d matched row(s) on the page, want the %d pairs", n, len(matched))
+	}
+	for _, m := range matched {
+		if !strings.Contains(html, m.Line) && !strings.Contains(html, templateEscape(m.Line)) {
+			t.Errorf("the page lacks the matched strace line %q", m.Line)
+		}
+	}
+	for _, n := range []string{observer.ConsoleFile, observer.AuditRawFile, observer.KernelConfigFile} {
+		if want := `<a href="observe-fixture-7.2.13-pairs/` + n + `">` + n + `</a>`; !strings.Contains(html, want) {
+			t.Errorf("the page lacks the link %s", want)
+		}
+	}
+}
+
+// templateEscape is html/template's escaping of text, for comparisons.
+func templateEscape(s string) string {
+	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;", "+", "&#43;")
+	return r.Replace(s)
+}
