@@ -236,7 +236,12 @@ func (p *pid1) openPorts() error {
 			if !ok || *f != nil {
 				continue
 			}
-			if *f, err = os.OpenFile("/dev/"+e.Name(), os.O_WRONLY, 0); err != nil {
+			// The results port is read too: the host's ResultsAck.
+			mode := os.O_WRONLY
+			if f == &p.resFile {
+				mode = os.O_RDWR
+			}
+			if *f, err = os.OpenFile("/dev/"+e.Name(), mode, 0); err != nil {
 				return fmt.Errorf("open virtio port %s: %w", e.Name(), err)
 			}
 		}
@@ -410,6 +415,8 @@ func (p *pid1) finish(status int) {
 		sum, err := proto.WriteFrame(frame, payload)
 		if err != nil {
 			fmt.Fprintf(p.console, "lockstep-guest: %v\n", err)
+		} else {
+			p.awaitAck()
 		}
 		p.mu.Lock()
 		if p.events != nil {
@@ -428,6 +435,32 @@ func (p *pid1) finish(status int) {
 		// -no-reboot makes QEMU exit.
 		unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART)
 		time.Sleep(time.Second)
+	}
+}
+
+// ackWait bounds PID 1's wait for the host's ResultsAck: past it the run
+// ends as it would have without one (the host names a frame cut short).
+const ackWait = 30 * time.Second
+
+// awaitAck waits until the host says it has read the whole results frame
+// (proto.ResultsAck), so that the reboot cannot drop its tail.
+func (p *pid1) awaitAck() {
+	got := make(chan error, 1)
+	go func() {
+		b := make([]byte, 1)
+		_, err := io.ReadFull(p.resFile, b)
+		if err == nil && b[0] != proto.ResultsAck {
+			err = fmt.Errorf("got %q, want %q", b[0], proto.ResultsAck)
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			fmt.Fprintf(p.console, "lockstep-guest: the host's acknowledgement of the results frame: %v\n", err)
+		}
+	case <-time.After(ackWait):
+		fmt.Fprintf(p.console, "lockstep-guest: no acknowledgement of the results frame in %v\n", ackWait)
 	}
 }
 

@@ -799,6 +799,9 @@ func (g *guestRun) readResults(ch *guestChannels, exited <-chan struct{}) {
 	}
 	defer conn.Close()
 	ch.payload, ch.sum, ch.resErr = proto.ReadFrame(conn, guest.MaxResults)
+	// PID 1 reboots once it has this, and not before: the frame's tail is
+	// safe here by now. (A guest gone already makes the write fail.)
+	_, _ = conn.Write([]byte{proto.ResultsAck})
 }
 
 // finish waits up to timeout for both readers and reports whether they

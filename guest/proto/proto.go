@@ -63,6 +63,12 @@ const (
 	// died by a signal: the command's CPU time and peak memory, the kernel's
 	// OOM-kill count, the memory left and the last PID, at that moment.
 	SignaledPrefix = "LOCKSTEP-JOB-SIGNALED "
+	// ResultsAck is the byte the host writes back on the results port
+	// once it has read the whole results frame. PID 1 waits for it before
+	// it reboots: a reboot ends QEMU, which drops what it has taken from
+	// the port but not yet written to the host's socket (a frame cut short
+	// under load: "read results frame payload …: unexpected EOF").
+	ResultsAck = 'A'
 )
 
 // Test hooks: names accepted in [CmdlineHook]. They exist so the harness's
