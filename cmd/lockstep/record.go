@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 
@@ -157,24 +158,15 @@ func (a *recordArgs) readScript() (string, error) {
 }
 
 func (a *recordArgs) recordRun(ctx context.Context, io *stdio, cmd []string) int {
-	v := verbs["record"]
-	if err := recorder.CheckCommand(cmd); err != nil {
-		return usageExit(io, v, err)
+	g, code := a.guestSession(ctx, io, cmd)
+	if g == nil {
+		return code
 	}
-	script, err := a.readScript()
-	if err != nil {
-		return usageExit(io, v, err)
-	}
-	io, end := withProgressDisplay(io, "record")
-	defer end()
-	log := progressLogger(io, "record", *a.quiet)
-	bz, err := resolveKernel(ctx, *a.kernelA, log)
-	if err != nil {
-		return fail(io, "record", exitIndeterminate, err)
-	}
-	log.Info("booting a guest to record the session (the program runs unsandboxed there)")
-	opts := recorder.RunOptions{Recording: a.recording(), Exercise: *a.exercise, Script: script, Command: cmd, Kernel: bz,
-		Sizing: a.sizing(), Verbose: io.verbose, Log: log}
+	defer g.end()
+	io = g.io
+	g.log.Info("booting a guest to record the session (the program runs unsandboxed there)")
+	opts := recorder.RunOptions{Recording: a.recording(), Exercise: *a.exercise, Script: g.script, Command: cmd, Kernel: g.kernel,
+		Sizing: a.sizing(), Verbose: io.verbose, Log: g.log}
 	if io.verbose {
 		opts.Stderr = io.err
 	}
@@ -183,9 +175,7 @@ func (a *recordArgs) recordRun(ctx context.Context, io *stdio, cmd []string) int
 		return fail(io, "record", exitIndeterminate, err)
 	}
 	if *a.asJSON {
-		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintf(io.out, "%s\n", b)
-		return res.Status
+		return writeJSON(io, res, res.Status)
 	}
 	switch res.Status {
 	case recorder.StatusOK:
@@ -261,24 +251,15 @@ func (a *recordArgs) recordDiff(io *stdio) int {
 }
 
 func (a *recordArgs) recordCheck(ctx context.Context, io *stdio, cmd []string) int {
-	v := verbs["record"]
-	if err := recorder.CheckCommand(cmd); err != nil {
-		return usageExit(io, v, err)
+	g, code := a.guestSession(ctx, io, cmd)
+	if g == nil {
+		return code
 	}
-	script, err := a.readScript()
-	if err != nil {
-		return usageExit(io, v, err)
-	}
-	io, end := withProgressDisplay(io, "record")
-	defer end()
-	log := progressLogger(io, "record", *a.quiet)
-	bz, err := resolveKernel(ctx, *a.kernelA, log)
-	if err != nil {
-		return fail(io, "record", exitIndeterminate, err)
-	}
-	log.Info("booting a guest to replay the script under the policy")
-	opts := recorder.CheckOptions{Recording: a.recording(), PolicyFile: *a.policyFile, Exercise: *a.exercise, Script: script, Command: cmd,
-		Kernel: bz, Sizing: a.sizing(), Verbose: io.verbose, Log: log}
+	defer g.end()
+	io = g.io
+	g.log.Info("booting a guest to replay the script under the policy")
+	opts := recorder.CheckOptions{Recording: a.recording(), PolicyFile: *a.policyFile, Exercise: *a.exercise, Script: g.script, Command: cmd,
+		Kernel: g.kernel, Sizing: a.sizing(), Verbose: io.verbose, Log: g.log}
 	if io.verbose {
 		opts.Stderr = io.err
 	}
@@ -290,12 +271,43 @@ func (a *recordArgs) recordCheck(ctx context.Context, io *stdio, cmd []string) i
 		return fail(io, "record", exitIndeterminate, err)
 	}
 	if *a.asJSON {
-		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintf(io.out, "%s\n", b)
-		return res.Status
+		return writeJSON(io, res, res.Status)
 	}
 	printCheck(io, res)
 	return res.Status
+}
+
+// recordGuest is what record run and record check share before a guest
+// boots: the checked command's script, the progress display (end closes
+// it) and the kernel.
+type recordGuest struct {
+	io     *stdio
+	end    func()
+	log    *slog.Logger
+	script string
+	kernel string
+}
+
+// guestSession checks cmd, reads --script, opens the progress display and
+// resolves the kernel; on failure it returns nil and the exit status.
+func (a *recordArgs) guestSession(ctx context.Context, io *stdio, cmd []string) (*recordGuest, int) {
+	v := verbs["record"]
+	if err := recorder.CheckCommand(cmd); err != nil {
+		return nil, usageExit(io, v, err)
+	}
+	script, err := a.readScript()
+	if err != nil {
+		return nil, usageExit(io, v, err)
+	}
+	pio, end := withProgressDisplay(io, "record")
+	log := progressLogger(pio, "record", *a.quiet)
+	bz, err := resolveKernel(ctx, *a.kernelA, log)
+	if err != nil {
+		code := fail(pio, "record", exitIndeterminate, err)
+		end()
+		return nil, code
+	}
+	return &recordGuest{io: pio, end: end, log: log, script: script, kernel: bz}, exitOK
 }
 
 func printCheck(io *stdio, res *recorder.CheckResult) {
