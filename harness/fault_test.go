@@ -241,7 +241,7 @@ func TestOOMKills(t *testing.T) {
 		"[    9.2] Out of memory: Killed process 93 (perl) total-vm:131420kB, anon-rss:110000kB, file-rss:4kB, shmem-rss:0kB, UID:0 pgtables:300kB oom_score_adj:0\r\n" +
 		"[    9.3] Memory cgroup out of memory: Killed process 97 (python3) total-vm:9000kB, anon-rss:8000kB\n" +
 		"LOCKSTEP-STATUS 137\n"
-	got := oomKills([]byte(console))
+	got := oomKills(splitConsole(console))
 	want := []string{
 		"[    9.2] Out of memory: Killed process 93 (perl) total-vm:131420kB, anon-rss:110000kB, file-rss:4kB, shmem-rss:0kB, UID:0 pgtables:300kB oom_score_adj:0",
 		"[    9.3] Memory cgroup out of memory: Killed process 97 (python3) total-vm:9000kB, anon-rss:8000kB",
@@ -249,10 +249,10 @@ func TestOOMKills(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("oomKills = %q\nwant %q", got, want)
 	}
-	if got := oomKills([]byte(strings.Repeat("Out of memory: Killed process 1 (x)\n", 50))); len(got) != maxOOMKills {
+	if got := oomKills(splitConsole(strings.Repeat("Out of memory: Killed process 1 (x)\n", 50))); len(got) != maxOOMKills {
 		t.Errorf("oomKills kept %d of 50 lines, want %d", len(got), maxOOMKills)
 	}
-	if got := oomKills([]byte("LOCKSTEP-STATUS 0\n")); got != nil {
+	if got := oomKills(splitConsole("LOCKSTEP-STATUS 0\n")); got != nil {
 		t.Errorf("oomKills of a console without one = %q", got)
 	}
 }
@@ -264,13 +264,16 @@ func TestSignaledLine(t *testing.T) {
 		"\r\nLOCKSTEP-JOB-SIGNALED signal=9 (killed) job_user_s=0.01 job_sys_s=0.00 job_maxrss_kb=1800 oom_kill=0 mem_available_kb=400000 mem_total_kb=480000 last_pid=77\r\n" +
 		"LOCKSTEP-STATUS 137\r\n"
 	want := "signal=9 (killed) job_user_s=0.01 job_sys_s=0.00 job_maxrss_kb=1800 oom_kill=0 mem_available_kb=400000 mem_total_kb=480000 last_pid=77"
-	if got := signaledLine([]byte(console)); got != want {
+	if got := signaledLine(splitConsole(console)); got != want {
 		t.Errorf("signaledLine = %q\nwant %q", got, want)
 	}
-	if got := signaledLine([]byte("LOCKSTEP-STATUS 0\n")); got != "" {
+	if got := signaledLine(splitConsole("LOCKSTEP-STATUS 0\n")); got != "" {
 		t.Errorf("signaledLine of a console without one = %q", got)
 	}
 }
+
+// splitConsole is every line of console, as conclude splits it.
+func splitConsole(console string) []string { return consoleLines([]byte(console), len(console)+1) }
 
 // FuzzOOMKills: the console is the guest's; every line returned is one of
 // its lines naming a kill, and there are never more than maxOOMKills.
@@ -278,7 +281,7 @@ func FuzzOOMKills(f *testing.F) {
 	f.Add([]byte("[ 9.2] Out of memory: Killed process 93 (perl)\r\nLOCKSTEP-STATUS 137\n"))
 	f.Add([]byte("Memory cgroup out of memory: Killed process 1 (a)\n\n\r"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got := oomKills(b)
+		got := oomKills(splitConsole(string(b)))
 		if len(got) > maxOOMKills {
 			t.Fatalf("%d lines, more than %d", len(got), maxOOMKills)
 		}

@@ -870,9 +870,11 @@ func (g *guestRun) waitGuest(ctx context.Context, ch *guestChannels, q *qemuProc
 func (g *guestRun) conclude(ctx context.Context, ch *guestChannels, w *waitState, q *qemuProcess, stuck bool) error {
 	res, o := g.res, g.o
 	console, _ := os.ReadFile(g.consolePath)
-	res.ConsoleTail = consoleLines(console, consoleTailLines)
-	res.OOMKills = oomKills(console)
-	res.Signaled = signaledLine(console)
+	// Split once; the tail, the OOM kills and PID 1's witness all read it.
+	all := consoleLines(console, len(console)+1)
+	res.ConsoleTail = all[max(0, len(all)-consoleTailLines):]
+	res.OOMKills = oomKills(all)
+	res.Signaled = signaledLine(all)
 	if res.Signaled != "" && len(res.OOMKills) == 0 {
 		g.log.Warn("the command died by a signal no OOM killer sent", "guest", res.Signaled)
 	}
@@ -941,10 +943,11 @@ var oomKillMarks = []string{"Out of memory: Killed process ", "out of memory: Ki
 // maxOOMKills bounds the OOM-killer lines kept from one console.
 const maxOOMKills = 10
 
-// oomKills returns the console's first OOM-killer lines, '\r' stripped.
-func oomKills(console []byte) []string {
+// oomKills returns the first OOM-killer lines of the console's lines
+// (consoleLines).
+func oomKills(lines []string) []string {
 	var out []string
-	for _, l := range strings.Split(strings.ReplaceAll(string(console), "\r", ""), "\n") {
+	for _, l := range lines {
 		if len(out) == maxOOMKills {
 			break
 		}
@@ -959,9 +962,9 @@ func oomKills(console []byte) []string {
 }
 
 // signaledLine returns PID 1's line about a command that died by a signal,
-// without its prefix, or "".
-func signaledLine(console []byte) string {
-	for _, l := range strings.Split(strings.ReplaceAll(string(console), "\r", ""), "\n") {
+// without its prefix, or "", from the console's lines (consoleLines).
+func signaledLine(lines []string) string {
+	for _, l := range lines {
 		if _, rest, ok := strings.Cut(l, proto.SignaledPrefix); ok {
 			return strings.TrimSpace(rest)
 		}
