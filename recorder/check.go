@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,18 +59,12 @@ type CheckResult struct {
 
 // CheckOptions configure Check.
 type CheckOptions struct {
-	Recording string
+	// RunOptions are the replayed session's, as Run takes them (the
+	// recording, exercise, script, command, kernel, sizing and output).
+	RunOptions
 	// PolicyFile is the policy to replay under ("" the recording's
 	// generated policy.cfg).
 	PolicyFile string
-	Exercise   string
-	Script     string
-	Command    []string
-	Kernel     string
-	harness.Sizing
-	Stderr  io.Writer
-	Verbose bool
-	Log     *slog.Logger
 }
 
 // Check replays the scripted session in a fresh guest under the policy

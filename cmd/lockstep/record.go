@@ -258,8 +258,8 @@ func (a *recordArgs) recordCheck(ctx context.Context, io *stdio, cmd []string) i
 	defer g.end()
 	io = g.io
 	g.log.Info("booting a guest to replay the script under the policy")
-	opts := recorder.CheckOptions{Recording: a.recording(), PolicyFile: *a.policyFile, Exercise: *a.exercise, Script: g.script, Command: cmd,
-		Kernel: g.kernel, Sizing: a.sizing(), Verbose: io.verbose, Log: g.log}
+	opts := recorder.CheckOptions{PolicyFile: *a.policyFile, RunOptions: recorder.RunOptions{Recording: a.recording(), Exercise: *a.exercise,
+		Script: g.script, Command: cmd, Kernel: g.kernel, Sizing: a.sizing(), Verbose: io.verbose, Log: g.log}}
 	if io.verbose {
 		opts.Stderr = io.err
 	}
