@@ -121,22 +121,8 @@ func TestCrossCheckSymlinksHostKernel(t *testing.T) {
 // kernel's record names /proc/<pid>/mounts), and the exercise is verified
 // with no mismatch and no audit-only record.
 func TestProcMountsHostKernel(t *testing.T) {
-	needRootAudit(t)
-	col, err := audit.Start(audit.Options{})
-	if err != nil {
-		t.Fatalf("audit.Start: %v", err)
-	}
-	defer col.Close()
-	found, err := exercise.ForKey("testdata/exercises", "observer")
-	i := slices.IndexFunc(found, func(f exercise.Found) bool { return f.Name == "proc-mounts" })
-	if err != nil || i < 0 {
-		t.Fatalf("ForKey(observer) = %v, %v; want proc-mounts among them", found, err)
-	}
-	o := &observer{opts: GuestOptions{Key: "observer", PathSets: observerPathSet, ReferenceRuns: 1, JointRuns: 1, Rounds: 3},
-		exe: lockstepBinary(t), work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10,
-		log: slog.New(slog.DiscardHandler)}
-	o.opts.Progress = testWriter{t}
-	k, _, trace, es := o.verify(t.Context(), found[i])
+	o, ex := observerKeyCase(t, "proc-mounts", 1)
+	k, _, trace, es := o.verify(t.Context(), ex)
 	if !es.Verified || k.CrossCheck == nil || len(k.Mismatches) != 0 || len(k.AuditOnly) != 0 {
 		t.Fatalf("verified %v (%s), cross-check %+v", es.Verified, es.Reason, k.CrossCheck)
 	}
@@ -192,4 +178,27 @@ func TestRefusedOpen(t *testing.T) {
 			t.Errorf("refusedOpen(%q) = %v, want %v", tc.trace, got, tc.want)
 		}
 	}
+}
+
+// observerKeyCase is an observer on this machine's kernel with a collector
+// of its own (closed when the test ends), one reference run and joint joint
+// runs, and the exercise name of the observer key's reference exercises.
+func observerKeyCase(t *testing.T, name string, joint int) (*observer, exercise.Found) {
+	t.Helper()
+	needRootAudit(t)
+	col, err := audit.Start(audit.Options{})
+	if err != nil {
+		t.Fatalf("audit.Start: %v", err)
+	}
+	t.Cleanup(func() { col.Close() })
+	found, err := exercise.ForKey("testdata/exercises", "observer")
+	i := slices.IndexFunc(found, func(f exercise.Found) bool { return f.Name == name })
+	if err != nil || i < 0 {
+		t.Fatalf("ForKey(observer) = %v, %v; want %s among them", found, err, name)
+	}
+	o := &observer{opts: GuestOptions{Key: "observer", PathSets: observerPathSet, ReferenceRuns: 1, JointRuns: joint, Rounds: 3},
+		exe: lockstepBinary(t), work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10,
+		log: slog.New(slog.DiscardHandler)}
+	o.opts.Progress = testWriter{t}
+	return o, found[i]
 }

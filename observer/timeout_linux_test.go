@@ -4,15 +4,11 @@ package observer
 
 import (
 	"errors"
-	"log/slog"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/observer/audit"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 )
 
 // TestJointTimeoutHostKernel: a joint run that runs out of time leaves the
@@ -21,23 +17,9 @@ import (
 // that of one observed run of the same policy, which shows where it
 // stopped.
 func TestJointTimeoutHostKernel(t *testing.T) {
-	needRootAudit(t)
-	col, err := audit.Start(audit.Options{})
-	if err != nil {
-		t.Fatalf("audit.Start: %v", err)
-	}
-	defer col.Close()
-	found, err := exercise.ForKey("testdata/exercises", "observer")
-	i := slices.IndexFunc(found, func(f exercise.Found) bool { return f.Name == "nofile-hang" })
-	if err != nil || i < 0 {
-		t.Fatalf("ForKey(observer) = %v, %v; want nofile-hang among them", found, err)
-	}
-	o := &observer{opts: GuestOptions{Key: "observer", PathSets: observerPathSet, ReferenceRuns: 1, JointRuns: 2, Rounds: 3},
-		exe: lockstepBinary(t), work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10,
-		log: slog.New(slog.DiscardHandler)}
-	o.opts.Progress = testWriter{t}
+	o, ex := observerKeyCase(t, "nofile-hang", 2)
 	t0 := time.Now()
-	k, _, trace, es := o.verify(t.Context(), found[i])
+	k, _, trace, es := o.verify(t.Context(), ex)
 	took := time.Since(t0)
 	t.Logf("%s; runs %v; %.1f s", es.Reason, es.Runs, took.Seconds())
 	if es.Verified || !es.Inconclusive || !strings.Contains(es.Reason, "joint run ran out of time (30s") {
