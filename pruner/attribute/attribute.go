@@ -222,18 +222,7 @@ func (a *Attributor) Observe(c *strace.Call) *Refusal {
 		r.Layer = Other
 		r.Reason = fmt.Sprintf("refused inside a Landlock domain the command stacked itself (depth %d): its own rules may be what refused, and no policy lifts those", c.Depth)
 	}
-	if r.Port == 0 && len(r.Net) == 0 {
-		r.Port = -1
-	}
-	if r.Layer == Filesystem {
-		if a.opts.Resolve != nil {
-			for i := range r.Needs {
-				r.Needs[i].Path = a.opts.Resolve(r.Needs[i].Path)
-			}
-		}
-		r.summarise()
-	}
-	return r
+	return a.complete(r)
 }
 
 // track updates the state successful calls carry.
@@ -944,6 +933,13 @@ func (a *Attributor) use(c *strace.Call) *Refusal {
 	if r.Layer == Other && r.Reason == reasonOPath {
 		return nil
 	}
+	return a.complete(r)
+}
+
+// complete is the last step of every attribution: no port (-1) when no
+// network right is in it, and for a file system refusal its paths resolved
+// (Options.Resolve) and summarised.
+func (a *Attributor) complete(r *Refusal) *Refusal {
 	if r.Port == 0 && len(r.Net) == 0 {
 		r.Port = -1
 	}
