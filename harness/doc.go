@@ -18,7 +18,8 @@
 // microvm with virtio-mmio and qboot by default (no SeaBIOS, no PCI, no
 // ACPI), q35 with virtio-pci as the fallback; always -no-reboot, -nodefaults,
 // no NIC, the serial console to a file, QMP, 9p exports and two
-// virtio-serial ports on unix sockets inside a private temp dir per guest.
+// virtio-serial ports on unix sockets inside a private temp dir per guest
+// (a third, host to guest, when Options.Input is set).
 // The kernel command line (docs/harness.md) carries reboot=t, so the
 // guest's final reboot is a triple fault that makes QEMU exit.
 //

@@ -73,6 +73,12 @@ type Options struct {
 	// Stdout and Stderr receive the command's output as it arrives; nil
 	// discards it.
 	Stdout, Stderr io.Writer
+	// Input, if set, is copied to the guest's proto.InputPort (a third
+	// virtio-serial port) as the job reads it: the input stream of an
+	// interactive session (proto.WriteInputData). Run does not wait for a
+	// Read that blocks: the caller ends Input (closes its pipe) after Run
+	// returns.
+	Input io.Reader
 	// ResultsDir receives what the command wrote under
 	// /run/lockstep/results, plus run.json; "" discards the results.
 	ResultsDir string
@@ -408,20 +414,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := buildInitramfs(ctx, &o, job, initrd, res); err != nil {
 		return nil, err
 	}
-	evSock, resSock := filepath.Join(dir, "events.sock"), filepath.Join(dir, "results.sock")
-	evL, resL, err := listenChannels(evSock, resSock)
+	chs, err := listenChannels(&o, dir)
 	if err != nil {
 		return nil, err
 	}
-	defer evL.Close()
-	defer resL.Close()
+	defer chs.close()
 	cfg := QEMUConfig{
 		Binary: o.QEMU, Name: "lockstep-" + res.JobID, Machine: o.Machine, Accel: accel,
 		MemMB: o.MemMB, CPUs: o.CPUs, Kernel: o.Kernel, Initramfs: initrd,
 		Append:     kernelCmdline(res.JobID, o.Verbose, o.TestHook, append(accelKernelArgs(accel), o.KernelArgs...)...),
 		ConsoleLog: filepath.Join(dir, "console.log"), QMPSocket: filepath.Join(dir, "qmp.sock"),
 		Shares: shares, Disks: disks,
-		Ports: []SerialPort{{Name: proto.EventsPort, Socket: evSock}, {Name: proto.ResultsPort, Socket: resSock}},
+		Ports: chs.ports,
 		RNG:   true,
 	}
 	argv, err := qemuArgv(cfg, &o, res)
@@ -429,8 +433,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	g := &guestRun{o: &o, res: res, log: o.Log, argv: argv, consolePath: cfg.ConsoleLog, qmpPath: cfg.QMPSocket, evL: evL, resL: resL,
-		deadlines: o.deadlines(accel)}
+	g := &guestRun{o: &o, res: res, log: o.Log, argv: argv, consolePath: cfg.ConsoleLog, qmpPath: cfg.QMPSocket, evL: chs.evL, resL: chs.resL,
+		inL: chs.inL, deadlines: o.deadlines(accel)}
 	err = g.boot(ctx)
 	res.Timings.Total = time.Since(start)
 	saveOutputs(&o, res, cfg.ConsoleLog)
@@ -574,18 +578,43 @@ func buildInitramfs(ctx context.Context, o *Options, job *proto.Job, output stri
 	return nil
 }
 
-// listenChannels listens on the events and the results sockets.
-func listenChannels(evSock, resSock string) (evL, resL net.Listener, err error) {
-	evL, err = net.Listen("unix", evSock)
-	if err != nil {
-		return nil, nil, fmt.Errorf("events socket: %w", err)
+// channels are the listening host ends of the guest's virtio-serial
+// ports: events, results and, with Options.Input, input.
+type channels struct {
+	evL, resL, inL net.Listener
+	ports          []SerialPort
+}
+
+func (c *channels) close() {
+	for _, l := range []net.Listener{c.evL, c.resL, c.inL} {
+		if l != nil {
+			l.Close()
+		}
 	}
-	resL, err = net.Listen("unix", resSock)
-	if err != nil {
-		evL.Close()
-		return nil, nil, fmt.Errorf("results socket: %w", err)
+}
+
+// listenChannels listens on the events and the results sockets in dir,
+// and on the input socket when o.Input is set.
+func listenChannels(o *Options, dir string) (*channels, error) {
+	c := &channels{}
+	socks := []struct {
+		l    *net.Listener
+		name string
+	}{{&c.evL, proto.EventsPort}, {&c.resL, proto.ResultsPort}, {&c.inL, proto.InputPort}}
+	if o.Input == nil {
+		socks = socks[:2]
 	}
-	return evL, resL, nil
+	for _, s := range socks {
+		path := filepath.Join(dir, strings.TrimPrefix(s.name, "lockstep.")+".sock")
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			c.close()
+			return nil, fmt.Errorf("%s socket: %w", s.name, err)
+		}
+		*s.l = l
+		c.ports = append(c.ports, SerialPort{Name: s.name, Socket: path})
+	}
+	return c, nil
 }
 
 // qemuArgv is QEMU's command line for cfg, logged and noted in res as a
@@ -615,6 +644,7 @@ type guestRun struct {
 	argv                 []string // QEMU's command line, argv[0] the binary
 	consolePath, qmpPath string
 	evL, resL            net.Listener // the events and results channels
+	inL                  net.Listener // the input channel, nil without Options.Input
 	deadlines            deadlines
 
 	mu         sync.Mutex
@@ -683,6 +713,9 @@ func (g *guestRun) boot(ctx context.Context) error {
 	}()
 
 	ch := g.startReaders(q.exited)
+	if g.inL != nil {
+		go g.writeInput(q.exited)
+	}
 	w := g.waitGuest(ctx, ch, q)
 	// Give QEMU a moment to leave after quit, then kill its group.
 	select {
@@ -802,6 +835,21 @@ func (g *guestRun) readResults(ch *guestChannels, exited <-chan struct{}) {
 	// PID 1 reboots once it has this, and not before: the frame's tail is
 	// safe here by now. (A guest gone already makes the write fail.)
 	_, _ = conn.Write([]byte{proto.ResultsAck})
+}
+
+// writeInput copies Options.Input to the input channel until either
+// ends; QEMU holds back what the guest has not read yet.
+func (g *guestRun) writeInput(exited <-chan struct{}) {
+	conn, err := acceptUntil(g.inL, exited)
+	if err != nil {
+		g.log.Warn("the input channel did not connect", "err", err)
+		return
+	}
+	defer conn.Close()
+	go func() { <-exited; conn.Close() }()
+	if _, err := io.Copy(conn, g.o.Input); err != nil {
+		g.log.Debug("the input channel ended", "err", err)
+	}
 }
 
 // finish waits up to timeout for both readers and reports whether they

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
 	"github.com/lockstep-sandbox/lockstep/pruner/control"
@@ -37,6 +38,13 @@ type GuestOptions struct {
 	RootDigest string `json:"root_digest"`
 	// Out receives the session's files.
 	Out string `json:"out"`
+	// Interactive: no script; the session is typed through
+	// proto.InputPort and the program's terminal is this command's
+	// standard output, until the program exits.
+	Interactive bool `json:"interactive,omitempty"`
+	// Rows and Cols are an interactive session's first window size.
+	Rows uint16 `json:"rows,omitempty"`
+	Cols uint16 `json:"cols,omitempty"`
 }
 
 // sessionEnv is the recorded command's environment: the exercises' own,
@@ -65,13 +73,22 @@ func RecordHere(ctx context.Context, opts GuestOptions) (*SessionRecord, error) 
 		return nil, err
 	}
 	trace := filepath.Join(opts.Out, TraceFile)
+	sess := Session{Argv: strace.Command(trace, opts.Command...), Dir: WorkDir, Env: sessionEnv(), Script: sc}
+	if opts.Interactive {
+		in, err := openPort(proto.InputPort)
+		if err != nil {
+			return nil, err
+		}
+		defer in.Close()
+		sess.Input, sess.Output, sess.Window = in, os.Stdout, unix.Winsize{Row: opts.Rows, Col: opts.Cols}
+	}
 	started := time.Now()
-	res, err := RunSession(ctx, Session{Argv: strace.Command(trace, opts.Command...), Dir: WorkDir, Env: sessionEnv(), Script: sc})
+	res, err := RunSession(ctx, sess)
 	if err != nil {
 		return nil, err
 	}
 	rec := &SessionRecord{Schema: SessionSchema, Command: opts.Command, Exercise: opts.Exercise, Script: opts.Script, WorkDir: WorkDir,
-		Status: res.Status, HungUp: res.HungUp, Seconds: res.Seconds, KernelRelease: release(), Start: *start}
+		Interactive: opts.Interactive, Status: res.Status, HungUp: res.HungUp, Seconds: res.Seconds, KernelRelease: release(), Start: *start}
 	if res.ScriptErr != nil {
 		rec.ScriptError = res.ScriptErr.Error()
 	}
@@ -79,6 +96,23 @@ func RecordHere(ctx context.Context, opts GuestOptions) (*SessionRecord, error) 
 		return nil, err
 	}
 	return rec, writeSession(opts.Out, rec, res.Transcript)
+}
+
+// openPort opens the virtio-serial port named name for reading, found by
+// its name in sysfs (a guest has no udev to make /dev/virtio-ports links).
+func openPort(name string) (*os.File, error) {
+	const class = "/sys/class/virtio-ports"
+	ents, err := os.ReadDir(class)
+	if err != nil {
+		return nil, fmt.Errorf("the virtio-serial port %s: %w", name, err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(class, e.Name(), "name"))
+		if err == nil && strings.TrimSpace(string(b)) == name {
+			return os.Open("/dev/" + e.Name())
+		}
+	}
+	return nil, fmt.Errorf("the virtio-serial port %s is not in %s (%d ports): the host gave no input channel", name, class, len(ents))
 }
 
 func prepareWorkDir(ex string) error {

@@ -35,8 +35,12 @@ type RunOptions struct {
 	// Exercise is copied into WorkDir before the session ("" none).
 	Exercise string
 	// Script is the session's script text.
-	Script  string
-	Command []string
+	Script string
+	// Terminal, if set, makes the session interactive (Script must be
+	// ""): typed by hand on the user's terminal, passed through to the
+	// program's terminal in the guest, until the program exits.
+	Terminal *Passthrough
+	Command  []string
 	// Kernel is the bzImage the guest boots.
 	Kernel string
 	harness.Sizing
@@ -85,6 +89,9 @@ func Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	if _, err := ParseScript(strings.NewReader(opts.Script)); err != nil {
 		return nil, err
 	}
+	if opts.Terminal != nil && opts.Script != "" {
+		return nil, errors.New("record: a session is scripted or typed by hand, not both")
+	}
 	results, err := os.MkdirTemp("", "lockstep-record-results.")
 	if err != nil {
 		return nil, err
@@ -93,6 +100,14 @@ func Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	hopts, err := recordGuest(opts, results)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
+	}
+	if opts.Terminal != nil {
+		in, sctx, stop, err := opts.Terminal.start(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("record: the terminal: %w", err)
+		}
+		defer stop()
+		ctx, hopts.Input, hopts.Stdout = sctx, in, opts.Terminal.Out
 	}
 	g, err := harness.Run(ctx, hopts)
 	if g == nil {
@@ -129,6 +144,10 @@ func recordGuest(opts RunOptions, results string) (harness.Options, error) {
 	hopts := harness.Options{Kernel: opts.Kernel, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log}
 	opts.Sizing.Apply(&hopts)
 	gopts := GuestOptions{Command: opts.Command, Script: opts.Script, RootDigest: digest, Out: proto.ResultsDir}
+	if opts.Terminal != nil {
+		gopts.Interactive = true
+		gopts.Rows, gopts.Cols = opts.Terminal.window()
+	}
 	if opts.Exercise != "" {
 		abs, err := filepath.Abs(opts.Exercise)
 		if err != nil {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
 )
 
 // Window is the terminal size a scripted session runs in.
@@ -30,6 +32,17 @@ type Session struct {
 	// Script drives the terminal; nil leaves it untouched until the
 	// program exits.
 	Script *Script
+	// Input, if set, makes the session interactive: a stream of
+	// proto.ReadInput messages whose data is typed into the terminal and
+	// whose window sizes are applied to it (TIOCSWINSZ, so the program
+	// gets SIGWINCH from its own terminal). The session then lasts until
+	// the program exits, with no hang-up.
+	Input io.Reader
+	// Output receives what the program writes to its terminal as it
+	// writes it (nil: only the transcript).
+	Output io.Writer
+	// Window is the terminal's first size (zero: Window).
+	Window unix.Winsize
 }
 
 // SessionResult is how the session ended.
@@ -48,8 +61,8 @@ type SessionResult struct {
 }
 
 // openPTY opens a pseudo-terminal pair through /dev/ptmx, the slave sized
-// to Window and named.
-func openPTY() (master, slave *os.File, name string, err error) {
+// to win and named.
+func openPTY(win unix.Winsize) (master, slave *os.File, name string, err error) {
 	m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("open /dev/ptmx: %w", err)
@@ -70,7 +83,7 @@ func openPTY() (master, slave *os.File, name string, err error) {
 		master.Close()
 		return nil, nil, "", err
 	}
-	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &Window); err != nil {
+	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &win); err != nil {
 		master.Close()
 		slave.Close()
 		return nil, nil, "", fmt.Errorf("size the pseudo-terminal: %w", err)
@@ -83,7 +96,11 @@ func openPTY() (master, slave *os.File, name string, err error) {
 // for it to exit (hanging it up exitGrace after the script ended). The
 // error is for a command that could not be started.
 func RunSession(ctx context.Context, s Session) (*SessionResult, error) {
-	master, slave, tty, err := openPTY()
+	win := s.Window
+	if win.Row == 0 || win.Col == 0 {
+		win = Window
+	}
+	master, slave, tty, err := openPTY(win)
 	if err != nil {
 		return nil, err
 	}
@@ -107,9 +124,17 @@ func RunSession(ctx context.Context, s Session) (*SessionResult, error) {
 		script = &Script{}
 	}
 	t := newTerminal()
-	go t.pump(master, &transcript)
-	res.ScriptErr = t.run(ctx, script, master)
+	var out io.Writer = &transcript
+	if s.Output != nil {
+		out = io.MultiWriter(&transcript, s.Output)
+	}
+	go t.pump(master, out)
 	grace := exitGrace
+	if s.Input != nil {
+		go feedInput(s.Input, master)
+		grace = interactiveWait
+	}
+	res.ScriptErr = t.run(ctx, script, master)
 	if res.ScriptErr != nil {
 		grace = 0 // a failed session has nothing left to wait for
 	}
@@ -120,6 +145,35 @@ func RunSession(ctx context.Context, s Session) (*SessionResult, error) {
 	t.mu.Unlock()
 	res.Status = exitStatus(werr)
 	return res, nil
+}
+
+// interactiveWait is how long an interactive session may last: as long as
+// the program runs (the guest's job deadline and ctx bound it).
+const interactiveWait = time.Duration(1<<63 - 1)
+
+// feedInput types in's data into the terminal master and applies its
+// window sizes, until in ends or the terminal goes away. A malformed
+// message ends the input (the program keeps running until it exits).
+func feedInput(in io.Reader, master *os.File) {
+	for {
+		m, err := proto.ReadInput(in)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				fmt.Fprintf(os.Stderr, "record: the input stream ended: %v\n", err)
+			}
+			return
+		}
+		if m.Kind == proto.InputWindow {
+			ws := unix.Winsize{Row: m.Rows, Col: m.Cols}
+			if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &ws); err != nil {
+				return
+			}
+			continue
+		}
+		if _, err := master.Write(m.Data); err != nil {
+			return
+		}
+	}
 }
 
 // run drives the script's steps against the program's terminal; a

@@ -54,9 +54,12 @@ type SessionRecord struct {
 	Command  []string `json:"command"`
 	Exercise string   `json:"exercise,omitempty"`
 	// Script is the script's text ("" for a session typed by hand).
-	Script  string `json:"script,omitempty"`
-	WorkDir string `json:"work_dir"`
-	Status  int    `json:"status"`
+	Script string `json:"script,omitempty"`
+	// Interactive: the session was typed by hand through the user's
+	// terminal (record run without --script); check cannot replay it.
+	Interactive bool   `json:"interactive,omitempty"`
+	WorkDir     string `json:"work_dir"`
+	Status      int    `json:"status"`
 	// ScriptError names the step that did not finish ("" the script ran
 	// to its end); such a session is failed and never generates a policy.
 	ScriptError   string     `json:"script_error,omitempty"`

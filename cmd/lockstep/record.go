@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -37,7 +38,9 @@ under sessions/, and policy.cfg and record.json once generated.
             list the starting state (a digest and a list), run the command
             under strace with no sandbox on a pseudo-terminal driven by
             --script, and add the session (trace, transcript, session.json)
-            to the recording. A script line that does not finish (an expect
+            to the recording. Without --script the session is typed by
+            hand: this terminal goes raw and is passed through (^C reaches
+            the program, the window size follows) until the program exits. A script line that does not finish (an expect
             that times out) fails the session, naming the line: status 1.
   generate  turn every session into policy.cfg and record.json with the layer
             pruner's own generalisation (docs/record.md lists the rules).
@@ -145,10 +148,14 @@ func (a *recordArgs) sizing() harness.Sizing {
 	return harness.Sizing{Root: *a.root, Accel: *a.accel, CPUs: *a.cpus, MemMB: *a.mem}
 }
 
-// readScript reads --script, which run and check require.
-func (a *recordArgs) readScript() (string, error) {
+// readScript reads --script, which check requires; run without it is an
+// interactive session ("").
+func (a *recordArgs) readScript(required bool) (string, error) {
 	if *a.script == "" {
-		return "", usagef("--script is required (the interactive session is not built yet)")
+		if required {
+			return "", usagef("--script is required: check replays a scripted session")
+		}
+		return "", nil
 	}
 	b, err := safefile.ReadFile(*a.script, 1<<20)
 	if err != nil {
@@ -158,7 +165,7 @@ func (a *recordArgs) readScript() (string, error) {
 }
 
 func (a *recordArgs) recordRun(ctx context.Context, io *stdio, cmd []string) int {
-	g, code := a.guestSession(ctx, io, cmd)
+	g, code := a.guestSession(ctx, io, cmd, false)
 	if g == nil {
 		return code
 	}
@@ -169,6 +176,11 @@ func (a *recordArgs) recordRun(ctx context.Context, io *stdio, cmd []string) int
 		Sizing: a.sizing(), Verbose: io.verbose, Log: g.log}
 	if io.verbose {
 		opts.Stderr = io.err
+	}
+	if g.script == "" {
+		if opts.Terminal, code = interactive(io); opts.Terminal == nil {
+			return code
+		}
 	}
 	res, err := recorder.Run(ctx, opts)
 	if err != nil {
@@ -188,6 +200,19 @@ func (a *recordArgs) recordRun(ctx context.Context, io *stdio, cmd []string) int
 		fmt.Fprintf(io.err, "lockstep record: %s\n", res.Reason)
 	}
 	return res.Status
+}
+
+// interactive is run's session without a script: the user's terminal
+// passed through. Progress lines stop here (the terminal is raw from now
+// on); the one line printed says what happens.
+func interactive(io *stdio) (*recorder.Passthrough, int) {
+	in, ok := io.in.(*os.File)
+	if !ok {
+		return nil, fail(io, "record", exitUsage, errors.New("an interactive session needs standard input to be a file or terminal; give --script"))
+	}
+	fmt.Fprintf(io.err, "lockstep record: interactive session: the program runs UNSANDBOXED in the guest once it boots; "+
+		"everything typed goes to it (^C too); the session ends when it exits\n")
+	return &recorder.Passthrough{In: in, Out: io.out}, exitOK
 }
 
 // recordHere is run's guest side (recorder.GuestRole).
@@ -251,7 +276,7 @@ func (a *recordArgs) recordDiff(io *stdio) int {
 }
 
 func (a *recordArgs) recordCheck(ctx context.Context, io *stdio, cmd []string) int {
-	g, code := a.guestSession(ctx, io, cmd)
+	g, code := a.guestSession(ctx, io, cmd, true)
 	if g == nil {
 		return code
 	}
@@ -290,17 +315,18 @@ type recordGuest struct {
 
 // guestSession checks cmd, reads --script, opens the progress display and
 // resolves the kernel; on failure it returns nil and the exit status.
-func (a *recordArgs) guestSession(ctx context.Context, io *stdio, cmd []string) (*recordGuest, int) {
+func (a *recordArgs) guestSession(ctx context.Context, io *stdio, cmd []string, needScript bool) (*recordGuest, int) {
 	v := verbs["record"]
 	if err := recorder.CheckCommand(cmd); err != nil {
 		return nil, usageExit(io, v, err)
 	}
-	script, err := a.readScript()
+	script, err := a.readScript(needScript)
 	if err != nil {
 		return nil, usageExit(io, v, err)
 	}
 	pio, end := withProgressDisplay(io, "record")
-	log := progressLogger(pio, "record", *a.quiet)
+	// An interactive session's terminal is raw: no progress lines.
+	log := progressLogger(pio, "record", *a.quiet || script == "")
 	bz, err := resolveKernel(ctx, *a.kernelA, log)
 	if err != nil {
 		code := fail(pio, "record", exitIndeterminate, err)

@@ -21,7 +21,7 @@ func TestRecordUsage(t *testing.T) {
 		{"UnknownSub", []string{"record", "replay", "--name", "n"}, "unknown sub-verb"},
 		{"NoName", []string{"record", "generate"}, "--name"},
 		{"PathName", []string{"record", "generate", "--name", "../x"}, "plain name"},
-		{"RunNoScript", []string{"record", "run", "--name", "n", "--", "python3"}, "--script is required"},
+		{"CheckNoScript", []string{"record", "check", "--name", "n", "--", "python3"}, "--script is required"},
 		{"RunNoCommand", []string{"record", "run", "--name", "n", "--script", script}, "no command"},
 		{"RunLockstepRole", []string{"record", "run", "--name", "n", "--script", script, "--", "env", "LOCKSTEP_ROLE=enforcer-child", "sh"}, "lockstep's own files or roles"},
 		{"RunGuestBinary", []string{"record", "run", "--name", "n", "--script", script, "--", "/run/lockstep/lockstep", "run"}, "lockstep's own files or roles"},

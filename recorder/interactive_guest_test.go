@@ -1,0 +1,113 @@
+//go:build linux
+
+package recorder
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// `lockstep record run` without --script on a real pseudo-terminal, as a
+// person at a terminal runs it: what is typed reaches python3 -q in the
+// guest, a resize of the host's terminal reaches the program's (it reads
+// the new size), ^C interrupts the program through the guest's line
+// discipline (KeyboardInterrupt, then the prompt again), ^D ends the
+// session, the recording holds the typed lines, and lockstep leaves the
+// terminal as it found it (canonical mode, echo).
+func TestRecordInteractiveGuest(t *testing.T) {
+	bz, bin := needGuest(t)
+	master, slave, _, err := openPTY(unix.Winsize{Row: 30, Col: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	d := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), bin, "record", "run", "--name", "hand", "--dir", d, "--kernel", bz, "--", "python3", "-q")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer slave.Close()
+	var out syncBuffer
+	go io.Copy(&out, master)
+	typeIn := func(s string) {
+		if _, err := master.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitForGuest(t, &out, ">>> ")
+	t.Logf("the prompt after %.1f s", time.Since(t0).Seconds())
+	typeIn("import os; print('size', os.get_terminal_size(0))\r")
+	waitForGuest(t, &out, "size os.terminal_size(columns=100, lines=30)")
+	if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 132}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // SIGWINCH to lockstep, the window message to the guest
+	typeIn("print('now', os.get_terminal_size(0))\r")
+	waitForGuest(t, &out, "now os.terminal_size(columns=132, lines=40)")
+	typeIn("import time; time.sleep(600)\r")
+	time.Sleep(3 * time.Second)
+	typeIn("\x03")
+	waitForGuest(t, &out, "KeyboardInterrupt\r\n>>> ")
+	typeIn("\x04")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("lockstep record run: %v; it wrote %q", err, out.String())
+	}
+	t.Logf("lockstep record run (interactive): %.1f s", time.Since(t0).Seconds())
+	tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tio.Lflag&(unix.ICANON|unix.ECHO|unix.ISIG) != unix.ICANON|unix.ECHO|unix.ISIG {
+		t.Errorf("after lockstep exited the terminal's lflag is %#o: raw mode was not undone", tio.Lflag)
+	}
+	checkInteractiveSession(t, filepath.Join(d, "hand", SessionsDir, "001"))
+}
+
+// checkInteractiveSession reads the session TestRecordInteractiveGuest typed.
+func checkInteractiveSession(t *testing.T, dir string) {
+	t.Helper()
+	tr, err := os.ReadFile(filepath.Join(dir, TranscriptFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"print('now', os.get_terminal_size(0))", "now os.terminal_size(columns=132, lines=40)", "KeyboardInterrupt"} {
+		if !strings.Contains(string(tr), want) {
+			t.Errorf("the transcript lacks %q:\n%s", want, tr)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, SessionFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec SessionRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Interactive || rec.HungUp || len(rec.Uses) == 0 || rec.Failed() != "" {
+		t.Errorf("session: interactive %v, hung up %v, %d uses, failed %q: want an interactive session with uses",
+			rec.Interactive, rec.HungUp, len(rec.Uses), rec.Failed())
+	}
+}
+
+// waitForGuest waits up to 5 min (a TCG boot) for want in out.
+func waitForGuest(t *testing.T, out *syncBuffer, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if strings.Contains(out.String(), want) {
+			return
+		}
+	}
+	t.Fatalf("%q did not appear; lockstep wrote %q", want, out.String())
+}
