@@ -16,7 +16,7 @@ func TestDiffReferenceREPL(t *testing.T) {
 	if err := copyTree("testdata/repl/recording", rec); err != nil {
 		t.Fatal(err)
 	}
-	g, err := Generate(rec)
+	g, err := Generate(rec, GenerateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

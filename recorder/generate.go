@@ -1,12 +1,16 @@
 package recorder
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
+	"github.com/lockstep-sandbox/lockstep/pruner/limits"
 )
 
 // Files Generate writes into the recording.
@@ -48,6 +52,31 @@ type Record struct {
 	NotPlaced   []string    `json:"not_placed"`
 	// Moves lists the cross-directory renames and links.
 	Moves []string `json:"moves"`
+	// Limits is how [limits] was derived (generate --limits; nil without).
+	Limits *LimitsWhy `json:"limits,omitempty"`
+}
+
+// LimitsWhy is how [limits] came from the sessions' samples.
+type LimitsWhy struct {
+	// Measurements are the sessions' samples, in session order.
+	Measurements []limits.Measurement `json:"measurements"`
+	// Derived are the limits written, as [limits] lines.
+	Derived []string `json:"derived"`
+	// MemMB says why mem_mb was or was not derived.
+	MemMB string `json:"mem_mb"`
+}
+
+// GenerateOptions configure Generate.
+type GenerateOptions struct {
+	// Limits derives [limits] from the sessions' samples (every session
+	// recorded with run --sample) with the layer pruner's margins.
+	Limits bool
+	// MemoryPinned derives mem_mb too, as an exercise's heap_pinned does
+	// for the layer pruner: the program's memory is pinned (a JVM's -Xmx,
+	// a fixed heap), so its peak is its need. Without it mem_mb is left
+	// to the default, as a program whose memory grows with its input
+	// would be cut short by a limit taken from one session. Needs Limits.
+	MemoryPinned bool
 }
 
 // GrantWhy is one row of the policy and the first calls behind it.
@@ -93,18 +122,30 @@ type collected struct {
 	ungranted map[string]bool
 	// moves are the (source, destination) directories of each move.
 	moves [][2]string
+	// samples are the sessions' measurements; unsampled the sessions
+	// recorded without run --sample.
+	samples   []limits.Measurement
+	unsampled []string
 }
 
 // Generate turns every session of the recording into a policy and its
 // record, with the layer pruner's placement (generalise.Grants, its
 // execute narrowing and compaction, generalise.NetworkRules), and writes
 // both into the recording. The status is StatusOK or one of Generate's.
-func Generate(rec string) (*Generated, error) {
+func Generate(rec string, opts GenerateOptions) (*Generated, error) {
+	if opts.MemoryPinned && !opts.Limits {
+		return nil, errors.New("memory pinned: mem_mb is one of the limits; ask for the limits too")
+	}
 	c, err := collect(rec)
 	if err != nil {
 		return nil, err
 	}
 	p := c.place()
+	if opts.Limits {
+		if err := c.limits(p, opts.MemoryPinned); err != nil {
+			return nil, err
+		}
+	}
 	c.judge(p)
 	p.Header = header(len(c.record.Sessions), c.record)
 	return finish(rec, p, c.record)
@@ -125,8 +166,32 @@ func collect(rec string) (*collected, error) {
 		name, _ := filepath.Rel(rec, s.Dir)
 		c.record.Sessions = append(c.record.Sessions, name)
 		c.add(k+1, name, s.Record)
+		if s.Record.Limits != nil {
+			c.samples = append(c.samples, *s.Record.Limits)
+		} else {
+			c.unsampled = append(c.unsampled, name)
+		}
 	}
 	return c, nil
+}
+
+// limits sets p's [limits] from the sessions' samples with the layer
+// pruner's margins (limits.Margins over limits.Max); every session must
+// have been sampled.
+func (c *collected) limits(p *policy.Policy, memoryPinned bool) error {
+	if len(c.unsampled) > 0 {
+		return fmt.Errorf("limits: sessions %v were recorded without --sample: record them again with --sample, or generate without the limits", c.unsampled)
+	}
+	p.Limits = limits.Margins(limits.Max(c.samples...), limits.Options{HeapPinned: memoryPinned})
+	why := &LimitsWhy{Measurements: c.samples, MemMB: "mem_mb not derived (the program's memory is not declared pinned): the default applies"}
+	if memoryPinned {
+		why.MemMB = "mem_mb derived: the program's memory is declared pinned (--memory-pinned)"
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Limits)) {
+		why.Derived = append(why.Derived, fmt.Sprintf("%s=%s", k, p.Limits[k].Format(k)))
+	}
+	c.record.Limits = why
+	return nil
 }
 
 // add collects one session's uses.

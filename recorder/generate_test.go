@@ -67,7 +67,7 @@ func TestGenerateStatuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := writeRecording(t, session(tc.uses...))
-			g, err := Generate(rec)
+			g, err := Generate(rec, GenerateOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +99,7 @@ func TestGenerateReadOfCreatedFile(t *testing.T) {
 	rec := writeRecording(t, session(
 		fsUse(1, "create", need("/var/w", "create"), need("/var/w/sub/out.txt", "write")),
 		fsUse(2, "read", need("/var/w/sub/out.txt", "read"))))
-	g, err := Generate(rec)
+	g, err := Generate(rec, GenerateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestGenerateReadOfCreatedFile(t *testing.T) {
 func TestGenerateRefusesFailedSession(t *testing.T) {
 	s := session()
 	s.ScriptError = "script line 3 (expect x): timed out"
-	if _, err := Generate(writeRecording(t, s)); err == nil || !strings.Contains(err.Error(), "script line 3") {
+	if _, err := Generate(writeRecording(t, s), GenerateOptions{}); err == nil || !strings.Contains(err.Error(), "script line 3") {
 		t.Fatalf("Generate of a failed session = %v, want an error naming its line", err)
 	}
 }
@@ -138,7 +138,7 @@ func TestGenerateReferenceREPL(t *testing.T) {
 	if err := copyTree("testdata/repl/recording", rec); err != nil {
 		t.Fatal(err)
 	}
-	g, err := Generate(rec)
+	g, err := Generate(rec, GenerateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestGenerateReferenceTool(t *testing.T) {
 	if err := copyTree("testdata/tool/recording", rec); err != nil {
 		t.Fatal(err)
 	}
-	g, err := Generate(rec)
+	g, err := Generate(rec, GenerateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

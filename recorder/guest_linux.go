@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"sort"
@@ -15,11 +16,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
 	"github.com/lockstep-sandbox/lockstep/pruner/control"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/pruner/limits"
 	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
@@ -42,6 +45,9 @@ type GuestOptions struct {
 	// proto.InputPort and the program's terminal is this command's
 	// standard output, until the program exits.
 	Interactive bool `json:"interactive,omitempty"`
+	// Sample: measure the session's process tree for [limits]
+	// (limits.Sampler, as the layer pruner does).
+	Sample bool `json:"sample,omitempty"`
 	// Rows and Cols are an interactive session's first window size.
 	Rows uint16 `json:"rows,omitempty"`
 	Cols uint16 `json:"cols,omitempty"`
@@ -55,7 +61,8 @@ func sessionEnv() []string {
 
 // RecordHere records one session on this machine (a guest): the exercise
 // copied into WorkDir, the starting state listed, the command run under
-// strace on a scripted pseudo-terminal with no sandbox, and the session's
+// strace on a pseudo-terminal (scripted, or typed through the input port)
+// with no sandbox, its process tree sampled if asked, and the session's
 // files written to opts.Out.
 func RecordHere(ctx context.Context, opts GuestOptions) (*SessionRecord, error) {
 	sc, err := ParseScript(strings.NewReader(opts.Script))
@@ -82,9 +89,17 @@ func RecordHere(ctx context.Context, opts GuestOptions) (*SessionRecord, error) 
 		defer in.Close()
 		sess.Input, sess.Output, sess.Window = in, os.Stdout, unix.Winsize{Row: opts.Rows, Col: opts.Cols}
 	}
+	var smp *limits.Sampler
+	if opts.Sample {
+		smp = limits.StartTree("", straceExe())
+		sess.OnStart = smp.Watch
+	}
 	started := time.Now()
 	res, err := RunSession(ctx, sess)
 	if err != nil {
+		if smp != nil {
+			smp.Stop()
+		}
 		return nil, err
 	}
 	rec := &SessionRecord{Schema: SessionSchema, Command: opts.Command, Exercise: opts.Exercise, Script: opts.Script, WorkDir: WorkDir,
@@ -95,7 +110,42 @@ func RecordHere(ctx context.Context, opts GuestOptions) (*SessionRecord, error) 
 	if rec.Existed, rec.Uses, rec.TerminalIoctls, err = judgeExisted(trace, res.TTY, start, started); err != nil {
 		return nil, err
 	}
+	if smp != nil {
+		m := smp.Stop()
+		m.WallSeconds, m.LargestFileMB = res.Seconds, largestWrittenMB(rec.Uses, started)
+		rec.Limits = &m
+	}
 	return rec, writeSession(opts.Out, rec, res.Transcript)
+}
+
+// straceExe is strace's resolved path, the process the sampler leaves
+// out of the tree (as the pruner leaves out the enforcer); "" counts it.
+func straceExe() string {
+	p, err := exec.LookPath("strace")
+	if err != nil {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// largestWrittenMB is the largest regular file modified since started in a
+// directory the session wrote in: limits.LargestFileMB over the parents
+// of the session's write-class objects (the root itself never walked).
+func largestWrittenMB(uses []Use, started time.Time) float64 {
+	p := &policy.Policy{FS: map[string]map[policy.Section]bool{}}
+	for _, u := range uses {
+		for _, n := range u.Needs {
+			for _, s := range n.Sections {
+				if dir := path.Dir(n.Path); policy.IsWriteClass(policy.Section(s)) && dir != "/" {
+					p.FS[dir] = map[policy.Section]bool{policy.Section(s): true}
+				}
+			}
+		}
+	}
+	return limits.LargestFileMB(p, started)
 }
 
 // openPort opens the virtio-serial port named name for reading, found by

@@ -4,6 +4,7 @@ package recorder
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,6 +111,46 @@ func TestRecordCheckNamesRefusalGuest(t *testing.T) {
 	for _, want := range []string{"refused bind 40123/udp (net.bind_udp)", "kernel record: audit: type=1423", "blockers=net.bind_udp"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("record check's output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// run --sample measures the session's process tree in the guest (the
+// samples land in session.json), and generate --limits turns them into
+// [limits]; mem_mb only with --memory-pinned.
+func TestRecordSampleGuest(t *testing.T) {
+	bz, bin := needGuest(t)
+	d := t.TempDir()
+	if code, out := recordStep(t, bin, "run", "--sample", "--name", "tool", "--dir", d, "--kernel", bz, "--exercise", "testdata/tool/exercise",
+		"--script", "testdata/tool/session.script", "--", "python3", "greet.py"); code != 0 {
+		t.Fatalf("record run --sample = %d:\n%s", code, out)
+	}
+	b, err := os.ReadFile(filepath.Join(d, "tool", SessionsDir, "001", SessionFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec SessionRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if m := rec.Limits; m == nil || m.Samples == 0 || m.Tasks < 1 || m.VMPeakMB <= 0 || m.HighestFD < 2 || m.WallSeconds <= 0 {
+		t.Fatalf("the session's samples %+v: want the python process measured", rec.Limits)
+	}
+	t.Logf("samples: %+v", *rec.Limits)
+	for _, pinned := range []bool{false, true} {
+		args := []string{"generate", "--limits", "--name", "tool", "--dir", d}
+		if pinned {
+			args = append(args, "--memory-pinned")
+		}
+		if code, out := recordStep(t, bin, args...); code != 0 {
+			t.Fatalf("record %v = %d:\n%s", args, code, out)
+		}
+		cfg, err := os.ReadFile(filepath.Join(d, "tool", PolicyFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(cfg), "[limits]\ntimeout=") || strings.Contains(string(cfg), "mem_mb=") != pinned {
+			t.Errorf("--memory-pinned %v: the policy's limits:\n%s", pinned, cfg)
 		}
 	}
 }

@@ -41,6 +41,9 @@ type RunOptions struct {
 	// program's terminal in the guest, until the program exits.
 	Terminal *Passthrough
 	Command  []string
+	// Sample measures the session's process tree for [limits]
+	// (GuestOptions.Sample).
+	Sample bool
 	// Kernel is the bzImage the guest boots.
 	Kernel string
 	harness.Sizing
@@ -143,7 +146,7 @@ func recordGuest(opts RunOptions, results string) (harness.Options, error) {
 	}
 	hopts := harness.Options{Kernel: opts.Kernel, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log}
 	opts.Sizing.Apply(&hopts)
-	gopts := GuestOptions{Command: opts.Command, Script: opts.Script, RootDigest: digest, Out: proto.ResultsDir}
+	gopts := GuestOptions{Command: opts.Command, Script: opts.Script, RootDigest: digest, Out: proto.ResultsDir, Sample: opts.Sample}
 	if opts.Terminal != nil {
 		gopts.Interactive = true
 		gopts.Rows, gopts.Cols = opts.Terminal.window()

@@ -182,6 +182,9 @@ func header(sessions int, r *Record) []string {
 		"The recorded program ran UNSANDBOXED (inside a throwaway guest) while these sessions were recorded.",
 		fmt.Sprintf("lockstep record generate: this policy covers %d session(s): %v.", sessions, r.Sessions),
 	}
+	if r.Limits != nil {
+		h = append(h, fmt.Sprintf("[limits] from %d sampled session(s) with the layer pruner's margins; %s.", len(r.Limits.Measurements), r.Limits.MemMB))
+	}
 	if n := len(r.Ungrantable) + len(r.NotPlaced); n > 0 {
 		h = append(h, fmt.Sprintf("INCOMPLETE: %d access(es) no policy grants or no rule placed; record.json lists them.", n))
 		for _, u := range r.Ungrantable {

@@ -43,6 +43,9 @@ type Session struct {
 	Output io.Writer
 	// Window is the terminal's first size (zero: Window).
 	Window unix.Winsize
+	// OnStart, if set, is told the program's process ID once it started
+	// (a limits.Sampler's Watch).
+	OnStart func(pid int)
 }
 
 // SessionResult is how the session ended.
@@ -115,6 +118,9 @@ func RunSession(ctx context.Context, s Session) (*SessionResult, error) {
 		return nil, fmt.Errorf("start %s: %w", s.Argv[0], err)
 	}
 	slave.Close()
+	if s.OnStart != nil {
+		s.OnStart(cmd.Process.Pid)
+	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var transcript bytes.Buffer

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/pruner/limits"
 )
 
 // Files of a session directory (D/N/sessions/<k>/).
@@ -76,6 +77,10 @@ type SessionRecord struct {
 	// TerminalIoctls counts the ioctls on the session's own terminal, left
 	// out of Uses (dropTerminalIoctls says why).
 	TerminalIoctls int `json:"terminal_ioctls"`
+	// Limits is the session's process tree as sampled with run --sample
+	// (nil: not sampled): the maxima generate --limits derives [limits]
+	// from, the wall time the session's.
+	Limits *limits.Measurement `json:"limits,omitempty"`
 }
 
 // Failed says why the session cannot stand for the program's use ("" it

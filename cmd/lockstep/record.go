@@ -40,7 +40,9 @@ under sessions/, and policy.cfg and record.json once generated.
             --script, and add the session (trace, transcript, session.json)
             to the recording. Without --script the session is typed by
             hand: this terminal goes raw and is passed through (^C reaches
-            the program, the window size follows) until the program exits. A script line that does not finish (an expect
+            the program, the window size follows) until the program exits.
+            --sample measures the session's process tree for generate
+            --limits (add --memory-pinned to derive mem_mb). A script line that does not finish (an expect
             that times out) fails the session, naming the line: status 1.
   generate  turn every session into policy.cfg and record.json with the layer
             pruner's own generalisation (docs/record.md lists the rules).
@@ -88,6 +90,7 @@ type recordArgs struct {
 	policyFile, root, accel              *string
 	cpus, mem                            *int
 	asJSON, quiet                        *bool
+	sample, limits, memoryPinned         *bool
 }
 
 func recordFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
@@ -103,6 +106,9 @@ func recordFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 	a.cpus = fs.Int("cpus", 1, "run, check: guest vCPUs")
 	a.mem = fs.Int("mem", 1024, "run, check: guest memory in `MiB`")
 	a.asJSON = fs.Bool("json", false, "print the result as one JSON document")
+	a.sample = fs.Bool("sample", false, "run: sample the session's process tree for limits (10 Hz, as the layer pruner does)")
+	a.limits = fs.Bool("limits", false, "generate: derive [limits] from the sessions' samples (each recorded with --sample)")
+	a.memoryPinned = fs.Bool("memory-pinned", false, "generate: with --limits, derive mem_mb too: the program's memory is pinned (a fixed heap), as an exercise's heap_pinned")
 	a.quiet = fs.Bool("q", false, "run, check: quiet: no progress lines (a line per stage of the guest's boot), only warnings and the result")
 	return a.run
 }
@@ -173,7 +179,7 @@ func (a *recordArgs) recordRun(ctx context.Context, io *stdio, cmd []string) int
 	io = g.io
 	g.log.Info("booting a guest to record the session (the program runs unsandboxed there)")
 	opts := recorder.RunOptions{Recording: a.recording(), Exercise: *a.exercise, Script: g.script, Command: cmd, Kernel: g.kernel,
-		Sizing: a.sizing(), Verbose: io.verbose, Log: g.log}
+		Sizing: a.sizing(), Verbose: io.verbose, Log: g.log, Sample: *a.sample}
 	if io.verbose {
 		opts.Stderr = io.err
 	}
@@ -226,7 +232,7 @@ func recordHere(ctx context.Context, io *stdio, opts recorder.GuestOptions) int 
 }
 
 func (a *recordArgs) recordGenerate(io *stdio) int {
-	g, err := recorder.Generate(a.recording())
+	g, err := recorder.Generate(a.recording(), recorder.GenerateOptions{Limits: *a.limits, MemoryPinned: *a.memoryPinned})
 	if err != nil {
 		return fail(io, "record", exitUsage, err)
 	}
