@@ -20,14 +20,8 @@ import (
 // recordSubs are record's sub-verbs.
 const recordSubs = "run, generate, check, diff"
 
-func init() {
-	guestRole(recorder.GuestRole, "record", recordHere)
-	guestRole(recorder.CheckRole, "record", recordCheckHere)
-	register(&verb{
-		Name:  "record",
-		Usage: "record {run|generate|check|diff} --name N [--dir D] [flags] [-- cmd…]",
-		Short: "the recording pruner: record a program's sessions unsandboxed in a guest, turn them into a policy, check it",
-		Long: `The recorded program runs UNSANDBOXED (inside a throwaway guest, so the host is
+// recordLong is record's help text.
+const recordLong = `The recorded program runs UNSANDBOXED (inside a throwaway guest, so the host is
 not exposed: the guest's root is this machine's, read-only, under an overlay that
 dies with the guest). Record only programs you would run yourself.
 
@@ -71,7 +65,16 @@ is a terminal); -q leaves only warnings and the result.
 
 Exit status: 0 ok; 1 failed (see above); 2 usage; 3 indeterminate (the
 guest did not report); 4, 5, 6 generate's (above); 70 the guest could not be
-set up.`,
+set up.`
+
+func init() {
+	guestRole(recorder.GuestRole, "record", recordHere)
+	guestRole(recorder.CheckRole, "record", recordCheckHere)
+	register(&verb{
+		Name:  "record",
+		Usage: "record {run|generate|check|diff} --name N [--dir D] [flags] [-- cmd…]",
+		Short: "the recording pruner: record a program's sessions unsandboxed in a guest, turn them into a policy, check it",
+		Long:  recordLong,
 		Example: `# The recorded program runs unsandboxed, inside a throwaway guest.
 # Record a Python REPL session, generate its policy, check it on 7.2.13
 $ lockstep record run --name repl --exercise recorder/testdata/repl/exercise --script recorder/testdata/repl/session.script -- python3 -q
