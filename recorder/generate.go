@@ -52,6 +52,9 @@ type Record struct {
 	NotPlaced   []string    `json:"not_placed"`
 	// Moves lists the cross-directory renames and links.
 	Moves []string `json:"moves"`
+	// ServerNames lists the [connect] rows named by a TLS ClientHello's
+	// server name, each with the address the session reached.
+	ServerNames []string `json:"server_names,omitempty"`
 	// Limits is how [limits] was derived (generate --limits; nil without).
 	Limits *LimitsWhy `json:"limits,omitempty"`
 }
@@ -116,6 +119,7 @@ type collected struct {
 	sightings []sighting
 	net       []generalise.NetNeed
 	netCalls  []string
+	netNames  []string // each net need's TLS server name, "" none
 	served    []generalise.Endpoint
 	existed   map[string]Entry
 	record    *Record
@@ -214,6 +218,7 @@ func (c *collected) add(run int, name string, s *SessionRecord) {
 		for _, n := range u.Net {
 			c.net = append(c.net, generalise.NetNeed{Section: section(n.Section), Addr: n.Addr, Port: n.Port, Transport: policy.Transport(n.Transport)})
 			c.netCalls = append(c.netCalls, call)
+			c.netNames = append(c.netNames, n.Name)
 			if n.Section == string(policy.Bind) && n.Port > 0 {
 				c.served = append(c.served, generalise.Endpoint{Port: n.Port, Transport: policy.Transport(n.Transport)})
 			}

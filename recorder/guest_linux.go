@@ -265,7 +265,7 @@ func judgeExisted(trace, tty string, start *StartState, started time.Time) ([]En
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, usesOf(uses), dropped, nil
+	return out, usesOf(uses, serverNames(tr.Calls)), dropped, nil
 }
 
 // withInterpreters adds to every execute what the kernel also opens for

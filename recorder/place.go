@@ -97,18 +97,26 @@ func (c *collected) widenedBecause(g generalise.Grant) string {
 
 // network adds the network rules: loopback through the pruner's
 // NetworkRules (a loopback server the sessions ran becomes the loopback
-// wildcard), every other endpoint held by its address with a comment.
+// wildcard), an endpoint whose TLS ClientHello named its server by that
+// name, every other endpoint held by its address with a comment.
 func (c *collected) network(p *policy.Policy) {
 	net := generalise.NetworkRules(c.net, c.served, landlock.ABIUDP)
 	p.Connect, p.Bind = net.Connect, net.Bind
 	c.record.NotPlaced = append(c.record.NotPlaced, net.Reports...)
 	seen := map[string]bool{}
-	for _, n := range c.net {
+	for i, n := range c.net {
 		if n.Section != policy.Connect || !n.Addr.IsValid() || n.Port <= 0 || generalise.Loopback(n.Addr) {
 			continue
 		}
-		r := policy.ConnectRule{Host: n.Addr.Unmap().String(), Port: n.Port, Transport: n.Transport,
+		addr := n.Addr.Unmap().String()
+		r := policy.ConnectRule{Host: addr, Port: n.Port, Transport: n.Transport,
 			Comment: "held by address: a session connected here; no server name was recorded for it"}
+		if name := c.netNames[i]; name != "" {
+			r.Host, r.Comment = name, "the server name of the TLS ClientHello a session sent to "+addr
+			if !seen[r.String()] {
+				c.record.ServerNames = append(c.record.ServerNames, fmt.Sprintf("%s: %s (%s)", r.String(), addr, c.netCalls[i]))
+			}
+		}
 		if !seen[r.String()] {
 			seen[r.String()] = true
 			p.Connect = append(p.Connect, r)
@@ -181,6 +189,9 @@ func header(sessions int, r *Record) []string {
 	h := []string{
 		"The recorded program ran UNSANDBOXED (inside a throwaway guest) while these sessions were recorded.",
 		fmt.Sprintf("lockstep record generate: this policy covers %d session(s): %v.", sessions, r.Sessions),
+	}
+	if len(r.ServerNames) > 0 {
+		h = append(h, "A [connect] row names a host by its TLS server name: Landlock grants its port alone; holding the host too needs a resolver (a proxy or firewall that resolves the name).")
 	}
 	if r.Limits != nil {
 		h = append(h, fmt.Sprintf("[limits] from %d sampled session(s) with the layer pruner's margins; %s.", len(r.Limits.Measurements), r.Limits.MemMB))

@@ -43,10 +43,14 @@ type Net struct {
 	Addr      netip.Addr `json:"addr"`
 	Port      int        `json:"port"`
 	Transport string     `json:"transport"`
+	// Name is the server name of the TLS ClientHello written on a
+	// connect's socket ("" none seen).
+	Name string `json:"name,omitempty"`
 }
 
-// usesOf converts attribute's view of a session into Uses.
-func usesOf(rs []*attribute.Refusal) []Use {
+// usesOf converts attribute's view of a session into Uses, naming each
+// connect by its socket's TLS server name (names, from serverNames).
+func usesOf(rs []*attribute.Refusal, names map[uint64]string) []Use {
 	out := []Use{}
 	for _, r := range rs {
 		u := Use{Layer: string(r.Layer), Op: r.Op, Reason: r.Reason}
@@ -67,7 +71,8 @@ func usesOf(rs []*attribute.Refusal) []Use {
 			u.Needs = append(u.Needs, nd)
 		}
 		for _, n := range r.Net {
-			u.Net = append(u.Net, Net{Section: string(n.Section), Addr: n.Addr, Port: n.Port, Transport: string(n.Transport)})
+			u.Net = append(u.Net, Net{Section: string(n.Section), Addr: n.Addr, Port: n.Port, Transport: string(n.Transport),
+				Name: names[connectInode(r.Call)]})
 		}
 		out = append(out, u)
 	}
