@@ -99,3 +99,29 @@ func TestSessionTLSTrace(t *testing.T) {
 		t.Errorf("record.json's server names %q, want one", g.Record.ServerNames)
 	}
 }
+
+// A real trace of less (testdata/less, capture.py made it): the terminal
+// it opened again (descriptor 3) gets requests strace names ambiguously
+// ("SNDCTL_TMR_STOP or TCSETSW"); each is the pseudo-terminal's TCSETSW,
+// a grantable ioctl_dev need, so the session is not INCOMPLETE.
+func TestSessionLessTrace(t *testing.T) {
+	_, uses, dropped, err := judgeExisted(filepath.Join("testdata", "less", "trace"), "/dev/pts/0", &StartState{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcsetsw := 0
+	for _, u := range uses {
+		if u.Op != "ioctl" {
+			continue
+		}
+		if !u.grantable() {
+			t.Errorf("ungrantable ioctl: %s (%s)", u.Call, u.Reason)
+		}
+		if strings.Contains(u.Call, "TCSETSW") {
+			tcsetsw++
+		}
+	}
+	if tcsetsw != 2 || dropped == 0 {
+		t.Errorf("%d TCSETSW uses (want 2), %d ioctls on descriptors 0-2 dropped (want some)", tcsetsw, dropped)
+	}
+}

@@ -114,6 +114,14 @@ func TestTable(t *testing.T) {
 `,
 		Want: []string{"filesystem ioctl /dev/pts/4:ioctl=ioctl_dev", "fixed ioctl", "fixed ioctl", "filesystem truncate /w/exists:write=truncate"},
 	}, {
+		// strace names 0x5403 by both its names; on a terminal it is
+		// TCSETSW (less on /dev/tty), on another device it stays fixed.
+		Name: "ioctl: an ambiguous request name is resolved by the descriptor's type",
+		Trace: inDomain + `7 ioctl(3</dev/pts/4>, SNDCTL_TMR_STOP or TCSETSW, {c_iflag=ICRNL|IXON, c_cflag=B38400|CS8|CREAD, ...}) = -1 EACCES (Permission denied)
+7 ioctl(5</dev/sequencer>, SNDCTL_TMR_STOP or TCSETSW, 0x1) = -1 EACCES (Permission denied)
+`,
+		Want: []string{"filesystem ioctl /dev/pts/4:ioctl=ioctl_dev", "fixed ioctl"},
+	}, {
 		Name: "network: transports, UNIX sockets, autobind",
 		Trace: inDomain + `7 socket(AF_INET, SOCK_DGRAM|SOCK_CLOEXEC, IPPROTO_IP) = 5<socket:[100]>
 7 connect(5<socket:[100]>, {sa_family=AF_INET, sin_port=htons(53), sin_addr=inet_addr("127.0.0.53")}, 16) = -1 EACCES (Permission denied)
