@@ -19,6 +19,11 @@
 //   - The virtio-serial port [ResultsPort] carries one frame ([WriteFrame],
 //     [ReadFrame]): [FrameMagic], a big-endian uint64 length, the SHA-256 of
 //     the payload, then the payload (a zstd-compressed tar of [ResultsDir]).
+//   - Only when the host asks for it, the virtio-serial port [InputPort]
+//     carries input the other way, host to guest: an interactive session's
+//     keystrokes and window sizes ([WriteInputData], [WriteInputWindow],
+//     [ReadInput]: a kind byte, a big-endian uint16 length, the payload).
+//     PID 1 leaves it alone; the job that wants it opens it.
 //
 // # Typed jobs
 //
