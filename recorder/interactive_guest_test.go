@@ -111,3 +111,48 @@ func waitForGuest(t *testing.T, out *syncBuffer, want string) {
 	}
 	t.Fatalf("%q did not appear; lockstep wrote %q", want, out.String())
 }
+
+// An interactive `lockstep record run` puts its terminal in raw mode
+// while the guest boots, and a signal that ends it early (SIGTERM,
+// SIGHUP, SIGQUIT) still leaves the terminal as it found it.
+func TestRecordInteractiveSignalRestoresTerminal(t *testing.T) {
+	bz, bin := needGuest(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			master, slave, _, err := openPTY(Window)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer master.Close()
+			defer slave.Close()
+			cmd := exec.CommandContext(t.Context(), bin, "record", "run", "--name", "sig", "--dir", t.TempDir(), "--kernel", bz, "--", "python3", "-q")
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var out syncBuffer
+			go io.Copy(&out, master)
+			waitForGuest(t, &out, "interactive session")
+			lflag := func() uint32 {
+				tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tio.Lflag & (unix.ICANON | unix.ECHO | unix.ISIG)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for lflag() != 0 && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if got := lflag(); got != 0 {
+				t.Fatalf("the terminal's lflag has %#o while the guest boots: want raw mode", got)
+			}
+			cmd.Process.Signal(sig)
+			cmd.Wait()
+			if got := lflag(); got != unix.ICANON|unix.ECHO|unix.ISIG {
+				t.Errorf("after %v the terminal's lflag has %#o: raw mode was not undone; lockstep wrote %q", sig, got, out.String())
+			}
+		})
+	}
+}
