@@ -911,7 +911,7 @@ func Uses(calls []*strace.Call, opts Options) []*Refusal {
 	var out []*Refusal
 	for _, c := range calls {
 		a.track(c)
-		if c.Kind != strace.Syscall || c.Failed() || c.Unfinished {
+		if c.Kind != strace.Syscall || c.Failed() && !connectStarted(c) || c.Unfinished {
 			continue
 		}
 		if r := a.use(c); r != nil {
@@ -919,6 +919,13 @@ func Uses(calls []*strace.Call, opts Options) []*Refusal {
 		}
 	}
 	return out
+}
+
+// connectStarted reports a non-blocking connect that Landlock let through:
+// EINPROGRESS (the handshake goes on after the call), where a refusal is
+// EACCES.
+func connectStarted(c *strace.Call) bool {
+	return c.Name == "connect" && c.Errno == "EINPROGRESS"
 }
 
 // devIoctl reports whether an ioctl is one Landlock's ioctl_dev right

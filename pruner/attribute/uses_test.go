@@ -25,6 +25,9 @@ func TestUses(t *testing.T) {
 100 openat(AT_FDCWD</w>, "missing", O_RDONLY) = -1 ENOENT (No such file or directory)
 100 socket(AF_INET, SOCK_DGRAM|SOCK_CLOEXEC, IPPROTO_IP) = 6<UDP:[77]>
 100 bind(6<UDP:[77]>, {sa_family=AF_INET, sin_port=htons(5000), sin_addr=inet_addr("127.0.0.1")}, 16) = 0
+100 socket(AF_INET, SOCK_STREAM|SOCK_CLOEXEC|SOCK_NONBLOCK, IPPROTO_TCP) = 7<TCP:[78]>
+100 connect(7<TCP:[78]>, {sa_family=AF_INET, sin_port=htons(443), sin_addr=inet_addr("192.0.2.7")}, 16) = -1 EINPROGRESS (Operation now in progress)
+100 connect(7<TCP:[78]>, {sa_family=AF_INET, sin_port=htons(444), sin_addr=inet_addr("192.0.2.7")}, 16) = -1 ECONNREFUSED (Connection refused)
 `
 	var calls []*strace.Call
 	if _, err := strace.Parse(strings.NewReader(trace), func(c *strace.Call) error { calls = append(calls, c); return nil }); err != nil {
@@ -39,6 +42,8 @@ func TestUses(t *testing.T) {
 		"filesystem read  /w/in.txt[read] (line 1, pid 100)",
 		"filesystem create  /w[create] /w/out.txt[write] (line 6, pid 100)",
 		"network bind  [bind] 127.0.0.1:5000 udp (line 10, pid 100)",
+		// A non-blocking connect Landlock let through ends in EINPROGRESS.
+		"network connect  [connect] 192.0.2.7:443 tcp (line 12, pid 100)",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("Uses =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
