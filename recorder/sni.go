@@ -2,16 +2,16 @@ package recorder
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
 // serverNames maps each socket (by its inode, from strace's -y
 // annotation) whose first data written is a TLS ClientHello to the server
-// name it carries: write, send and sendto calls, their buffer as strace
-// printed it (-s 4096 holds a ClientHello's server name, which comes
-// early). A ClientHello sent with sendmsg (its buffer inside msg_iov) is
-// not read: such a connection stays held by address.
+// name it carries: write, send and sendto calls and sendmsg's first
+// msg_iov buffer, as strace printed them (-s 4096 holds a ClientHello's
+// server name, which comes early).
 func serverNames(calls []*strace.Call) map[uint64]string {
 	out := map[uint64]string{}
 	seen := map[uint64]bool{}
@@ -19,14 +19,15 @@ func serverNames(calls []*strace.Call) map[uint64]string {
 		if c.Kind != strace.Syscall || c.Failed() || c.Unfinished || len(c.Args) < 2 {
 			continue
 		}
-		if c.Name != "write" && c.Name != "send" && c.Name != "sendto" {
+		lit, ok := sentBuffer(c)
+		if !ok {
 			continue
 		}
 		fd, ok := c.Args[0].FD()
 		if !ok || fd.Inode == 0 || fd.Path != "" || seen[fd.Inode] {
 			continue
 		}
-		buf, _, err := strace.Unquote(string(c.Args[1]))
+		buf, _, err := strace.Unquote(string(lit))
 		if err != nil || buf == "" {
 			continue
 		}
@@ -38,6 +39,41 @@ func serverNames(calls []*strace.Call) map[uint64]string {
 		}
 	}
 	return out
+}
+
+// sentBuffer is the string literal of the data a call writes: write's,
+// send's and sendto's second argument, sendmsg's first iov_base.
+func sentBuffer(c *strace.Call) (strace.Arg, bool) {
+	switch c.Name {
+	case "write", "send", "sendto":
+		return c.Args[1], true
+	case "sendmsg":
+		iov, ok := c.Args[1].Field("msg_iov")
+		lit, found := strings.CutPrefix(strings.TrimSpace(string(iov)), `[{iov_base="`)
+		if !ok || !found {
+			return "", false
+		}
+		return quotedPrefix(`"` + lit)
+	}
+	return "", false
+}
+
+// quotedPrefix is the string literal s starts with (and strace's "..."
+// after it, if cut short).
+func quotedPrefix(s string) (strace.Arg, bool) {
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			end := i + 1
+			if strings.HasPrefix(s[end:], "...") {
+				end += 3
+			}
+			return strace.Arg(s[:end]), true
+		}
+	}
+	return "", false
 }
 
 // connectInode is the socket inode of a connect call's descriptor, 0 when

@@ -3,11 +3,15 @@ package recorder
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
 // clientHello is the first record crypto/tls's client writes for
@@ -123,5 +127,45 @@ func TestSessionLessTrace(t *testing.T) {
 	}
 	if tcsetsw != 2 || dropped == 0 {
 		t.Errorf("%d TCSETSW uses (want 2), %d ioctls on descriptors 0-2 dropped (want some)", tcsetsw, dropped)
+	}
+}
+
+// straceQuote renders b as strace prints a buffer (octal escapes but for
+// printable ASCII, '"' and '\\' escaped), with '}' and ',' left as they
+// are: they must not end a structure or a field inside the literal.
+func straceQuote(b []byte) string {
+	var s strings.Builder
+	s.WriteByte('"')
+	for _, c := range b {
+		switch {
+		case c == '"' || c == '\\':
+			s.WriteString(`\` + string(c))
+		case c >= 0x20 && c < 0x7f:
+			s.WriteByte(c)
+		default:
+			fmt.Fprintf(&s, `\%03o`, c) // three digits: a digit may follow
+		}
+	}
+	return s.String() + `"`
+}
+
+// A ClientHello written with write or sendmsg (its first iovec) names the
+// socket's connect; one on another socket, or written second, does not.
+func TestServerNamesCalls(t *testing.T) {
+	hello := append(clientHello(t, "api.example.test"), "}, {iov_base=\"x\""...)
+	q := straceQuote(hello)
+	trace := `7 connect(3<socket:[11]>, {sa_family=AF_INET, sin_port=htons(443), sin_addr=inet_addr("192.0.2.7")}, 16) = 0
+7 sendmsg(3<socket:[11]>, {msg_name=NULL, msg_namelen=0, msg_iov=[{iov_base=` + q + `, iov_len=` + strconv.Itoa(len(hello)) + `}, {iov_base="", iov_len=0}], msg_iovlen=2, msg_controllen=0, msg_flags=0}, 0) = ` + strconv.Itoa(len(hello)) + `
+7 connect(4<socket:[12]>, {sa_family=AF_INET, sin_port=htons(443), sin_addr=inet_addr("192.0.2.8")}, 16) = 0
+7 write(4<socket:[12]>, "GET / HTTP/1.1\r\n", 16) = 16
+7 write(4<socket:[12]>, ` + q + `, ` + strconv.Itoa(len(hello)) + `) = ` + strconv.Itoa(len(hello)) + `
+`
+	var calls []*strace.Call
+	if _, err := strace.Parse(strings.NewReader(trace), func(c *strace.Call) error { calls = append(calls, c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	got := serverNames(calls)
+	if len(got) != 1 || got[11] != "api.example.test" {
+		t.Errorf("serverNames = %v, want only socket 11 named api.example.test", got)
 	}
 }
