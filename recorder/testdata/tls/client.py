@@ -1,6 +1,7 @@
 # A TLS client: connects to 192.0.2.2:4433 (this machine's own address,
 # where capture.sh listens), sends its ClientHello for api.example.test,
-# and gives up on whatever comes back.
+# and gives up on whatever comes back. (A copy is in guest/, the exercise
+# TestRecordTLSGuest records.)
 import socket, ssl
 ctx = ssl.create_default_context()
 s = socket.create_connection(("192.0.2.2", 4433))
