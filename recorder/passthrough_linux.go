@@ -19,7 +19,8 @@ type Passthrough struct {
 	// In is read for keystrokes. A terminal is put in raw mode while the
 	// session runs (so ^C is the byte 3, which the guest's line discipline
 	// turns into SIGINT for the program, not for lockstep), and restored
-	// on every way out of Run.
+	// on every way out of Run. A read of In still waiting when the session
+	// ends is left to return on its own, its bytes dropped.
 	In *os.File
 	// Out receives what the program writes to its terminal.
 	Out io.Writer

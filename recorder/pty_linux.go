@@ -164,7 +164,7 @@ func feedInput(in io.Reader, master *os.File) {
 	for {
 		m, err := proto.ReadInput(in)
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) {
 				fmt.Fprintf(os.Stderr, "record: the input stream ended: %v\n", err)
 			}
 			return
