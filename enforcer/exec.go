@@ -41,23 +41,9 @@ func Exec(opts Options) (int, error) {
 	if err != nil {
 		return Status(err), err
 	}
-	env := opts.Env
-	if env == nil {
-		env = CommandEnv(os.Environ(), nil)
-	}
-	env = withoutRole(env)
-	if opts.Dir != "" {
-		if err := os.Chdir(opts.Dir); err != nil {
-			return StatusRefused, errorf(ErrRefused, "change directory: %v. Nothing ran.", err)
-		}
-	}
-	path, status, err := lookPath(opts.Command[0], env)
+	path, env, status, err := execTarget(opts)
 	if err != nil {
-		kind := ErrNotFound
-		if status == StatusCannotExec {
-			kind = ErrCannotExec
-		}
-		return status, errorf(kind, "%v", err)
+		return status, err
 	}
 	if err := takeOffTerminal(); err != nil {
 		return StatusRefused, errorf(ErrRefused, "%v. Nothing ran.", err)
@@ -92,6 +78,31 @@ func Exec(opts Options) (int, error) {
 		kind = ErrRefused
 	}
 	return status, errorf(kind, "%s", ex.message())
+}
+
+// execTarget changes to opts.Dir and finds the command in the PATH of its
+// environment (opts.Env, or the caller's safe variables), as the child
+// would: the path to execute and the environment, or the status and why.
+func execTarget(opts Options) (path string, env []string, status int, err error) {
+	env = opts.Env
+	if env == nil {
+		env = CommandEnv(os.Environ(), nil)
+	}
+	env = withoutRole(env)
+	if opts.Dir != "" {
+		if err := os.Chdir(opts.Dir); err != nil {
+			return "", nil, StatusRefused, errorf(ErrRefused, "change directory: %v. Nothing ran.", err)
+		}
+	}
+	path, status, err = lookPath(opts.Command[0], env)
+	if err != nil {
+		kind := ErrNotFound
+		if status == StatusCannotExec {
+			kind = ErrCannotExec
+		}
+		return "", nil, status, errorf(kind, "%v", err)
+	}
+	return path, env, 0, nil
 }
 
 // execLimitsAllowed refuses the [limits] Exec cannot keep: a timeout and
