@@ -14,8 +14,9 @@ import (
 // TestRunExec: `lockstep run --exec` becomes the command (the shell's $$ is
 // the pid lockstep was started with), restricted as run restricts it (a
 // granted file reads, an ungranted one is refused), with the rlimits of
-// [limits]; a policy with a timeout or a cgroup cap is refused (125) with
-// nothing run, and a missing command is 127.
+// [limits]; a policy with a timeout or a cgroup cap, and an --expect-hash
+// naming another policy, are refused (125) with nothing run, and a missing
+// command is 127.
 func TestRunExec(t *testing.T) {
 	bin := lockstepbin.Build(t)
 	d := t.TempDir()
@@ -55,6 +56,14 @@ func TestRunExec(t *testing.T) {
 		if _, err := os.Stat(marker); err == nil || code != exitRefused || !strings.Contains(errs, "run without --exec") {
 			t.Errorf("lockstep run --exec with [limits] %s = %d, ran: %v, want 125 and nothing run\n%s", limits, code, err == nil, errs)
 		}
+	}
+	wcfg := filepath.Join(d, "write.cfg")
+	if err := os.WriteFile(wcfg, []byte(truePolicy+"[write]\n"+d+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runBin(t, bin, nil, "run", "--exec", "--expect-hash", "sha256:00", "--config", wcfg, "--", "touch", marker)
+	if _, err := os.Stat(marker); err == nil || code != exitRefused || !strings.Contains(errs, "policy hash mismatch") {
+		t.Errorf("lockstep run --exec --expect-hash sha256:00 = %d, ran: %v, want 125 and nothing run\n%s", code, err == nil, errs)
 	}
 	if code, _, errs := runBin(t, bin, nil, "run", "-q", "--exec", "--config", cfg, "--", "lockstep-no-such-command"); code != 127 {
 		t.Errorf("lockstep run --exec of a missing command = %d, want 127\n%s", code, errs)
