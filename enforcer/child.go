@@ -116,6 +116,9 @@ func ChildMain() int {
 	// to the next. fd 3 (the spec) is closed; fd 4 is close-on-exec.
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	ex, err := prepareExec(path, spec.Command, spec.Env, spec.Rlimits)
+	if err == nil {
+		err = ex.encodeReports()
+	}
 	if err != nil {
 		return fail(StatusCannotExec, "%s: %v", path, err)
 	}
@@ -128,7 +131,7 @@ func ChildMain() int {
 }
 
 // preparedExec holds what execve needs, the rlimits in the order they are
-// set, and the reports of execve's likely failures, all made before any
+// set, and (encodeReports) the reports of execve's likely failures, all made before any
 // rlimit is set: a Go process's address space is already larger than a
 // typical mem_mb (RLIMIT_AS; `lockstep run` itself maps about 1.2 GiB,
 // mostly reserved heap), so any allocation that grows the heap after the
@@ -152,7 +155,7 @@ var likelyExecErrnos = []unix.Errno{unix.EACCES, unix.ENOENT, unix.ENOEXEC, unix
 	unix.ENOMEM, unix.E2BIG, unix.ELOOP, unix.ENOTDIR, unix.EISDIR, unix.ELIBBAD, unix.EFAULT, unix.EINVAL}
 
 func prepareExec(path string, argv, env []string, rl []rlimitV) (*preparedExec, error) {
-	ex := &preparedExec{path: path, reports: map[unix.Errno][]byte{}}
+	ex := &preparedExec{path: path}
 	var err error
 	if ex.argv0, err = unix.BytePtrFromString(path); err != nil {
 		return nil, err
@@ -170,14 +173,23 @@ func prepareExec(path string, argv, env []string, rl []rlimitV) (*preparedExec, 
 			}
 		}
 	}
+	return ex, nil
+}
+
+// encodeReports encodes ahead the reports of likelyExecErrnos, for a
+// caller that writes a failure to a report pipe after the limits (the
+// re-executed child; Exec reports on stderr, once no limit binds memory,
+// and skips this: 2 % of a run's CPU).
+func (ex *preparedExec) encodeReports() error {
+	ex.reports = make(map[unix.Errno][]byte, len(likelyExecErrnos))
 	for _, e := range likelyExecErrnos {
-		b, err := json.Marshal(childReport{Status: execStatus(e), Msg: execMessage(path, e)})
+		b, err := json.Marshal(childReport{Status: execStatus(e), Msg: execMessage(ex.path, e)})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ex.reports[e] = append(b, '\n')
 	}
-	return ex, nil
+	return nil
 }
 
 // execStatus is the exit status for an execve failure: 127 not found, 126

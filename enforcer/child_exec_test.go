@@ -23,6 +23,9 @@ func TestLimitAndExecAllocatesNothing(t *testing.T) {
 	// (its hard limit drops to the soft one; core dumps stay as they were).
 	rl := []rlimitV{{Name: "core", Resource: unix.RLIMIT_CORE, Value: core.Cur}}
 	ex, err := prepareExec("/opt/x/tool", []string{"tool", "-v"}, []string{"PATH=/usr/bin"}, rl)
+	if err == nil {
+		err = ex.encodeReports()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

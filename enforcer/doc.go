@@ -22,6 +22,11 @@
 //
 //	status, err := enforcer.Run(ctx, enforcer.Options{Policy: p, Command: []string{"cat", "/etc/hostname"}})
 //
+// Exec (lockstep run --exec) applies the same restriction to the calling
+// thread and executes the command in place: no child, so nothing is left
+// beside the command to kill what it leaves running, and a policy with a
+// timeout or a cgroup cap is refused.
+//
 // # Kernel facts
 //
 // landlock.ABITable holds, per Landlock ABI version, the filesystem and

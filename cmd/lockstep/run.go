@@ -22,7 +22,7 @@ func init() {
 	hiddenRoles[enforcer.ChildRole] = enforcer.ChildMain
 	register(&verb{
 		Name:  enforcer.Verb,
-		Usage: "run --config <file>… [--base-dir <dir>] [--expect-hash sha256:<hex>] [--require-abi <n>] [--env NAME[=VALUE]]… [--env-file <file>]… [--log-subprocesses] [-q] -- <cmd>…",
+		Usage: "run --config <file>… [--base-dir <dir>] [--expect-hash sha256:<hex>] [--require-abi <n>] [--env NAME[=VALUE]]… [--env-file <file>]… [--log-subprocesses] [--exec] [-q] -- <cmd>…",
 		Short: "run one command under a policy with this kernel's Landlock",
 		Long:  runLong,
 		Example: `# run cat under a policy: what it grants works, anything else is EACCES
@@ -51,6 +51,11 @@ reads such lines (these flags are not part of the policy hash). The command
 cannot push input into a terminal (TIOCSTI and TIOCLINUX are refused), and
 dies with lockstep.
 
+--exec makes lockstep the command (execve in place, no process beside it):
+about 1.7 ms faster, but what the command leaves running is not killed, a
+command killed by signal n is seen killed (not exit 128+n), and a policy
+with [limits] timeout, nproc or mem_mb is refused.
+
 Exit status: the command's own (128+n when killed by signal n); 124 the
 timeout passed; 125 refused before anything ran (bad policy, a rule this
 kernel cannot enforce — the rule and the ABI it needs are named — an
@@ -67,6 +72,7 @@ func runFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []stri
 	expect := strictString(fs, "expect-hash", "", "refuse unless the combined policy hashes to this `sha256:<hex>` (lockstep policy hash)", wantHash)
 	logSub := fs.Bool("log-subprocesses", false, fmt.Sprintf("audit-log Landlock denials after exec too (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON, ABI %d+)", landlock.ABIAuditRecords))
 	quiet := fs.Bool("q", false, "leave out the status line")
+	inPlace := fs.Bool("exec", false, "become the command (execve in place): faster, but what it leaves running is not killed and a signal ends it as a signal; refused with [limits] timeout, nproc or mem_mb")
 	requireABI := fs.Int("require-abi", 0, "refuse (125) on a kernel whose Landlock ABI is below `n`")
 	var envs, envFiles multiFlag
 	fs.Var(&envs, "env", "pass the caller's `NAME`, or set NAME=VALUE, in the command's environment (repeatable)")
@@ -100,14 +106,15 @@ func runFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []stri
 			return exitRefused
 		}
 		return runCommand(ctx, io, enforcer.Options{Policy: p, Command: args, LogSubprocesses: *logSub, ExpectHash: *expect,
-			RequireABI: *requireABI, Env: env, Stdin: io.in, Stdout: io.out, Stderr: io.err, Quiet: *quiet})
+			RequireABI: *requireABI, Env: env, Stdin: io.in, Stdout: io.out, Stderr: io.err, Quiet: *quiet}, *inPlace)
 	}
 }
 
 // runCommand runs the command under the policy (enforcer.Run), first
 // printing the ruleset and the environment with -v; lockstep's own signals
-// kill the command and exit 128+n.
-func runCommand(ctx context.Context, io *stdio, opts enforcer.Options) int {
+// kill the command and exit 128+n. With inPlace (--exec) lockstep becomes
+// the command (enforcer.Exec) and returns only when nothing ran.
+func runCommand(ctx context.Context, io *stdio, opts enforcer.Options, inPlace bool) int {
 	if io.verbose {
 		// The ruleset as the kernel will get it; Run prepares it again.
 		if prep, err := enforcer.Prepare(opts); err == nil {
@@ -117,6 +124,9 @@ func runCommand(ctx context.Context, io *stdio, opts enforcer.Options) int {
 		}
 		fmt.Fprintf(io.err, "lockstep run: environment: %s; left out: %s\n",
 			strings.Join(envNames(opts.Env), ","), strings.Join(enforcer.DroppedEnv(os.Environ(), opts.Env), ","))
+	}
+	if inPlace {
+		return execCommand(ctx, io, opts)
 	}
 	ctx, stop := catchSignals(ctx)
 	defer stop()
@@ -128,6 +138,18 @@ func runCommand(ctx context.Context, io *stdio, opts enforcer.Options) int {
 	if err != nil {
 		enforcer.WriteRefusal(io.err, err)
 	}
+	return status
+}
+
+// execCommand is run --exec: lockstep becomes the command. A SIGINT or
+// SIGTERM caught before (main's context) ends it with 128+n, nothing run.
+func execCommand(ctx context.Context, io *stdio, opts enforcer.Options) int {
+	if ctx.Err() != nil {
+		err := fmt.Errorf("%w (%v). Nothing ran", enforcer.ErrInterrupted, context.Cause(ctx))
+		return fail(io, "run", enforcer.StatusInterrupt, err)
+	}
+	status, err := enforcer.Exec(opts)
+	enforcer.WriteRefusal(io.err, err)
 	return status
 }
 

@@ -36,7 +36,8 @@ func runBin(t *testing.T, bin string, env []string, args ...string) (int, string
 // TestRunEnvironment: the caller's secrets (a token, a cloud key, the SSH
 // agent) and LD_PRELOAD do not reach the command; PATH does; --env passes
 // a variable or sets one; --env-file does the same from a file, LD_PRELOAD
-// included when named there; a bad --env is a usage error.
+// included when named there; a bad --env is a usage error. --exec (lockstep
+// becomes the command) scrubs the same.
 func TestRunEnvironment(t *testing.T) {
 	bin := lockstepbin.Build(t)
 	d := t.TempDir()
@@ -56,6 +57,7 @@ func TestRunEnvironment(t *testing.T) {
 		has, lack []string
 	}{
 		{"default", nil, []string{"PATH="}, []string{"GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "SSH_AUTH_SOCK", "LD_PRELOAD", "LOCKSTEP_"}},
+		{"default --exec", []string{"--exec"}, []string{"PATH="}, []string{"GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "SSH_AUTH_SOCK", "LD_PRELOAD", "LOCKSTEP_"}},
 		{"--env", []string{"--env", "GITHUB_TOKEN", "--env", "SET_HERE=a b=c"},
 			[]string{"GITHUB_TOKEN=ghp_secret", "SET_HERE=a b=c"}, []string{"AWS_SECRET_ACCESS_KEY", "SSH_AUTH_SOCK", "LD_PRELOAD"}},
 		{"--env-file", []string{"--env-file", envFile, "--env", "FROM_FILE=2"},

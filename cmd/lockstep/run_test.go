@@ -62,14 +62,16 @@ func TestRunVerb(t *testing.T) {
 // TestRunInheritedDescriptors: a descriptor lockstep inherits beyond stdin,
 // stdout and stderr (ExtraFiles: fd 3, as a CI runner or a shell may leave
 // one) does not reach the command, on either start path (no limits: the
-// direct fork; nofile: the re-executed child).
+// direct fork; nofile: the re-executed child; --exec: lockstep itself).
 func TestRunInheritedDescriptors(t *testing.T) {
 	bin := lockstepbin.Build(t)
 	d := t.TempDir()
-	for name, limits := range map[string]string{"direct": "", "reexec": "[limits]\nnofile=64\n"} {
-		t.Run(name, func(t *testing.T) {
-			cfg := filepath.Join(d, name+".cfg")
-			if err := os.WriteFile(cfg, []byte(truePolicy+limits), 0o644); err != nil {
+	for _, tc := range []struct{ name, limits, flag string }{
+		{"direct", "", "-q"}, {"reexec", "[limits]\nnofile=64\n", "-q"}, {"exec", "", "--exec"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := filepath.Join(d, tc.name+".cfg")
+			if err := os.WriteFile(cfg, []byte(truePolicy+tc.limits), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			f, err := os.Open(os.DevNull)
@@ -77,7 +79,7 @@ func TestRunInheritedDescriptors(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			cmd := exec.Command(bin, "run", "-q", "--config", cfg, "--", "sh", "-c", "true <&3 && echo inherited; echo ran")
+			cmd := exec.Command(bin, "run", "-q", tc.flag, "--config", cfg, "--", "sh", "-c", "true <&3 && echo inherited; echo ran")
 			cmd.ExtraFiles = []*os.File{f}
 			out, err := cmd.Output()
 			if err != nil || strings.Contains(string(out), "inherited") || !strings.Contains(string(out), "ran") {

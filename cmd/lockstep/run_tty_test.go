@@ -138,7 +138,11 @@ func drain(master *os.File) (shown func() string) {
 // only stdout/stderr are (the command gets a session of its own). The
 // policy grants /dev/tty read, write and ioctl, so Landlock alone stops
 // nothing here. Run as root, TIOCSTI passes the kernel's own checks
-// (CAP_SYS_ADMIN), whatever the session.
+// (CAP_SYS_ADMIN), whatever the session. The same with --exec (lockstep
+// becomes the command): stdin the terminal; only stdout/stderr, lockstep a
+// job of a job-control shell (a process group leader: it gives the
+// terminal up with TIOCNOTTY, so /dev/tty opens nothing); and only
+// stdout/stderr with lockstep leading the session, which is refused (125).
 func TestRunNoTerminalInjection(t *testing.T) {
 	legacyTIOCSTI(t)
 	bin := lockstepbin.Build(t)
@@ -157,10 +161,16 @@ func TestRunNoTerminalInjection(t *testing.T) {
 		name       string
 		stdinIsTTY bool
 		limits     string
+		flags      []string
+		jobShell   bool // lockstep is a job of a job-control shell, not the session leader
+		want       int  // lockstep's exit status: 3 the injector's, every TIOCSTI refused
 	}{
-		{"stdin-tty", true, ""},
-		{"stdout-tty", false, ""},
-		{"stdin-tty-reexec", true, "[limits]\nnofile=64\n"},
+		{"stdin-tty", true, "", nil, false, 3},
+		{"stdout-tty", false, "", nil, false, 3},
+		{"stdin-tty-reexec", true, "[limits]\nnofile=64\n", nil, false, 3},
+		{"stdin-tty-exec", true, "", []string{"--exec"}, false, 3},
+		{"stdout-tty-exec-job", false, "", []string{"--exec"}, true, 3},
+		{"stdout-tty-exec-session-leader", false, "", []string{"--exec"}, false, exitRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pcfg := filepath.Join(d, tc.name+".cfg")
@@ -170,11 +180,15 @@ func TestRunNoTerminalInjection(t *testing.T) {
 			marker := filepath.Join(t.TempDir(), "injected")
 			master, slave := openPTY(t)
 			shown := drain(master)
-			cmd := exec.Command(bin, "run", "-q", "--config", pcfg, "--", self, tiocstiArg, "touch "+marker+"\n")
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+			argv := append(append([]string{bin, "run", "-q"}, tc.flags...), "--config", pcfg, "--", self, tiocstiArg, "touch "+marker+"\n")
 			if !tc.stdinIsTTY {
-				cmd.Stdin = nil
+				argv = append([]string{"sh", "-c", `exec "$@" </dev/null`, "sh"}, argv...)
 			}
+			if tc.jobShell {
+				argv[2] = `set -m; "$@" </dev/null; exit $?`
+			}
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 			// lockstep leads the terminal's session, as a shell's job.
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1}
 			err := cmd.Run()
@@ -202,9 +216,13 @@ func TestRunNoTerminalInjection(t *testing.T) {
 				sh.Process.Kill()
 				t.Fatal("the shell reading the terminal did not end")
 			}
-			if _, err := os.Stat(marker); err == nil || code != 3 {
-				t.Errorf("lockstep run of the injector = %d (want 3: every TIOCSTI refused); %s exists: %v\nterminal:\n%s",
-					code, marker, err == nil, strings.ReplaceAll(shown(), "\r", ""))
+			if _, err := os.Stat(marker); err == nil || code != tc.want {
+				t.Errorf("lockstep run of the injector = %d (want %d); %s exists: %v\nterminal:\n%s",
+					code, tc.want, marker, err == nil, strings.ReplaceAll(shown(), "\r", ""))
+			}
+			if !tc.stdinIsTTY && tc.want == 3 && !strings.Contains(shown(), "injector: open /dev/tty:") {
+				t.Errorf("the injector opened /dev/tty: the command kept lockstep's controlling terminal\nterminal:\n%s",
+					strings.ReplaceAll(shown(), "\r", ""))
 			}
 		})
 	}

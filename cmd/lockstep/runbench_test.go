@@ -105,7 +105,8 @@ func floorArgv(b *testing.B, floor, cfg string, argv ...string) []string {
 // start-up, `lockstep help` (one start of the same binary, no enforcement)
 // as go-start-ms, and the same run with an rlimit, which takes the
 // re-executed child, as reexec-ms; and the smallest Go program's start-up as
-// go-floor-ms.
+// go-floor-ms. `lockstep run --exec` (lockstep becomes the command) is
+// exec-ms, with exec-overhead-ms and exec-x-floor.
 func BenchmarkRunTrue(b *testing.B) {
 	bin := lockstepbin.Build(b)
 	cfg := filepath.Join(b.TempDir(), "p.cfg")
@@ -123,6 +124,7 @@ func BenchmarkRunTrue(b *testing.B) {
 	}{
 		{"bare-ms", []string{"/usr/bin/true"}},
 		{"lockstep-ms", []string{bin, "run", "-q", "--config", cfg, "--", "/usr/bin/true"}},
+		{"exec-ms", []string{bin, "run", "-q", "--exec", "--config", cfg, "--", "/usr/bin/true"}},
 		{"go-start-ms", []string{bin, "help"}},
 		{"go-floor-ms", []string{goFloorBinary(b)}},
 		{"reexec-ms", []string{bin, "run", "-q", "--config", cfgRe, "--", "/usr/bin/true"}},
@@ -155,8 +157,10 @@ func BenchmarkRunTrue(b *testing.B) {
 	}
 	b.ReportMetric(med["lockstep-ms"]-med["bare-ms"], "overhead-ms")
 	b.ReportMetric(med["lockstep-ms"]/med["bare-ms"], "x-bare")
+	b.ReportMetric(med["exec-ms"]-med["bare-ms"], "exec-overhead-ms")
 	if f, ok := med["floor-ms"]; ok {
 		b.ReportMetric(med["lockstep-ms"]/f, "x-floor")
+		b.ReportMetric(med["exec-ms"]/f, "exec-x-floor")
 	}
 }
 
@@ -185,8 +189,10 @@ func TestBenchRatios(t *testing.T) {
 		"boot-vs-virtme-ng-pin-cpu":  "9.04",
 		"boot-vs-virtme-ng-pin-wall": "8.98",
 		"boot-vs-reference-cpu":      "5.609",
-		"run-overhead-ms":            "7.457",
-		"run-vs-floor":               "5.511",
+		"run-overhead-ms":            "7.551",
+		"run-vs-floor":               "5.155",
+		"run-exec-overhead-ms":       "5.148",
+		"run-exec-vs-floor":          "3.697",
 		"observe-fixture-runs-s":     "43.45",
 	}
 	got, out := ratios("testdata/bench-output.txt")
