@@ -6,9 +6,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -109,14 +112,78 @@ func readRunJSON(t testing.TB, dir string) RunJSON {
 // fixture, finds exactly the UDP row the default prune's policy lacks, and
 // writes the sidecar, the record and the trace, all consistent with each
 // other and with run.json.
+//
+// Its sidecar and verdicts are also those the observer gave before its
+// speed-up (issue 22: the same verdicts and sidecars byte for byte),
+// captured in testdata/observe-fixture-reference.
 func TestObserveGuest(t *testing.T) {
 	needGuest(t)
-	checkObserveGuest(t, "../testdata/exercises")
+	ps := checkObserveGuest(t, "../testdata/exercises")
+	want, wantSidecar := readFixtureVerdicts(t, fixtureReference)
+	got, gotSidecar := readFixtureVerdicts(t, ps)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("verdicts differ from the reference's:\n got %+v\nwant %+v", got, want)
+	}
+	if !bytes.Equal(gotSidecar, wantSidecar) {
+		t.Errorf("the sidecar differs from the reference's (dates aside):\n%s\nwant:\n%s", gotSidecar, wantSidecar)
+	}
 }
 
-// checkObserveGuest observes the fixture of the exercise tree and checks
-// every acceptance property of the results.
-func checkObserveGuest(t *testing.T, exercises string) {
+// fixtureReference holds the fixture's observation by the code before the
+// observer's speed-up; its README says how it was made.
+const fixtureReference = "testdata/observe-fixture-reference"
+
+// fixtureVerdicts is everything an observation of the fixture concluded,
+// without what differs from run to run (times, pids, ports, the date).
+type fixtureVerdicts struct {
+	Status                      int
+	Verified, Inconclusive      bool
+	Aborted, Reason             string
+	Rows                        []string
+	RowRecords                  []int
+	StraceDenials, AuditRecords int
+	Mismatches, AuditOnly       int
+	Matched                     int
+	Containment                 []string
+	Runs                        map[string]int
+}
+
+var runDate = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z`)
+
+// readFixtureVerdicts reads the verdicts of the fixture's observation in dir
+// (its .abi10.json and run.json) and its sidecar with the date of the run
+// blanked.
+func readFixtureVerdicts(t *testing.T, dir string) (fixtureVerdicts, []byte) {
+	t.Helper()
+	stem := filepath.Join(dir, "fixture_udp-fixture")
+	k, err := record.ReadKVM(stem + ".abi10.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sidecar, err := os.ReadFile(stem + ".abi10.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := readRunJSON(t, dir)
+	if len(run.Exercises) != 1 || k.CrossCheck == nil {
+		t.Fatalf("%s: %d exercises in run.json, cross_check %v", dir, len(run.Exercises), k.CrossCheck)
+	}
+	e := run.Exercises[0]
+	v := fixtureVerdicts{Status: run.Status, Verified: k.Verified, Inconclusive: e.Inconclusive, Aborted: k.Aborted, Reason: e.Reason,
+		Rows: rowRules(k.Rows), StraceDenials: k.CrossCheck.StraceDenials, AuditRecords: k.CrossCheck.AuditRecords,
+		Mismatches: len(k.Mismatches), AuditOnly: len(k.AuditOnly), Matched: len(e.Matched), Runs: e.Runs}
+	for _, r := range k.Rows {
+		v.RowRecords = append(v.RowRecords, len(r.Audit))
+	}
+	for _, c := range e.Containment {
+		v.Containment = append(v.Containment, fmt.Sprintf("%s held=%v skipped=%v", c.Name, c.Held, c.Skipped))
+	}
+	return v, runDate.ReplaceAll(sidecar, []byte("DATE"))
+}
+
+// checkObserveGuest observes the fixture of the exercise tree, checks
+// every acceptance property of the results and returns the path set.
+func checkObserveGuest(t *testing.T, exercises string) string {
 	bin := lockstepbin.Build(t)
 	ps := copyPathSet(t)
 	code, out, wall := observeGuest(t, bin, exercises, ps)
@@ -214,6 +281,7 @@ func checkObserveGuest(t *testing.T, exercises string) {
 		t.Logf("observer overhead: exercise %.1f s in the guest vs bare reference %.2f s (ratio %.0fx); host wall %.1f s (ratio %.0fx); runs %v",
 			e.Seconds, ref, e.Seconds/ref, wall.Seconds(), wall.Seconds()/ref, e.Runs)
 	}
+	return ps
 }
 
 // TestObserveGuestHashMismatch: a .cfg that is not the file its record
