@@ -21,5 +21,5 @@ ratio boot-vs-virtme-ng-pin-wall "$(vng pin-wall)" "wall time of the same two, m
 ratio boot-vs-reference-cpu "$(metric BenchmarkBootTrue x-faster-cpu)" "QEMU CPU of Debian's kernel on q35 with SeaBIOS over lockstep boot -- true, medians of 5"
 ratio run-overhead-ms "$(metric BenchmarkRunTrue overhead-ms)" "lockstep run -- true minus bare true, ms, medians of 101 alternating"
 ratio run-vs-floor "$(metric BenchmarkRunTrue x-floor)" "lockstep run -- true over the C floor (cmd/lockstep/testdata/floor.c) running true, medians"
-ratio observe-fixture-runs-s "$(metric BenchmarkObserveGuest guest-exercise-s)" "seconds the fixture's observation spends in its runs in the guest"
+ratio observe-fixture-runs-s "$(metric BenchmarkObserveGuest runs-host-s)" "seconds the fixture's observation spends in its runs, from its first reference run to its verdict, on the host's clock"
 echo "load $(cut -d' ' -f1-3 /proc/loadavg) at $(date -u +%Y-%m-%dT%H:%MZ)"
