@@ -238,7 +238,7 @@ func guestRun(opts HostOptions, results string) (harness.Options, error) {
 	opts.Sizing.Apply(&hopts)
 	err = hopts.SetRole(GuestRole, GuestOptions{Key: opts.Key, Exercises: guestExercises, PathSets: guestPathSets,
 		Out: proto.ResultsDir, WantABI: opts.WantABI, WantRelease: opts.WantRelease, RootDigest: digest,
-		AuditRaw: path.Join(proto.ResultsDir, AuditRawFile)})
+		AuditRaw: path.Join(proto.ResultsDir, AuditRawFile), OneCPU: true})
 	return hopts, err
 }
 

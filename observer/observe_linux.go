@@ -36,6 +36,11 @@ func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 		return nil, err
 	}
 	defer o.cleanup()
+	if opts.OneCPU {
+		if err := pinOneCPU(); err != nil {
+			return nil, err
+		}
+	}
 	sum := &Summary{Schema: SummarySchema, Key: opts.Key, Exercises: []ExerciseSummary{}}
 	raw, err := openRaw(opts.AuditRaw)
 	if err != nil {

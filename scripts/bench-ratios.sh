@@ -23,5 +23,5 @@ ratio run-overhead-ms "$(metric BenchmarkRunTrue overhead-ms)" "lockstep run -- 
 ratio run-vs-floor "$(metric BenchmarkRunTrue x-floor)" "lockstep run -- true over the C floor (cmd/lockstep/testdata/floor.c) running true, medians"
 ratio run-exec-overhead-ms "$(metric BenchmarkRunTrue exec-overhead-ms)" "lockstep run --exec -- true (lockstep becomes the command) minus bare true, ms, same rounds"
 ratio run-exec-vs-floor "$(metric BenchmarkRunTrue exec-x-floor)" "lockstep run --exec -- true over the C floor running true, same rounds"
-ratio observe-fixture-runs-s "$(metric BenchmarkObserveGuest guest-exercise-s)" "seconds the fixture's observation spends in its runs in the guest"
+ratio observe-fixture-runs-s "$(metric BenchmarkObserveGuest runs-host-s)" "seconds the fixture's observation spends in its runs, from its first reference run to its verdict, on the host's clock"
 echo "load $(cut -d' ' -f1-3 /proc/loadavg) at $(date -u +%Y-%m-%dT%H:%MZ)"
