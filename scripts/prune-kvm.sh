@@ -149,11 +149,15 @@ do_prune() {
 		local engine
 		engine=$(container_engine) || die "--prune-kernel container needs docker or podman (a working one: '<engine> info' must answer)"
 		build_image "$engine"
-		# As Compose starts it: no network, cgroup limits, no extra privilege.
-		# lockstep is mounted under /run, outside the root's digest
-		# (docs/orchestrate.md): the exported root has no lockstep in it.
+		# As Compose starts it: no network, cgroup limits. CAP_SYS_ADMIN and
+		# no AppArmor profile only so that each run can start cold in a mount
+		# namespace of its own (docs/prune.md, "Cold runs"); the run itself
+		# has CAP_SYS_ADMIN dropped. lockstep is mounted under /run, outside
+		# the root's digest (docs/orchestrate.md): the exported root has no
+		# lockstep in it.
 		step prune "default prune of $key in the prune container on this machine's kernel $(uname -r)" \
 			"$engine" run --rm --network none --memory 3g --pids-limit 1024 -e LOCKSTEP_DISPOSABLE=1 \
+			--cap-add SYS_ADMIN --security-opt apparmor=unconfined \
 			-v "$(command -v lockstep):/run/lockstep/bin/lockstep:ro" -v "$exercises:/exercises:ro" -v "$dir:/out" \
 			lockstep-prune:local /run/lockstep/bin/lockstep prune --on-host --key "$key" --exercises /exercises --out /out
 		step prune-root "export the prune container's root file system for the observers" export_root "$engine"
