@@ -32,22 +32,17 @@
 //   - [github.com/lockstep-sandbox/lockstep/pruner/search] grows a policy
 //     from refusals until the exercise behaves as its reference, then
 //     minimises it.
-//
 //   - [github.com/lockstep-sandbox/lockstep/pruner/generalise] decides where
 //     a grant lands (which path a refused access becomes) and tidies a set
 //     of grants.
-//
 //   - [github.com/lockstep-sandbox/lockstep/pruner/limits] measures what an
 //     exercise uses and derives the policy's [limits] section with margins.
-//
 //   - [github.com/lockstep-sandbox/lockstep/pruner/pinned] holds a pinned
 //     read root (prune.json pinned_read_roots) to its manifest of SHA-256
 //     sums, so a policy may read the whole tree as one entry.
-//
 //   - [github.com/lockstep-sandbox/lockstep/pruner/contain] proves the
 //     forbidden direction: canaries, read-only paths, unnamed ports and each
 //     limit are refused under the final policy.
-//
 //   - [github.com/lockstep-sandbox/lockstep/pruner/cold] starts every run
 //     from the root file system's own state: a mount namespace of its own
 //     whose system paths are overlays thrown away after the run.
