@@ -152,8 +152,12 @@ fi
 if [[ -n ${LOCKSTEP_DEBIAN_MIRROR:-} ]]; then
 	vars=(--var "LOCKSTEP_DEBIAN_MIRROR=$LOCKSTEP_DEBIAN_MIRROR")
 fi
+# The kernel's cache key names the runner image by LOCKSTEP_KERNEL_CACHE_IMAGE
+# here, not ImageOS: act gives every leg of a matrix job the ImageOS of the
+# first leg it ran, so the kernel job's legs and the kvm jobs' would name
+# different images of the one host (workflows/kernel).
 act_args=(workflow_dispatch -W .github/workflows/prune-kvm.yml -e "$sim/event.json"
-	-P ubuntu-24.04=-self-hosted -P ubuntu-26.04=-self-hosted
+	-P ubuntu-24.04=-self-hosted -P ubuntu-26.04=-self-hosted --env LOCKSTEP_KERNEL_CACHE_IMAGE=act-self-hosted
 	"${maps[@]}" "${vars[@]}" --action-offline-mode --no-cache-server --concurrent-jobs 1 --json)
 echo "prune-kvm-sim: act $ACT_VERSION runs .github/workflows/prune-kvm.yml (key $key, source $source, $runner runner) into $out" >&2
 rc=0
