@@ -13,7 +13,6 @@ import (
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/pruneguest"
-	"github.com/lockstep-sandbox/lockstep/pruner/cold"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/prune"
@@ -28,18 +27,6 @@ func init() {
 		Short:  "the containment probe of lockstep prune (one operation, START and OP lines)",
 		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
 			return func(ctx context.Context, io *stdio, args []string) int { return contain.ProbeMain(args, io.out) }
-		},
-	})
-	register(&verb{
-		Name:   cold.Verb,
-		Hidden: true,
-		Usage:  cold.Verb + " --stage <dir> [--keep <dir>]… -- <command>…",
-		Short:  "the start of each run of lockstep prune: a mount namespace whose system paths are throwaway overlays",
-		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
-			stage := fs.String("stage", "", "an empty directory for the run's tmpfs")
-			var keep []string
-			fs.Func("keep", "a directory whose writes stay (repeatable)", func(s string) error { keep = append(keep, s); return nil })
-			return func(ctx context.Context, io *stdio, args []string) int { return cold.Exec(*stage, keep, args, io.err) }
 		},
 	})
 	register(&verb{
@@ -112,21 +99,7 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 		}
 		io, end := withProgressDisplay(io, "prune")
 		defer end()
-		switch {
-		case len(args) > 0:
-			return usageExit(io, v, usagef("unexpected arguments %q", args))
-		case *key == allKeys && *inGuest:
-			return usageExit(io, v, usagef("--key %s is the host's: the guest prunes one key", allKeys))
-		case *key == allKeys && *only != "":
-			return usageExit(io, v, usagef("--only names an exercise of one key; --key %s prunes every key", allKeys))
-		case *key != allKeys && !exercise.ValidKey(*key):
-			return usageExit(io, v, usagef("--key %q: want lower-case words joined by hyphens, e.g. java-gradle", *key))
-		case *root == "" || *out == "":
-			return usageExit(io, v, usagef("--exercises and --out are required"))
-		case *inGuest && *onHost:
-			return usageExit(io, v, usagef("--in-guest and --on-host exclude each other"))
-		}
-		if err := checkAccel(*accel); err != nil {
+		if err := checkPruneArgs(args, *key, *root, *out, *only, *accel, *inGuest, *onHost); err != nil {
 			return usageExit(io, v, err)
 		}
 		var pruneKey func(key, out string) int
@@ -149,6 +122,25 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 		}
 		return pruneKey(*key, *out)
 	}
+}
+
+// checkPruneArgs is the usage error of prune's arguments, if any.
+func checkPruneArgs(args []string, key, root, out, only, accel string, inGuest, onHost bool) error {
+	switch {
+	case len(args) > 0:
+		return usagef("unexpected arguments %q", args)
+	case key == allKeys && inGuest:
+		return usagef("--key %s is the host's: the guest prunes one key", allKeys)
+	case key == allKeys && only != "":
+		return usagef("--only names an exercise of one key; --key %s prunes every key", allKeys)
+	case key != allKeys && !exercise.ValidKey(key):
+		return usagef("--key %q: want lower-case words joined by hyphens, e.g. java-gradle", key)
+	case root == "" || out == "":
+		return usagef("--exercises and --out are required")
+	case inGuest && onHost:
+		return usagef("--in-guest and --on-host exclude each other")
+	}
+	return checkAccel(accel)
 }
 
 // printKeys is --list-keys: the keys of the exercise tree, in the order
