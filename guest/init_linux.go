@@ -324,6 +324,9 @@ func (p *pid1) runJob() int {
 		return status
 	}
 	p.send(proto.Event{Type: proto.EventStart, Msg: strings.Join(j.Command, " ")})
+	stopReaping := make(chan struct{})
+	defer close(stopReaping)
+	go reapOrphans(cmd.Process.Pid, stopReaping)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go p.stream(&wg, stdout, proto.EventStdout)

@@ -414,3 +414,21 @@ func TestGuestSetupDynamicInit(t *testing.T) {
 	}
 	checkNoQEMU(t)
 }
+
+// TestGuestReapsOrphans: a process whose parent exits is reparented to the
+// guest's PID 1, which reaps it when it exits. Unreaped, such zombies kept
+// their Landlock domains alive, and the observer waited its whole bound
+// for their deallocation records after a run stopped at its time limit.
+func TestGuestReapsOrphans(t *testing.T) {
+	bz := needGuest(t)
+	script := `(sleep 0.3 &); sleep 3; cat /proc/[0-9]*/stat 2>/dev/null | grep -c '^[0-9]* ([^)]*) Z 1 ' || true`
+	o, stdout, stderr := opts(t, bz, "/bin/bash", "-c", script)
+	res, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, stderr)
+	}
+	if res.Status != 0 || strings.TrimSpace(stdout.String()) != "0" {
+		t.Errorf("status %d, zombies of PID 1: %q (stderr %q); want 0", res.Status, stdout.String(), stderr)
+	}
+	checkNoQEMU(t)
+}

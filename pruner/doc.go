@@ -43,6 +43,9 @@
 //   - [github.com/lockstep-sandbox/lockstep/pruner/contain] proves the
 //     forbidden direction: canaries, read-only paths, unnamed ports and each
 //     limit are refused under the final policy.
+//   - [github.com/lockstep-sandbox/lockstep/pruner/cold] starts every run
+//     from the root file system's own state: a mount namespace of its own
+//     whose system paths are overlays thrown away after the run.
 //
 // Inputs, outputs and merging:
 //

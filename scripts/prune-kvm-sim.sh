@@ -8,8 +8,10 @@
 # stand-ins (workflows/sim/): checkout and setup-go check what is there,
 # cache and upload/download-artifact copy to and from directories. The
 # artifact store is OUT itself, so OUT ends with each job's artefacts as the
-# workflow names them (default-prune/, prune-root/, kvm-<runner>/,
-# merged-base/), and the merge job's step summary as OUT/summary.md.
+# workflow names them (per key: default-prune-<key>/, prune-root-<key>/,
+# kvm-<key>-<runner>/, merged-base-<key>/, summary-<key>/), and the merge
+# jobs' step summaries, key by key, as OUT/summary.md. --key all runs every
+# key of the exercise tree (the plan job's matrix).
 #
 # By default (--runner host) the runner is this host, foreign to the prune image in one respect:
 # its apt sources (LOCKSTEP_APT_DIR) name only an Ubuntu-signed archive, so
@@ -51,7 +53,7 @@ while (($#)); do
 done
 [[ $key =~ ^[a-z0-9-]+$ ]] || { echo "prune-kvm-sim: --key must match ^[a-z0-9-]+\$, got '$key'" >&2 && exit 2; }
 [[ $runner == host || $runner == foreign ]] || { echo "prune-kvm-sim: --runner must be host or foreign, got '$runner'" >&2 && exit 2; }
-source=${source:-$([[ $key == fixture ]] && echo fixture || echo reference)}
+source=${source:-$([[ $key == fixture || $key == all ]] && echo fixture || echo reference)}
 out=${out:-$repo/out/prune-kvm-sim}
 tools=${XDG_CACHE_HOME:-$HOME/.cache}/lockstep/tools
 act=$tools/act-$ACT_VERSION
@@ -150,8 +152,12 @@ fi
 if [[ -n ${LOCKSTEP_DEBIAN_MIRROR:-} ]]; then
 	vars=(--var "LOCKSTEP_DEBIAN_MIRROR=$LOCKSTEP_DEBIAN_MIRROR")
 fi
+# The kernel's cache key names the runner image by LOCKSTEP_KERNEL_CACHE_IMAGE
+# here, not ImageOS: act gives every leg of a matrix job the ImageOS of the
+# first leg it ran, so the kernel job's legs and the kvm jobs' would name
+# different images of the one host (workflows/kernel).
 act_args=(workflow_dispatch -W .github/workflows/prune-kvm.yml -e "$sim/event.json"
-	-P ubuntu-24.04=-self-hosted -P ubuntu-26.04=-self-hosted
+	-P ubuntu-24.04=-self-hosted -P ubuntu-26.04=-self-hosted --env LOCKSTEP_KERNEL_CACHE_IMAGE=act-self-hosted
 	"${maps[@]}" "${vars[@]}" --action-offline-mode --no-cache-server --concurrent-jobs 1 --json)
 echo "prune-kvm-sim: act $ACT_VERSION runs .github/workflows/prune-kvm.yml (key $key, source $source, $runner runner) into $out" >&2
 rc=0
@@ -166,7 +172,11 @@ if [[ $runner == host ]]; then
 else
 	run_foreign >"$sim/act.json" 2>"$sim/act.stderr" || rc=$?
 fi
-[[ -f $out/summary/summary.md ]] && cp "$out/summary/summary.md" "$out/summary.md"
+# Every key's merge job summary, in key order.
+: >"$out/summary.md"
+for f in "$out"/summary-*/summary.md; do
+	[[ -f $f ]] && cat "$f" >>"$out/summary.md"
+done
 # Job and step times, from act's log.
 python3 "$repo/scripts/act-times.py" "$sim/act.json" >>"$out/summary.md" || true
 cat "$out/summary.md" 2>/dev/null || true

@@ -7,9 +7,13 @@
 # commands. Every step is a `lockstep` verb; this script only sequences them.
 #
 # usage: scripts/prune-kvm.sh [STAGE] --key K [options]
-#   STAGE   all (default) | root | prune | observe | merge | check | summary
+#   STAGE   all (default) | root | plan | prune | observe | merge | check | summary
 #           root: make the root every guest of `all` boots (below) and print its path
-#   --key K                  exercise key (fixture, generic, …)          [required]
+#           plan: print the workflow's matrix, `targets=[{"key":…,"source":…},…]`
+#                 (a line for GITHUB_OUTPUT): the one key, or with --key all every
+#                 key of the exercise tree (lockstep prune --list-keys), each with
+#                 source reference but the key fixture, which keeps --source
+#   --key K                  exercise key (fixture, generic, …; all: plan only)  [required]
 #   --source fixture|reference   fixture: the observer's UDP fixture (key fixture);
 #                            reference: the key's reference exercises      [fixture]
 #   --exercises DIR          exercise tree (<family>/<exercise>/prune.json)
@@ -62,7 +66,7 @@ die() {
 
 stage=all
 case ${1:-} in
-all | root | prune | observe | merge | check | summary) stage=$1 && shift ;;
+all | root | plan | prune | observe | merge | check | summary) stage=$1 && shift ;;
 -h | --help) usage ;;
 esac
 
@@ -88,13 +92,37 @@ while (($#)); do
 	esac
 done
 [[ $key =~ ^[a-z0-9-]+$ ]] || { echo "prune-kvm: --key must match ^[a-z0-9-]+\$ (it names files), got '$key'" >&2 && usage; }
+if [[ $key == all && $stage != plan ]]; then
+	echo "prune-kvm: --key all is the plan stage's (the workflow's matrix); run the other stages per key" >&2 && usage
+fi
 case $source in
-fixture) [[ $key == fixture ]] || { echo "prune-kvm: --source fixture needs --key fixture, got '$key'" >&2 && usage; } ;;
+fixture) [[ $key == fixture || $key == all ]] || { echo "prune-kvm: --source fixture needs --key fixture, got '$key'" >&2 && usage; } ;;
 reference) ;;
 *) echo "prune-kvm: --source must be fixture or reference, got '$source'" >&2 && usage ;;
 esac
 [[ -d $exercises ]] || die "exercise tree $exercises does not exist"
 exercises=$(cd "$exercises" && pwd)
+
+# do_plan prints the matrix of the workflow's per-key jobs (see usage).
+do_plan() {
+	local keys=() k s json='' listed
+	if [[ $key == all ]]; then
+		listed=$(lockstep prune --list-keys --exercises "$exercises") || die "listing the keys of $exercises failed"
+		mapfile -t keys <<<"$listed"
+	else
+		keys=("$key")
+	fi
+	for k in "${keys[@]}"; do
+		s=$source
+		[[ $key == all && $k != fixture ]] && s=reference
+		json+=${json:+,}"{\"key\":\"$k\",\"source\":\"$s\"}"
+	done
+	echo "targets=[$json]"
+}
+if [[ $stage == plan ]]; then
+	do_plan
+	exit 0
+fi
 out=${out:-$repo/out/prune-kvm/$key}
 mkdir -p "$out/status"
 out=$(cd "$out" && pwd)
@@ -149,11 +177,15 @@ do_prune() {
 		local engine
 		engine=$(container_engine) || die "--prune-kernel container needs docker or podman (a working one: '<engine> info' must answer)"
 		build_image "$engine"
-		# As Compose starts it: no network, cgroup limits, no extra privilege.
-		# lockstep is mounted under /run, outside the root's digest
-		# (docs/orchestrate.md): the exported root has no lockstep in it.
+		# As Compose starts it: no network, cgroup limits. CAP_SYS_ADMIN and
+		# no AppArmor profile only so that each run can start cold in a mount
+		# namespace of its own (docs/prune.md, "Cold runs"); the run itself
+		# has CAP_SYS_ADMIN dropped. lockstep is mounted under /run, outside
+		# the root's digest (docs/orchestrate.md): the exported root has no
+		# lockstep in it.
 		step prune "default prune of $key in the prune container on this machine's kernel $(uname -r)" \
 			"$engine" run --rm --network none --memory 3g --pids-limit 1024 -e LOCKSTEP_DISPOSABLE=1 \
+			--cap-add SYS_ADMIN --security-opt apparmor=unconfined \
 			-v "$(command -v lockstep):/run/lockstep/bin/lockstep:ro" -v "$exercises:/exercises:ro" -v "$dir:/out" \
 			lockstep-prune:local /run/lockstep/bin/lockstep prune --on-host --key "$key" --exercises /exercises --out /out
 		step prune-root "export the prune container's root file system for the observers" export_root "$engine"

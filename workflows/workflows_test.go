@@ -821,8 +821,10 @@ func TestPipelineScriptCallsRegisteredVerbs(t *testing.T) {
 	}
 }
 
-// TestPruneKVMWorkflowShape pins what the issue and Phobos's reference fix:
-// inputs, jobs, the matrix, artefact names, and a summary.
+// TestPruneKVMWorkflowShape: prune-kvm.yml takes a key (or all) and a
+// source; a plan job lists the matrix; the kernel job builds once per runner
+// image and the kvm jobs only restore it; every matrix is fail-fast: false,
+// and the kvm and merge jobs run also when another key failed.
 func TestPruneKVMWorkflowShape(t *testing.T) {
 	root := repoRoot(t)
 	src, err := os.ReadFile(filepath.Join(root, ".github/workflows/prune-kvm.yml"))
@@ -838,19 +840,6 @@ func TestPruneKVMWorkflowShape(t *testing.T) {
 				} `yaml:"inputs"`
 			} `yaml:"workflow_dispatch"`
 		} `yaml:"on"`
-		Jobs map[string]struct {
-			Needs    any `yaml:"needs"`
-			Strategy struct {
-				FailFast *bool `yaml:"fail-fast"`
-				Matrix   struct {
-					Runner []string `yaml:"runner"`
-				} `yaml:"matrix"`
-			} `yaml:"strategy"`
-			Steps []struct {
-				Uses string            `yaml:"uses"`
-				With map[string]string `yaml:"with"`
-			} `yaml:"steps"`
-		} `yaml:"jobs"`
 	}
 	if err := yaml.Unmarshal(src, &wf); err != nil {
 		t.Fatal(err)
@@ -862,31 +851,54 @@ func TestPruneKVMWorkflowShape(t *testing.T) {
 	if s := in["source"]; s.Type != "choice" || strings.Join(s.Options, ",") != "fixture,reference" {
 		t.Errorf("input source = %+v, want a choice of fixture and reference", s)
 	}
-	for _, j := range []string{"prune", "kvm", "merge"} {
-		if _, ok := wf.Jobs[j]; !ok {
+	jobs := loadPruneKVM(t)
+	for _, j := range []string{"plan", "kernel", "prune", "kvm", "merge"} {
+		if _, ok := jobs[j]; !ok {
 			t.Errorf("no job %s", j)
 		}
 	}
-	kvm := wf.Jobs["kvm"]
-	if kvm.Strategy.FailFast == nil || *kvm.Strategy.FailFast {
-		t.Error("job kvm: want strategy.fail-fast: false")
+	for name, j := range jobs {
+		if len(j.Strategy.Matrix) > 0 && (j.Strategy.FailFast == nil || *j.Strategy.FailFast) {
+			t.Errorf("job %s: want strategy.fail-fast: false", name)
+		}
 	}
-	if len(kvm.Strategy.Matrix.Runner) != 2 {
-		t.Errorf("job kvm: matrix.runner = %v, want two runner images", kvm.Strategy.Matrix.Runner)
+	for _, name := range []string{"kvm", "merge"} {
+		if !strings.Contains(jobs[name].If, "!cancelled()") {
+			t.Errorf("job %s: if = %q, want it to run when another key's job failed (!cancelled())", name, jobs[name].If)
+		}
 	}
-	uploads := map[string]bool{}
-	uses := map[string]bool{}
-	for _, j := range wf.Jobs {
-		for _, s := range j.Steps {
-			uses[strings.SplitN(s.Uses, "@", 2)[0]] = true
-			if strings.HasPrefix(s.Uses, "actions/upload-artifact@") {
-				uploads[s.With["name"]] = true
+	if got := jobs["plan"].Outputs["targets"]; got != "${{ steps.plan.outputs.targets }}" {
+		t.Errorf("job plan: outputs.targets = %q, want the plan step's", got)
+	}
+	planned := false
+	for _, s := range jobs["plan"].Steps {
+		planned = planned || (s.ID == "plan" && strings.Contains(s.Run, "scripts/prune-kvm.sh plan") && strings.Contains(s.Run, `>> "$GITHUB_OUTPUT"`))
+	}
+	if !planned {
+		t.Error("job plan: no step plan running scripts/prune-kvm.sh plan into GITHUB_OUTPUT")
+	}
+	var runners []string
+	if err := func() error { n := jobs["kernel"].Strategy.Matrix["runner"]; return n.Decode(&runners) }(); err != nil || len(runners) != 2 {
+		t.Errorf("job kernel: matrix.runner = %v (%v), want the two runner images", runners, err)
+	}
+	kernelSteps := map[string]string{}
+	for _, name := range []string{"kernel", "kvm"} {
+		for _, s := range jobs[name].Steps {
+			if s.Uses == "./workflows/kernel" {
+				kernelSteps[name] = s.With["restore-only"]
 			}
 		}
 	}
-	for _, name := range []string{"default-prune", "kvm-${{ matrix.runner }}", "merged-base"} {
-		if !uploads[name] {
-			t.Errorf("no artefact named %q is uploaded (have %v)", name, sortedKeys(uploads))
+	if r, ok := kernelSteps["kernel"]; !ok || r == "true" {
+		t.Errorf("job kernel: the kernel action with restore-only %q (found %v), want it building", r, ok)
+	}
+	if kernelSteps["kvm"] != "true" {
+		t.Errorf("job kvm: the kernel action with restore-only %q, want \"true\" (the kernel job built it)", kernelSteps["kvm"])
+	}
+	uses := map[string]bool{}
+	for _, j := range jobs {
+		for _, s := range j.Steps {
+			uses[strings.SplitN(s.Uses, "@", 2)[0]] = true
 		}
 	}
 	for _, a := range []string{"./workflows/setup", "./workflows/prune", "./workflows/kernel", "./workflows/observe", "./workflows/orchestrate", "./workflows/enable-kvm"} {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"os"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/pruner/cold"
 )
 
 // TestMain makes this test binary a valid guest init, as main makes
@@ -14,6 +17,12 @@ func TestMain(m *testing.M) {
 	if os.Getpid() == 1 && os.Args[0] == "/init" && guestMain != nil {
 		guestMain()
 		return
+	}
+	// A prune run in this process starts each run as this binary's
+	// cold-run verb (the prune's default cold program is the enforcer's
+	// binary: os.Executable()), as lockstep's main would.
+	if len(os.Args) > 1 && os.Args[1] == cold.Verb {
+		os.Exit(run(context.Background(), os.Args[1:], newStdio()))
 	}
 	code := m.Run()
 	if filesBinDir != "" {

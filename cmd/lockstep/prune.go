@@ -46,14 +46,22 @@ are removed first.
 --key all prunes every key of the exercise tree in turn, each into
 <out>/<key> (the path sets observe --key all reads); one key's failure does
 not stop the others, and the status is the worst (1 over 70 over 3 over 0).
+--list-keys --exercises <dir> prints those keys, one a line, and exits (the
+prune-kvm workflow's plan job lists its matrix so).
 
 By default each exercise is pruned in a fresh throwaway guest (--kernel, the
 pinned kernel by default; --root, the host's / by default, read-only with a
-tmpfs overlay), so every run starts from a cold cache and nothing the prune
-deletes is the host's. --in-guest is that guest's side. --on-host prunes on
-this machine instead, and only when LOCKSTEP_DISPOSABLE=1 declares it
-disposable: the prune deletes and recreates /var/tmp/testing-dir and plants
-canary files.
+tmpfs overlay), so nothing the prune deletes is the host's. --in-guest is
+that guest's side. --on-host prunes on this machine instead, and only when
+LOCKSTEP_DISPOSABLE=1 declares it disposable: the prune deletes and
+recreates /var/tmp/testing-dir and plants canary files.
+
+Wherever it prunes, every run starts cold: in a mount namespace of its own
+whose system paths are overlays thrown away after the run, so nothing a run
+leaves outside its working directory (a cache in /root, /tmp, /var/tmp or a
+system path) is there for the next. This needs CAP_SYS_ADMIN; in a
+container, run it with --cap-add SYS_ADMIN --security-opt
+apparmor=unconfined (the runs themselves have CAP_SYS_ADMIN dropped).
 
 Exit status: 0 every exercise has a policy; 1 an exercise aborted (or the
 testing root was refused); 3 a guest did not report; 70 a guest could not be
@@ -83,25 +91,15 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 	rootDigest := fs.String("root-digest", "", "with --in-guest or --on-host: provenance.root_digest of the records, the `digest` of the root the prune runs on (default: taken of / here)")
 	minimal := fs.Bool("check-minimality", false, "after verifying, drop each grant in turn and record whether the exercise still passes (one run per grant)")
 	quiet := fs.Bool("q", false, "quiet: no progress lines (a line per stage and run), only warnings and each exercise's result")
+	listKeys := fs.Bool("list-keys", false, "print the keys --key all prunes (those of --exercises), one a line, and exit")
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["prune"]
+		if *listKeys {
+			return printKeys(io, v, *root, *key, args)
+		}
 		io, end := withProgressDisplay(io, "prune")
 		defer end()
-		switch {
-		case len(args) > 0:
-			return usageExit(io, v, usagef("unexpected arguments %q", args))
-		case *key == allKeys && *inGuest:
-			return usageExit(io, v, usagef("--key %s is the host's: the guest prunes one key", allKeys))
-		case *key == allKeys && *only != "":
-			return usageExit(io, v, usagef("--only names an exercise of one key; --key %s prunes every key", allKeys))
-		case *key != allKeys && !exercise.ValidKey(*key):
-			return usageExit(io, v, usagef("--key %q: want lower-case words joined by hyphens, e.g. java-gradle", *key))
-		case *root == "" || *out == "":
-			return usageExit(io, v, usagef("--exercises and --out are required"))
-		case *inGuest && *onHost:
-			return usageExit(io, v, usagef("--in-guest and --on-host exclude each other"))
-		}
-		if err := checkAccel(*accel); err != nil {
+		if err := checkPruneArgs(args, *key, *root, *out, *only, *accel, *inGuest, *onHost); err != nil {
 			return usageExit(io, v, err)
 		}
 		var pruneKey func(key, out string) int
@@ -124,6 +122,44 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 		}
 		return pruneKey(*key, *out)
 	}
+}
+
+// checkPruneArgs is the usage error of prune's arguments, if any.
+func checkPruneArgs(args []string, key, root, out, only, accel string, inGuest, onHost bool) error {
+	switch {
+	case len(args) > 0:
+		return usagef("unexpected arguments %q", args)
+	case key == allKeys && inGuest:
+		return usagef("--key %s is the host's: the guest prunes one key", allKeys)
+	case key == allKeys && only != "":
+		return usagef("--only names an exercise of one key; --key %s prunes every key", allKeys)
+	case key != allKeys && !exercise.ValidKey(key):
+		return usagef("--key %q: want lower-case words joined by hyphens, e.g. java-gradle", key)
+	case root == "" || out == "":
+		return usagef("--exercises and --out are required")
+	case inGuest && onHost:
+		return usagef("--in-guest and --on-host exclude each other")
+	}
+	return checkAccel(accel)
+}
+
+// printKeys is --list-keys: the keys of the exercise tree, in the order
+// --key all takes them (the matrix of the prune-kvm workflow's plan job).
+func printKeys(io *stdio, v *verb, root, key string, args []string) int {
+	switch {
+	case len(args) > 0 || key != "":
+		return usageExit(io, v, usagef("--list-keys takes only --exercises"))
+	case root == "":
+		return usageExit(io, v, usagef("--list-keys needs --exercises"))
+	}
+	keys, err := exerciseKeys(root)
+	if err != nil {
+		return fail(io, "prune", exitFail, err)
+	}
+	for _, k := range keys {
+		fmt.Fprintln(io.out, k)
+	}
+	return exitOK
 }
 
 // pruneKeyHere prunes one key's exercises on this machine, opts the

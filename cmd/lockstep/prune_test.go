@@ -218,3 +218,26 @@ func TestPruneAllKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneListKeys: --list-keys prints the keys --key all prunes, one a
+// line, in its order; it takes no other key and needs --exercises.
+func TestPruneListKeys(t *testing.T) {
+	var o, e bytes.Buffer
+	root := "../../testdata/exercises"
+	if code := run(t.Context(), []string{"prune", "--list-keys", "--exercises", root}, &stdio{out: &o, err: &e}); code != exitOK {
+		t.Fatalf("status %d, stderr %q", code, e.String())
+	}
+	keys, err := exerciseKeys(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := o.String(), strings.Join(keys, "\n")+"\n"; got != want || len(keys) < 2 {
+		t.Errorf("printed %q, want %q (the keys of --key all)", got, want)
+	}
+	for _, args := range [][]string{{"--list-keys"}, {"--list-keys", "--exercises", root, "--key", "c"}} {
+		e.Reset()
+		if code := run(t.Context(), append([]string{"prune"}, args...), &stdio{out: &o, err: &e}); code != exitUsage {
+			t.Errorf("prune %q = %d, want a usage error; stderr %q", args, code, e.String())
+		}
+	}
+}

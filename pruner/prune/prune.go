@@ -1,12 +1,14 @@
 package prune
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/pruner/cold"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
@@ -52,6 +55,12 @@ type Options struct {
 	// ServeRoles first thing in main. The lockstep CLI passes its own
 	// {lockstep, "run"}.
 	Enforcer []string
+	// ColdRun is the program that serves the cold-run role (package cold:
+	// every run in a mount namespace of its own, the system paths under
+	// overlays thrown away after it); nil means {Enforcer[0]}, lockstep
+	// itself or the program that calls ServeRoles. The pipeline appends
+	// cold.Verb and its arguments.
+	ColdRun []string
 	// Strace is the strace binary; "" means "strace" from PATH.
 	Strace string
 	// WorkDir is where every run's fresh copy lives; "" means
@@ -210,6 +219,10 @@ type state struct {
 	runNo    int
 	scratch  string
 	ownTmp   bool
+	// stage is the empty directory each cold run mounts its tmpfs on
+	// (outside scratch, which every run keeps); cold the role's program.
+	stage    string
+	cold     []string
 	enforcer []string
 	strace   string
 	workDir  string
@@ -287,13 +300,46 @@ func newState(ex *exercise.Exercise, opts Options) (*state, error) {
 	} else if err := os.MkdirAll(s.scratch, 0o700); err != nil {
 		return nil, err
 	}
+	if err := s.coldCheck(opts.ColdRun); err != nil {
+		s.close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// coldCheck makes the stage and runs /bin/true cold once, so a machine
+// where runs cannot start cold (a container without CAP_SYS_ADMIN) refuses
+// the prune before its first run, saying what it needs.
+func (s *state) coldCheck(program []string) error {
+	s.cold = program
+	if len(s.cold) == 0 {
+		s.cold = s.enforcer[:1]
+	}
+	d, err := os.MkdirTemp("", "lockstep-cold-")
+	if err != nil {
+		return err
+	}
+	s.stage = d
+	argv := append(cold.Command(s.cold, s.stage, []string{s.scratch}), "/bin/true")
+	if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+		return fmt.Errorf("a cold run of /bin/true (%s): %v: %s", strings.Join(argv, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// coldPrefix is what every run starts with: the cold-run role keeping the
+// working directory and the scratch directory.
+func (s *state) coldPrefix() []string {
+	return cold.Command(s.cold, s.stage, []string{s.workDir, s.scratch})
 }
 
 func (s *state) close() {
 	contain.Remove(s.planted)
 	if s.ownTmp {
 		os.RemoveAll(s.scratch)
+	}
+	if s.stage != "" {
+		os.Remove(s.stage)
 	}
 }
 
@@ -427,7 +473,7 @@ func (s *state) baseline(ctx context.Context) error {
 		n = DefaultBaselineRuns
 	}
 	for i := 1; i <= n; i++ {
-		res, err := s.ex.Run(ctx, exercise.RunOptions{WorkDir: s.workDir, Timeout: s.opts.RunTimeout, Log: s.lg})
+		res, err := s.ex.Run(ctx, exercise.RunOptions{WorkDir: s.workDir, Prefix: s.coldPrefix(), Timeout: s.opts.RunTimeout, Log: s.lg})
 		s.runs["baseline"]++
 		if err != nil {
 			return fmt.Errorf("baseline run %d: %w", i, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/pruner/cold"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
 	"golang.org/x/sys/unix"
@@ -35,6 +36,8 @@ const EnforcerVerb = "lockstep-enforce"
 //     Options.Enforcer).
 //   - os.Args[1] == contain.Verb: the containment probe (the default
 //     ContainOptions.Probe), and the processes its nproc check starts.
+//   - os.Args[1] == cold.Verb: the start of every run, in a mount
+//     namespace of its own (the default Options.ColdRun; package cold).
 //
 // The enforcer's own re-executions (its restricted child and its cgroup
 // reaper, selected by enforcer.RoleEnv) need no call: package enforcer's
@@ -49,6 +52,8 @@ func ServeRoles() {
 		os.Exit(enforceMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	case contain.Verb:
 		os.Exit(contain.ProbeMain(os.Args[2:], os.Stdout))
+	case cold.Verb:
+		os.Exit(cold.Main(os.Args[2:], os.Stderr))
 	}
 }
 

@@ -51,6 +51,7 @@ func (s *state) run(ctx context.Context, stage, shape string, p *policy.Policy, 
 		prefix[0] = s.strace
 		defer os.Remove(trace)
 	}
+	prefix = append(s.coldPrefix(), prefix...)
 	res, err := s.ex.Run(ctx, exercise.RunOptions{WorkDir: s.workDir, Prefix: prefix, Timeout: s.opts.RunTimeout, Log: s.lg, Started: s.onStart})
 	if err != nil {
 		return nil, nil, fmt.Errorf("run %d: %w", n, err)

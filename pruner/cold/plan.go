@@ -1,0 +1,196 @@
+package cold
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Mount is one line of /proc/<pid>/mountinfo: where it is mounted, its file
+// system type and whether the mount is read-only.
+type Mount struct {
+	Point    string
+	FSType   string
+	ReadOnly bool
+}
+
+// ParseMountinfo reads the lines of /proc/<pid>/mountinfo (proc(5)): mount
+// ID, parent ID, major:minor, root, mount point, mount options, optional
+// fields ended by "-", file system type, source, super options. Octal
+// escapes in the mount point (\040 for a space) are undone.
+func ParseMountinfo(data []byte) ([]Mount, error) {
+	var out []Mount
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		m, err := parseMountLine(string(line))
+		if err != nil {
+			return nil, fmt.Errorf("mountinfo line %d: %w", i+1, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func parseMountLine(line string) (Mount, error) {
+	f := strings.Fields(line)
+	sep := slices.Index(f, "-")
+	if len(f) < 6 || sep < 6 || sep+1 >= len(f) {
+		return Mount{}, fmt.Errorf("want at least 6 fields, a \"-\" and the file system type, got %q", line)
+	}
+	point, err := unescapeOctal(f[4])
+	if err != nil {
+		return Mount{}, err
+	}
+	if !filepath.IsAbs(point) {
+		return Mount{}, fmt.Errorf("mount point %q is not absolute", point)
+	}
+	return Mount{Point: filepath.Clean(point), FSType: f[sep+1], ReadOnly: slices.Contains(strings.Split(f[5], ","), "ro")}, nil
+}
+
+// unescapeOctal undoes the kernel's \ooo escapes of space, tab, newline
+// and backslash in a mountinfo path.
+func unescapeOctal(s string) (string, error) {
+	if !strings.Contains(s, `\`) {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+4 > len(s) {
+			return "", fmt.Errorf("a cut-off escape in %q", s)
+		}
+		n, err := strconv.ParseUint(s[i+1:i+4], 8, 8)
+		if err != nil {
+			return "", fmt.Errorf("escape %q in %q: want three octal digits", s[i:i+4], s)
+		}
+		b.WriteByte(byte(n))
+		i += 3
+	}
+	return b.String(), nil
+}
+
+// Kind is what Enter does with one path of the new root.
+type Kind int
+
+// The kinds of step.
+const (
+	// Overlay mounts an overlay whose lower layer is the old tree's mount
+	// at Path and whose upper layer is thrown away with the namespace. A
+	// path that is not a directory is treated as Bind, and copied first
+	// when it is writable.
+	Overlay Kind = iota
+	// Bind binds the old tree's mount at Path alone (its flags kept: a
+	// read-only mount stays read-only).
+	Bind
+	// RBind binds Path with every mount beneath it: /proc, /sys, /dev and
+	// the keep paths, whose writes must reach the old tree.
+	RBind
+)
+
+func (k Kind) String() string {
+	return [...]string{"overlay", "bind", "rbind"}[k]
+}
+
+// Step is one mount of the new root, at the same path as in the old tree.
+type Step struct {
+	Kind     Kind
+	Path     string
+	FSType   string
+	ReadOnly bool
+}
+
+// Whole are the trees bound with everything beneath them: the kernel's
+// views and the device nodes are not a cache a run can leave anything in.
+var Whole = []string{"/proc", "/sys", "/dev"}
+
+// pseudo are file systems that are no directory tree of files a run could
+// leave behind, or that overlayfs cannot take as a lower layer: they are
+// bound as they are.
+var pseudo = map[string]bool{
+	"proc": true, "sysfs": true, "devtmpfs": true, "devpts": true, "cgroup": true, "cgroup2": true,
+	"mqueue": true, "nsfs": true, "debugfs": true, "tracefs": true, "securityfs": true, "bpf": true,
+	"fusectl": true, "configfs": true, "binfmt_misc": true, "pstore": true, "efivarfs": true,
+	"hugetlbfs": true, "autofs": true, "rpc_pipefs": true, "selinuxfs": true,
+}
+
+// Plan says how Enter rebuilds the tree of mounts: the root's overlay
+// first, then one step per visible mount, parents before children (the
+// last mount at a path wins, as it hides the others), Whole and the keep
+// paths bound with what lies beneath them, and nothing at or beneath the
+// stage, whose tmpfs holds the new root. keep and stage are absolute,
+// clean paths; stage must not lie beneath a keep path nor a keep path
+// beneath the stage.
+func Plan(mounts []Mount, keep []string, stage string) ([]Step, error) {
+	for _, p := range append([]string{stage}, keep...) {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
+			return nil, fmt.Errorf("%q: want an absolute, clean path other than /", p)
+		}
+	}
+	for _, k := range keep {
+		if beneathOrAt(stage, k) || beneathOrAt(k, stage) {
+			return nil, fmt.Errorf("the stage %s and the keep path %s overlap: the stage's tmpfs would be bound into the run", stage, k)
+		}
+	}
+	last := map[string]Mount{}
+	var order []string
+	for _, m := range mounts {
+		if _, seen := last[m.Point]; !seen {
+			order = append(order, m.Point)
+		}
+		last[m.Point] = m
+	}
+	rootStep := Step{Kind: Overlay, Path: "/"}
+	if m, ok := last["/"]; ok {
+		rootStep.FSType, rootStep.ReadOnly = m.FSType, m.ReadOnly
+	}
+	var steps []Step
+	for _, p := range order {
+		m := last[p]
+		if p == "/" || beneathOrAt(p, stage) || underAny(p, Whole) || underAny(p, keep) {
+			continue
+		}
+		st := Step{Kind: Overlay, Path: p, FSType: m.FSType, ReadOnly: m.ReadOnly}
+		if m.ReadOnly || pseudo[m.FSType] {
+			st.Kind = Bind
+		}
+		steps = append(steps, st)
+	}
+	for _, p := range append(slices.Clone(Whole), keep...) {
+		steps = append(steps, Step{Kind: RBind, Path: p})
+	}
+	// Parents before children; at one depth, the order of mountinfo.
+	slices.SortStableFunc(steps, func(a, b Step) int { return depth(a.Path) - depth(b.Path) })
+	if rootStep.ReadOnly {
+		rootStep.Kind = Bind
+	}
+	return append([]Step{rootStep}, steps...), nil
+}
+
+// beneathOrAt says p is dir or lies beneath it.
+func beneathOrAt(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if beneathOrAt(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+func depth(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
+}
