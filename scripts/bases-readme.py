@@ -41,12 +41,11 @@ def main():
 
 def language_rows(bases, key, times, prov):
     d = os.path.join(bases, "path_sets", key)
-    with open(os.path.join(d, "run.json")) as f:
-        run = json.load(f)
-    for name, v in (("observer kernel", "%s (bzImage SHA-256 %s), QEMU %s, %s, %d vCPUs, %d MiB"
-                     % (run["kernel_release"], run["bzimage_sha256"], run["qemu_version"], run["accel"],
-                        run["vcpus"], run["mem_mb"])),):
-        prov.setdefault(name, set()).add(v)
+    if os.path.exists(os.path.join(d, "run.json")):
+        with open(os.path.join(d, "run.json")) as f:
+            run = json.load(f)
+        prov.setdefault("observer kernel", set()).add("%s (bzImage SHA-256 %s), QEMU %s, %s, %d vCPUs, %d MiB" % (
+            run["kernel_release"], run["bzimage_sha256"], run["qemu_version"], run["accel"], run["vcpus"], run["mem_mb"]))
     rows = []
     for rec in sorted(glob.glob(os.path.join(d, key + "_*.json"))):
         if rec.endswith(".abi10.json"):
@@ -62,10 +61,13 @@ def language_rows(bases, key, times, prov):
         stages = collections.Counter(e["stage"] for e in r["log"] if "status" in e)  # the runs
         runs = "%d: %s" % (sum(stages.values()), ", ".join("%s %d" % kv for kv in sorted(stages.items())))
         kvm_path = rec[:-len(".json")] + ".abi10.json"
-        with open(kvm_path) as f:
-            kvm = json.load(f)
-        verdict = "verified" if kvm.get("verified") else "not verified: " + str(kvm.get("aborted", ""))
-        sidecar = ", ".join(kvm.get("rows") or []) or "none"
+        if os.path.exists(kvm_path):
+            with open(kvm_path) as f:
+                kvm = json.load(f)
+            verdict = "verified" if kvm.get("verified") else "**not verified**: " + str(kvm.get("aborted", ""))
+            sidecar = "rows: " + (", ".join(kvm.get("rows") or []) or "none")
+        else:
+            verdict, sidecar = "**not observed**", "no ABI-10 record"
         rows.append([key, r["exercise"], "`BaseLanguage-%s.cfg`" % key, runs,
                      "%.1f" % (times.get("prune-" + key, 0) / 60), "%s; %s" % (verdict, sidecar),
                      "%.1f" % (times.get("observe-" + key, 0) / 60)])

@@ -18,7 +18,8 @@
 # Needs root, LOCKSTEP_DISPOSABLE=1 (the prunes delete and recreate their
 # working directory and plant canaries on this machine), the toolchains of
 # the exercises' READMEs, and bin/lockstep (make build).
-# Exit: 0 every base was made and installed; 1 a prune, observation or the
+# Exit: 0 every base was made and installed (a failed observation is
+# reported, and its language merged without ABI-10 rows); 1 a prune or the
 # merge failed (bases/ untouched); 2 usage.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,14 +48,15 @@ out=$(cd "$out" && pwd)
 times=$out/logs/times.tsv
 ((merge_only)) || : >"$times"
 
-# timed NAME CMD…: run CMD with its output in logs/NAME.log; its seconds go to times.tsv.
+# timed NAME CMD…: run CMD with its output in logs/NAME.log; its status and
+# seconds go to times.tsv. Returns CMD's status.
 timed() {
 	local name=$1 t0=$SECONDS rc=0
 	shift
 	echo "bases: $name" >&2
 	"$@" >"$out/logs/$name.log" 2>&1 || rc=$?
 	printf '%s\t%s\t%s\n' "$name" "$rc" "$((SECONDS - t0))" >>"$times"
-	((rc == 0)) || die "$name failed with status $rc; see $out/logs/$name.log"
+	return "$rc"
 }
 
 # prune KEY: the default prune on this kernel, in a private mount namespace
@@ -74,18 +76,28 @@ prune() {
 
 for k in "${langs[@]}"; do
 	((merge_only)) && break
-	timed "prune-$k" prune "$k"
+	timed "prune-$k" prune "$k" || die "the prune of $k failed; see $out/logs/prune-$k.log"
+	# An observation that fails leaves the language without its ABI-10 record
+	# in the merge (the README says so); its .abi10.json stays as evidence.
 	timed "observe-$k" "$lockstep" observe --key "$k" --exercises "$repo/testdata/exercises" \
-		--path-sets "$out/path_sets/$k" --kernel "$pin" --mem 2048 --timeout 2h
+		--path-sets "$out/path_sets/$k" --kernel "$pin" --mem 2048 --timeout 2h ||
+		echo "bases: the observation of $k failed; see $out/logs/observe-$k.log" >&2
 done
 
-# The orchestrator reads one directory of every language's files.
+# The orchestrator reads one directory of every language's files: the
+# policies and records, and the ABI-10 records the observer verified.
 merged=$out/merge-input
 rm -rf "$merged" && mkdir -p "$merged"
 for k in "${langs[@]}"; do
-	cp "$out/path_sets/$k/${k}"_*.cfg "$out/path_sets/$k/${k}"_*.json "$merged/"
+	for f in "$out/path_sets/$k/${k}"_*.cfg "$out/path_sets/$k/${k}"_*.json; do
+		case $f in
+		*.abi10.json | *.abi10.cfg) grep -q '"verified": true' "${f%.abi10.*}.abi10.json" || continue ;;
+		esac
+		cp "$f" "$merged/"
+	done
 done
-timed orchestrate "$lockstep" orchestrate --langs "$keys" --path-dir "$merged" --core-dir "$out/core" --json
+timed orchestrate "$lockstep" orchestrate --langs "$keys" --path-dir "$merged" --core-dir "$out/core" --json ||
+	die "the merge failed; see $out/logs/orchestrate.log"
 ((install)) || exit 0
 
 # Install: the merged tree, each language's records and observer run, and
@@ -94,7 +106,8 @@ new=$repo/.bases.new
 rm -rf "$new" && cp -a "$out/core" "$new"
 for k in "${langs[@]}"; do
 	mkdir -p "$new/path_sets/$k"
-	cp "$out/path_sets/$k/${k}"_*.cfg "$out/path_sets/$k/${k}"_*.json "$out/path_sets/$k/run.json" "$new/path_sets/$k/"
+	cp "$out/path_sets/$k/${k}"_*.cfg "$out/path_sets/$k/${k}"_*.json "$new/path_sets/$k/"
+	if [[ -f $out/path_sets/$k/run.json ]]; then cp "$out/path_sets/$k/run.json" "$new/path_sets/$k/"; fi
 done
 python3 "$repo/scripts/bases-readme.py" --bases "$new" --times "$times" --pin "$pin" \
 	--lockstep "$("$lockstep" version)" >"$new/README.md"
