@@ -70,7 +70,7 @@ def language_rows(bases, key, times, prov):
             verdict, sidecar = "**not observed**", "no ABI-10 record"
         rows.append([key, r["exercise"], "`BaseLanguage-%s.cfg`" % key, runs,
                      "%.1f" % (times.get("prune-" + key, 0) / 60), "%s; %s" % (verdict, sidecar),
-                     "%.1f" % (times.get("observe-" + key, 0) / 60)])
+                     "%.1f" % (times["observe-" + key] / 60) if times.get("observe-" + key) else "—"])
     return rows
 
 
@@ -86,7 +86,7 @@ inputs the merge was made from: each exercise's pruned policy and its schema-2 r
 `.abi10.cfg` when it found rows) and its run (`run.json`). `BasePhobos.cfg`, `TailPhobos.cfg` and
 `debug/` are the rest of the orchestrator's tree (docs/orchestrate.md).
 
-Made by `make bases` (scripts/bases.sh; docs/prune.md, "Shipped bases") with lockstep `{lockstep}`,
+Made with the commands of `make bases` (scripts/bases.sh; docs/prune.md, "Shipped bases"), lockstep `{lockstep}`,
 for the keys {keys}:
 
 ```
@@ -102,7 +102,8 @@ lockstep orchestrate --langs {keys} --path-dir out/bases/merge-input --core-dir 
 Checked on every `make test` by `verify.TestShippedBases` (verify/bases_linux_test.go): each
 language's reference exercise runs on the host kernel unsandboxed and again under
 `lockstep run --config BaseLanguage-<key>.cfg --config exercises/<key>_<exercise>.cfg`, and both
-must pass every test.
+must pass every test. A built language without a base here is listed in docs/exercises.md
+("Languages") with the reason.
 """
 
 TAIL = """
