@@ -44,13 +44,13 @@ test: deps toolchains build
 test-slow: deps toolchains build
 	LOCKSTEP_SLOW_TESTS=1 $(GO) test -count=1 -timeout 120m -v -run '^(TestHostJavaMaven|TestHostJavaMavenNoSeed)$$' ./pruner/prune/
 
-# Not in CI (about an hour and a half on 2 busy cores, docs/prune.md "Shipped
-# bases"): re-makes bases/, every built language's reference exercise pruned
-# on this machine's kernel, observed on the pin in a TCG or KVM guest, and
-# merged (scripts/bases.sh). The prunes delete what an exercise leaves behind:
-# run it as `LOCKSTEP_DISPOSABLE=1 make bases` on a machine you can throw away,
-# with the exercises' toolchains installed. make test checks the result
-# (verify.TestShippedBases).
+# Not in CI (three to four hours, one language after another, on 2 busy
+# cores; docs/prune.md "Shipped bases"): re-makes bases/, every built
+# language's reference exercise pruned on this machine's kernel, observed on
+# the pin in a TCG or KVM guest, and merged (scripts/bases.sh). The prunes
+# delete what an exercise leaves behind: run it as
+# `LOCKSTEP_DISPOSABLE=1 make bases` on a machine you can throw away. make
+# test checks the result (verify.TestShippedBases).
 bases: deps toolchains build
 	scripts/bases.sh --pin $(PIN)
 

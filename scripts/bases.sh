@@ -4,7 +4,8 @@
 # machine's kernel, the audit observer on the pinned kernel in a guest (the
 # ABI-10 sidecar), then the orchestrator's merge of all of them, installed
 # into bases/ with a README of how it was made. Slow (the java-maven prune
-# alone takes half an hour on two busy cores; docs/prune.md has the times),
+# alone took 65 minutes on two busy cores, all of it three to four hours;
+# docs/prune.md has the times),
 # so it is not in CI; CI checks the result (verify.TestShippedBases).
 #
 # usage: scripts/bases.sh [--out DIR] [--keys k1,k2,…] [--pin P] [--no-install] [--merge-only]
