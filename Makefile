@@ -6,12 +6,18 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ACTIONLINT  := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 export CGO_ENABLED := 0
 
-.PHONY: all build deps test test-slow demo bench bench-kernel lint prune-kvm prune-kvm-sim fuzz stress clean
+.PHONY: all build deps toolchains test test-slow bases demo bench bench-kernel lint prune-kvm prune-kvm-sim fuzz stress clean
 
 all: build
 
 deps:
 	@scripts/deps.sh
+
+# The reference exercises' toolchains (Java and Maven, CMake and GoogleTest,
+# R and testthat; docs/exercises.md): make test runs them, make deps (the
+# workflows' setup) does not.
+toolchains:
+	@scripts/deps.sh --toolchains
 
 # The revision and whether the tree is modified, for `lockstep --version`:
 # the go command stamps them itself, but not in a git worktree (which it does
@@ -27,7 +33,7 @@ build:
 
 # The whole suite: unit, host-kernel and guest tests, then coverage-guided fuzzing of
 # every parser of outside input (30 s for the policy parser, 20,000 inputs for each other).
-test: deps build
+test: deps toolchains build
 	$(BIN) kernel build --pin $(PIN)
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 75m ./...
@@ -35,8 +41,18 @@ test: deps build
 
 # The tests too slow for every landing: the whole java-maven prune on the
 # host (87 runs of a JVM build) and its abort without a seed.
-test-slow: deps build
+test-slow: deps toolchains build
 	LOCKSTEP_SLOW_TESTS=1 $(GO) test -count=1 -timeout 120m -v -run '^(TestHostJavaMaven|TestHostJavaMavenNoSeed)$$' ./pruner/prune/
+
+# Not in CI (three to four hours, one language after another, on 2 busy
+# cores; docs/prune.md "Shipped bases"): re-makes bases/, every built
+# language's reference exercise pruned on this machine's kernel, observed on
+# the pin in a TCG or KVM guest, and merged (scripts/bases.sh). The prunes
+# delete what an exercise leaves behind: run it as
+# `LOCKSTEP_DISPOSABLE=1 make bases` on a machine you can throw away. make
+# test checks the result (verify.TestShippedBases).
+bases: deps toolchains build
+	scripts/bases.sh --pin $(PIN)
 
 # Every Fuzz function of the module (scripts/fuzz.sh finds them): FUZZTIME
 # executions each, POLICY_FUZZTIME for the policy parser.

@@ -3,6 +3,10 @@
 # Debian packages (only those missing) and the Go modules. Idempotent.
 # `deps.sh --list` prints the Debian packages, one a line, and does nothing
 # else (scripts/runner-root.sh preinstalls them in a simulated runner).
+# `deps.sh --toolchains` installs only the reference exercises' toolchains
+# (make toolchains, which make test runs; docs/exercises.md): not part of
+# make deps, which the workflows' setup action runs on runners that never
+# build the exercises.
 set -euo pipefail
 
 # command-or-file:package pairs; a package is installed only when its probe is missing.
@@ -32,10 +36,40 @@ need=(
 	chromium:chromium
 	/usr/share/keyrings/debian-archive-keyring.gpg:debian-archive-keyring
 )
-if [[ ${1:-} == --list ]]; then
+# The reference exercises' toolchains (testdata/exercises/*/*/README.md), Debian 12's packages.
+toolchains=(
+	maven openjdk-17-jdk-headless junit5 libsurefire-java libmaven-compiler-plugin-java
+	libmaven-resources-plugin-java libmaven-jar-plugin-java
+	cmake g++ libgtest-dev
+	r-cran-testthat r-cran-xml2
+)
+
+# apt_install PKG…: apt-get install the packages given, if any.
+apt_install() {
+	(($#)) || return 0
+	echo "deps: installing $*" >&2
+	if [[ $(id -u) != 0 ]]; then
+		echo "deps: need root to install Debian packages: $*" >&2
+		exit 1
+	fi
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+case ${1:-} in
+--list)
 	printf '%s\n' "${need[@]#*:}"
 	exit 0
-fi
+	;;
+--toolchains)
+	missing=()
+	for pkg in "${toolchains[@]}"; do
+		[[ $(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null) == "install ok installed" ]] || missing+=("$pkg")
+	done
+	apt_install "${missing[@]}"
+	exit 0
+	;;
+esac
 missing=()
 for pair in "${need[@]}"; do
 	probe=${pair%%:*} pkg=${pair#*:}
@@ -45,15 +79,7 @@ for pair in "${need[@]}"; do
 		command -v "$probe" >/dev/null 2>&1 || missing+=("$pkg")
 	fi
 done
-if ((${#missing[@]})); then
-	echo "deps: installing ${missing[*]}" >&2
-	if [[ $(id -u) != 0 ]]; then
-		echo "deps: need root to install Debian packages: ${missing[*]}" >&2
-		exit 1
-	fi
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+apt_install "${missing[@]}"
 go mod download
 
 # The host Landlock proof (observer/proof, which observe and its tests run on

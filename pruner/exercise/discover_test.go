@@ -20,7 +20,7 @@ func TestDiscoverReferenceExercises(t *testing.T) {
 	for _, f := range found {
 		got = append(got, f.Key+" "+f.Family+"/"+f.Name)
 	}
-	want := []string{"broken broken/failing-test", "c c/make-reference", "cpp cpp/cmake-reference", "fixture fixture/udp-fixture",
+	want := []string{"broken broken/failing-test", "c c/make-reference", "c-gcc c-gcc/gcc-reference", "cpp cpp/cmake-reference", "fixture fixture/udp-fixture",
 		"generic generic/shell-reference", "java-maven java-maven/maven-reference", "python python/pytest-reference",
 		"r r/testthat-reference"}
 	if !reflect.DeepEqual(got, want) {

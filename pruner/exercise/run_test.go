@@ -32,7 +32,7 @@ func reference(t *testing.T, key string) *Exercise {
 // unsandboxed, on this host: each run must be a usable reference and agree
 // with the first (the exercises are stable).
 func TestRunReferenceExercises(t *testing.T) {
-	for _, key := range []string{"generic", "python", "c", "fixture"} {
+	for _, key := range []string{"generic", "python", "c", "c-gcc", "fixture"} {
 		t.Run(key, func(t *testing.T) { runReference(t, key) })
 	}
 }

@@ -15,7 +15,9 @@
 //     or one that changes between runs, makes the name per-run. Only
 //     read-class sections are granted, on the smallest stable directory, and
 //     never when that directory is / or a top-level directory; a write-class
-//     right on a per-run name is reported, never granted.
+//     right on a per-run name is reported, never granted, except [write] and
+//     [ioctl] on /dev/pts/<n> for an exercise that uses pseudo-terminals
+//     (Env.PseudoTerminals): those are granted on /dev/pts.
 //   - An object that did not exist before the run is granted on its nearest
 //     ancestor that did, climbing only inside the scanned roots (the working
 //     directory and pre-existing write-granted directories), and never to /

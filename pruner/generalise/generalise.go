@@ -60,6 +60,17 @@ type Env struct {
 	// manifests verified): a [read] of anything beneath one is granted as the
 	// root itself, one entry; a write-class right inside one is reported.
 	Pinned []string
+	// PseudoTerminals: the exercise declares uses_pseudo_terminals. A
+	// terminal is opened read-write and set up by ioctl, so [write] and
+	// [ioctl] on a per-run /dev/pts/<n> are granted on /dev/pts as its
+	// [read] is; without it they are reported.
+	PseudoTerminals bool
+}
+
+// ptyRight reports whether s on a per-run name of shape is a right a
+// pseudo-terminal exercise is granted on the names' directory.
+func (e Env) ptyRight(shape string, s policy.Section) bool {
+	return e.PseudoTerminals && shape == "/dev/pts/<n>" && (s == policy.Write || s == policy.Ioctl)
 }
 
 // PinnedComment is written above a pinned read root in a policy.
@@ -337,7 +348,7 @@ func Grants(obs []Observation, env Env) ([]Grant, []Report) {
 	for i, o := range obs {
 		if matched[i] {
 			if cut := perRunCut(o, names[i], perRun); cut >= 0 {
-				if r := groups.add(o, names[i], cut); r != nil {
+				if r := groups.add(o, names[i], cut, env); r != nil {
 					reports = append(reports, *r)
 				}
 				continue
@@ -485,15 +496,16 @@ type perRunGroups map[string]*perRunGroup
 
 // add puts o, a per-run name n whose stable part ends before component
 // cut, into its group, or reports why it is never granted.
-func (groups perRunGroups) add(o Observation, n name, cut int) *Report {
+func (groups perRunGroups) add(o Observation, n name, cut int, env Env) *Report {
 	parts := strings.Split(o.Path, "/")
 	dir := strings.Join(parts[:cut], "/")
 	if dir == "" {
 		dir = "/"
 	}
 	switch {
-	case !IsReadClass(o.Section):
-		return &Report{o.Path, o.Section, "a write-class right on a per-run name (" + n.shape + ") is never granted or widened"}
+	case !IsReadClass(o.Section) && !env.ptyRight(n.shape, o.Section):
+		return &Report{o.Path, o.Section, "a write-class right on a per-run name (" + n.shape + ") is never granted or widened" +
+			" (on /dev/pts/<n>, [write] and [ioctl] are granted on /dev/pts with uses_pseudo_terminals)"}
 	case Depth(dir) < MinimumDepth:
 		return &Report{o.Path, o.Section, "per-run name (" + n.shape + ") whose stable directory " + dir + " is / or a top-level directory; never widened there"}
 	}

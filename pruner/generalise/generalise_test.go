@@ -124,6 +124,30 @@ func TestGrantsPerRun(t *testing.T) {
 	}
 }
 
+// TestGrantsPseudoTerminals: an exercise that declares uses_pseudo_terminals
+// opens /dev/pts/<n> read-write and sets it up by ioctl; its [write] and
+// [ioctl] are granted on /dev/pts (the c-gcc prune aborted without, "a
+// refusal survived its own grant"), never another per-run name's.
+func TestGrantsPseudoTerminals(t *testing.T) {
+	e := env()
+	e.PseudoTerminals = true
+	obs := []Observation{
+		{Path: "/dev/pts/3", Section: policy.Read, Run: 1},
+		{Path: "/dev/pts/3", Section: policy.Write, Run: 1},
+		{Path: "/dev/pts/4", Section: policy.Ioctl, Run: 1},
+		{Path: "/proc/1/fd/5", Section: policy.Write, Run: 1, TGID: 1, TID: 1},
+	}
+	gs, rs := Grants(obs, e)
+	var got []string
+	for _, g := range gs {
+		got = append(got, g.Path+" "+string(g.Section))
+	}
+	want := []string{"/dev/pts ioctl", "/dev/pts read", "/dev/pts write"}
+	if !reflect.DeepEqual(got, want) || len(rs) != 1 || rs[0].Object != "/proc/1/fd/5" {
+		t.Errorf("Grants = %v, reports %v; want %v and the write on /proc/1/fd/5 reported", got, rs, want)
+	}
+}
+
 func mustParse(t *testing.T, src string) *policy.Policy {
 	t.Helper()
 	p, err := policy.Parse("t.cfg", []byte(src))

@@ -253,7 +253,7 @@ func (s *state) env(held *policy.Policy) generalise.Env {
 		}
 	}
 	return generalise.Env{Existed: s.existed, Scanned: scanned, CompiledPrograms: s.ex.CompiledProgramsPath(s.workDir),
-		Pinned: s.pinnedPaths()}
+		Pinned: s.pinnedPaths(), PseudoTerminals: s.ex.Config.UsesPseudoTerminals}
 }
 
 // prepare is applied to every candidate before it runs: execute narrowing,
