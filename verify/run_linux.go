@@ -39,7 +39,11 @@ type HostOptions struct {
 	Policy *policy.Policy
 	// Policies are the files the policy came from (provenance only).
 	Policies []string
-	Kernels  []Kernel
+	// Layers are further policies the cells they apply to combine after
+	// Policy (an exercise's limits, its ABI-10 rows on kernels that
+	// enforce them).
+	Layers  []Layer
+	Kernels []Kernel
 	// Exercises is the testing root, Key the key; Only, if not empty,
 	// keeps just the exercises named.
 	Exercises, Key string
@@ -96,6 +100,11 @@ func Host(ctx context.Context, opts HostOptions) (*Result, error) {
 	}
 	if err := os.WriteFile(filepath.Join(share, "policy.cfg"), opts.Policy.Render(), 0o644); err != nil {
 		return nil, err
+	}
+	for i, l := range opts.Layers {
+		if err := os.WriteFile(filepath.Join(share, layerFile(i)), l.Policy.Render(), 0o644); err != nil {
+			return nil, err
+		}
 	}
 	runs, err := guestRuns(opts, res, dir, exAbs, share)
 	if err != nil {
@@ -168,12 +177,32 @@ func guestRun(opts HostOptions, k Kernel, ex, results string, shares []harness.S
 		Stdout: opts.Stderr, Stderr: opts.Stderr, Verbose: opts.Verbose, Log: opts.Log}
 	opts.Sizing.Apply(&run)
 	run.CPUs = max(run.CPUs, 1)
-	err := run.SetRole(GuestRole, GuestOptions{Kernel: k.Name, Configs: []string{guestPolicy + "/policy.cfg"},
+	configs := []string{guestPolicy + "/policy.cfg"}
+	for i, l := range opts.Layers {
+		if l.applies(k, ex) {
+			configs = append(configs, guestPolicy+"/"+layerFile(i))
+		}
+	}
+	err := run.SetRole(GuestRole, GuestOptions{Kernel: k.Name, Configs: configs,
 		Exercises: guestExercises, Key: opts.Key, Exercise: ex, JointRuns: opts.JointRuns, Out: proto.ResultsDir})
 	if err != nil {
 		return run, fmt.Errorf("verify: %w", err)
 	}
 	return run, nil
+}
+
+// layerFile is the shared file name of opts.Layers[i].
+func layerFile(i int) string { return fmt.Sprintf("layer-%d.cfg", i) }
+
+// layerNames are the files of the layers the cell of k and ex combines.
+func layerNames(layers []Layer, k Kernel, ex string) []string {
+	var out []string
+	for _, l := range layers {
+		if l.applies(k, ex) {
+			out = append(out, l.File)
+		}
+	}
+	return out
 }
 
 // runCells boots the guests through a pool and fills res.Cells, reporting
@@ -185,7 +214,9 @@ func runCells(ctx context.Context, opts HostOptions, res *Result, runs []harness
 	for i := range runs {
 		go func() {
 			run, err := pool.Run(ctx, runs[i])
-			res.Cells[i] = cellOf(runs[i].ResultsDir, res, i, run, err)
+			c := cellOf(runs[i].ResultsDir, res, i, run, err)
+			c.Layers = layerNames(opts.Layers, opts.Kernels[i/len(res.Exercises)], c.Exercise)
+			res.Cells[i] = c
 			done <- i
 		}()
 	}

@@ -55,6 +55,9 @@ type Cell struct {
 	// joint run's, and whether it agreed.
 	Reference string     `json:"reference"`
 	Joint     []JointRun `json:"joint"`
+	// Layers are the policy files this cell combined after the base
+	// (HostOptions.Layers that apply to it; set by the host).
+	Layers []string `json:"layers,omitempty"`
 	// Unenforceable are the rules the kernel could not enforce.
 	Unenforceable []observer.Rule `json:"unenforceable"`
 	// Diagnosis is the observed run after a joint run disagreed: its

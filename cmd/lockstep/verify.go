@@ -21,7 +21,7 @@ func init() {
 	guestRole(verify.GuestRole, "verify", verifyHere)
 	register(&verb{
 		Name:  "verify",
-		Usage: "verify --base <file> [--config <file>…] --kernel {<pin>|<file>}… --exercises <dir> [--key <key>] [--exercise <name>…] [--joint-runs N] [--parallel N] [--json] [--html <file>]",
+		Usage: "verify (--base <file> --exercises <dir> [--key <key>] [--exercise <name>…] | --base-dir <dir> [--exercises <dir>]) [--config <file>…] --kernel {<pin>|<file>}… [--joint-runs N] [--parallel N] [--json] [--html <file>]",
 		Short: "a base policy on several kernels: every exercise of the key, a matrix of verdicts",
 		Long: `Checks the base (plus each --config, combined as lockstep run does) against every
 exercise of the key on every kernel (a pin, built and cached on first use, or a
@@ -49,10 +49,21 @@ kernels), unless a joint run had already disagreed without timing out.
 Prints the matrix kernel × exercise (pass, fail with the refused calls,
 indeterminate or inconclusive with why). See docs/verify.md.
 
+--base-dir DIR (the release engineer's one command) verifies every
+BaseLanguage-<key>.cfg of the orchestrator's output DIR against its key's
+exercises under --exercises (default testdata/exercises, the repository's
+reference exercises): one matrix per base. Each exercise's cells add its
+files from DIR/exercises: <key>_<ex>.cfg (its limits) on every kernel, and
+<key>_<ex>.abi10.cfg (its ABI-10 rows) only on a pin of Landlock ABI 10 or
+later, as a grading host applies them; the matrix says which each cell used.
+
 Exit status: 0 every cell passed; 1 any failed; 3 any indeterminate or
 inconclusive and none failed; 2 usage.`,
 		Example: `# The generic base on the default pin and Debian trixie's 6.12
-$ lockstep verify --base BaseLanguage-generic.cfg --kernel 7.2.13 --kernel 6.12.117 --exercises verify/testdata/exercises --key generic --html verify.html`,
+$ lockstep verify --base BaseLanguage-generic.cfg --kernel 7.2.13 --kernel 6.12.117 --exercises verify/testdata/exercises --key generic --html verify.html
+
+# Every shipped base on every pin, from the repository's top
+$ lockstep verify --base-dir bases --kernel 6.12.117 --kernel 7.2.13 --kernel 7.3.4`,
 		Flags: verifyFlags,
 	})
 }
@@ -61,7 +72,7 @@ $ lockstep verify --base BaseLanguage-generic.cfg --kernel 7.2.13 --kernel 6.12.
 type verifyArgs struct {
 	kernels, configs, only                  multiFlag
 	base, exercises, key, root, accel, html *string
-	name, out                               *string
+	name, out, baseDir                      *string
 	joint, parallel, cpus, mem              *int
 	timeout, bootTimeout                    *time.Duration
 	asJSON, inGuest, quiet                  *bool
@@ -76,10 +87,11 @@ func verifyFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 
 // declare declares verify's flags on fs, into a.
 func (a *verifyArgs) declare(fs *flag.FlagSet) {
-	a.base = fs.String("base", "", "base policy `file` (required)")
+	a.base = fs.String("base", "", "base policy `file` (required unless --base-dir)")
+	a.baseDir = fs.String("base-dir", "", "verify every BaseLanguage-<key>.cfg of this `dir`ectory (the orchestrator's output) against its key's exercises, with each exercise's files there")
 	fs.Var(&a.configs, "config", "further policy `file` (repeatable)")
 	fs.Var(strictList{&a.kernels, wantKernel}, "kernel", "kernel `pin` or bzImage file (repeatable, at least one)")
-	a.exercises = fs.String("exercises", "", "testing root `dir`ectory, <root>/<family>/<exercise> (required)")
+	a.exercises = fs.String("exercises", "", "testing root `dir`ectory, <root>/<family>/<exercise> (required; with --base-dir, default "+referenceExercises+")")
 	a.key = fs.String("key", "", "the `key` whose exercises to verify (default: the only key under --exercises)")
 	fs.Var(&a.only, "exercise", "verify only the exercise `name`d (repeatable)")
 	a.joint = fs.Int("joint-runs", verify.DefaultJointRuns, "runs under the policy per exercise")
@@ -106,6 +118,9 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 	}
 	if *a.inGuest {
 		return verifyInGuest(ctx, io, *a.name, *a.out, a.configs, *a.exercises, *a.key, a.only, *a.joint)
+	}
+	if *a.baseDir != "" {
+		return a.runBaseDir(ctx, io)
 	}
 	if *a.base == "" || *a.exercises == "" || len(a.kernels) == 0 {
 		return usageExit(io, v, usagef("--base, --exercises and at least one --kernel are required"))

@@ -29,3 +29,32 @@ func TestVerifyUnknownExercise(t *testing.T) {
 		t.Errorf("lockstep %s = %d, stderr %q; want %d naming %q", strings.Join(args, " "), code, e.String(), exitUsage, want)
 	}
 }
+
+// TestVerifyBaseDirRefusals: --base-dir refuses --base beside it, and a base
+// directory whose base has no exercise to verify against, before any kernel
+// is looked for (the kernel here does not exist); both exit 2.
+func TestVerifyBaseDirRefusals(t *testing.T) {
+	root, err := filepath.Abs("../../testdata/exercises")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "BaseLanguage-swift.cfg"), []byte("[read]\n/usr\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kernel := filepath.Join(t.TempDir(), "none", "bzImage")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--base-dir", dir, "--base", filepath.Join(dir, "BaseLanguage-swift.cfg")}, "--base, --key and --exercise do not go with it"},
+		{[]string{"--base-dir", dir}, `BaseLanguage-swift.cfg: no exercise of key "swift" under ` + root},
+	} {
+		args := append([]string{"verify", "--kernel", kernel, "--exercises", root}, c.args...)
+		var o, e bytes.Buffer
+		code := run(t.Context(), args, &stdio{out: &o, err: &e})
+		if code != exitUsage || !strings.Contains(e.String(), c.want) {
+			t.Errorf("lockstep %s = %d, stderr %q; want %d naming %q", strings.Join(args, " "), code, e.String(), exitUsage, c.want)
+		}
+	}
+}
