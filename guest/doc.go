@@ -10,7 +10,8 @@
 //
 //  1. mounts devtmpfs, proc, sysfs, devpts, /dev/shm, securityfs, cgroup v2
 //     on /sys/fs/cgroup when the kernel has it (the enforcer's process cap
-//     for uid 0), and makes the /dev/fd, /dev/std* and /dev/ptmx links;
+//     for uid 0), makes the /dev/fd and /dev/std* links and /dev/ptmx as
+//     the character device a host has (a pruned policy names it);
 //  2. reads the kernel command line and the job, refusing a job whose ID is
 //     not the command line's lockstep.job= (a stale initramfs);
 //  3. finds the virtio-serial ports lockstep.events and lockstep.results in

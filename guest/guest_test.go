@@ -152,8 +152,11 @@ func (f *fakeSys) Symlink(o, n string) error              { return f.do("symlink
 func (f *fakeSys) Chdir(d string) error                   { return f.do("chdir " + d) }
 func (f *fakeSys) Chroot(d string) error                  { return f.do("chroot " + d) }
 func (f *fakeSys) Remove(p string) error                  { return f.do("remove " + p) }
-func (f *fakeSys) LoopbackUp() error                      { return f.do("lo up") }
-func (f *fakeSys) Sethostname(n string) error             { return f.do("hostname " + n) }
+func (f *fakeSys) Mknod(p string, mode uint32, dev int) error {
+	return f.do(fmt.Sprintf("mknod %s %#o %d:%d", p, mode, unix.Major(uint64(dev)), unix.Minor(uint64(dev))))
+}
+func (f *fakeSys) LoopbackUp() error          { return f.do("lo up") }
+func (f *fakeSys) Sethostname(n string) error { return f.do("hostname " + n) }
 func (f *fakeSys) CopyFile(src, dst string, _ os.FileMode, keep bool) error {
 	return f.do(fmt.Sprintf("copy %s %s keep=%v", src, dst, keep))
 }
@@ -191,6 +194,8 @@ func TestSwitchRoot(t *testing.T) {
 		"mount securityfs /sys/kernel/security securityfs",
 		"mount cgroup2 /sys/fs/cgroup cgroup2",
 		"symlink /dev/fd -> /proc/self/fd",
+		// The device itself, as a host has it (a policy names it).
+		"mknod /dev/ptmx 020666 5:2",
 		"mount lockstep.root /mnt/lower 9p " + ro + " trans=virtio,version=9p2000.L,cache=loose,msize=512000",
 		"mount tmpfs /mnt/rw tmpfs",
 		"mount overlay /mnt/root overlay 0x0 lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work",

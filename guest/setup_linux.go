@@ -67,15 +67,29 @@ func earlyMounts(s syscaller) error {
 		{"/proc/self/fd/0", "/dev/stdin"},
 		{"/proc/self/fd/1", "/dev/stdout"},
 		{"/proc/self/fd/2", "/dev/stderr"},
-		{"pts/ptmx", "/dev/ptmx"},
 	} {
-		s.Remove(l[1]) // devtmpfs may have made ptmx a device node
+		s.Remove(l[1])
 		if err := s.Symlink(l[0], l[1]); err != nil {
 			return fmt.Errorf("symlink %s -> %s: %w", l[1], l[0], err)
 		}
 	}
+	// /dev/ptmx is the character device a host's devtmpfs makes, not a
+	// link to pts/ptmx: a policy pruned on a host names /dev/ptmx, and
+	// lockstep run refuses a section that changes files naming a link, so
+	// a pseudo-terminal exercise's base could not run in a guest. The
+	// device finds the devpts instance mounted at pts beside it.
+	s.Remove(ptmxPath)
+	if err := s.Mknod(ptmxPath, unix.S_IFCHR|0o666, int(unix.Mkdev(ptmxMajor, ptmxMinor))); err != nil {
+		return fmt.Errorf("mknod %s: %w", ptmxPath, err)
+	}
 	return nil
 }
+
+// ptmxPath is the pseudo-terminal multiplexer, character device 5:2.
+const (
+	ptmxPath             = "/dev/ptmx"
+	ptmxMajor, ptmxMinor = 5, 2
+)
 
 // deviceWait bounds how long PID 1 waits for the root's block device: the
 // virtio-blk driver may probe it after PID 1 starts (or after its module

@@ -20,6 +20,7 @@ type syscaller interface {
 	// dst's parents; an existing dst is left alone when keep is set.
 	CopyFile(src, dst string, perm os.FileMode, keep bool) error
 	Remove(path string) error
+	Mknod(path string, mode uint32, dev int) error
 	LoopbackUp() error
 	Sethostname(name string) error
 }
@@ -34,7 +35,13 @@ func (realSys) Symlink(oldname, newname string) error        { return os.Symlink
 func (realSys) Chdir(dir string) error                       { return unix.Chdir(dir) }
 func (realSys) Chroot(dir string) error                      { return unix.Chroot(dir) }
 func (realSys) Remove(path string) error                     { return os.Remove(path) }
-func (realSys) Sethostname(name string) error                { return unix.Sethostname([]byte(name)) }
+func (realSys) Mknod(path string, mode uint32, dev int) error {
+	// The umask would take the device's 0666 away.
+	old := unix.Umask(0)
+	defer unix.Umask(old)
+	return unix.Mknod(path, mode, dev)
+}
+func (realSys) Sethostname(name string) error { return unix.Sethostname([]byte(name)) }
 
 func (realSys) CopyFile(src, dst string, perm os.FileMode, keep bool) error {
 	if keep {

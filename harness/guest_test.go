@@ -432,3 +432,22 @@ func TestGuestReapsOrphans(t *testing.T) {
 	}
 	checkNoQEMU(t)
 }
+
+// TestGuestPtmxIsTheDevice: the guest's /dev/ptmx is the character device
+// 5:2, as on a host with devtmpfs (a pruned policy names it, and a link
+// there made lockstep run refuse it), and opening it gives a pseudo-terminal
+// from the devpts at /dev/pts.
+func TestGuestPtmxIsTheDevice(t *testing.T) {
+	bz := needGuest(t)
+	script := `stat -c '%F %t:%T %a' /dev/ptmx; python3 -c 'import os; m, s = os.openpty(); print(os.ttyname(s).rsplit("/", 1)[0])'`
+	o, stdout, stderr := opts(t, bz, "/bin/bash", "-c", script)
+	res, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, stderr)
+	}
+	want := "character special file 5:2 666\n/dev/pts\n"
+	if res.Status != 0 || stdout.String() != want {
+		t.Errorf("status %d, stdout %q (stderr %q); want %q", res.Status, stdout.String(), stderr, want)
+	}
+	checkNoQEMU(t)
+}
