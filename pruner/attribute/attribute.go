@@ -144,6 +144,14 @@ type Options struct {
 	// a deeper [strace.Call.Depth] is the command's own. Zero: such
 	// refusals are Other, since the command's rules may be what refused.
 	NestedDomains bool
+	// CreateHeld reports whether the run's policy lets a regular file be
+	// made in dir. Landlock checks make_reg on the parent before the new
+	// file's access mode, so an O_CREAT open refused where make_reg was
+	// held made the file and was refused its access: a write (or read)
+	// refusal of the file, even when the file is gone by the time the
+	// trace is read (a cold run's overlay is thrown away with the run, so
+	// Lstat cannot tell). Zero: only Lstat decides.
+	CreateHeld func(dir string) bool
 }
 
 // Attributor turns calls into refusals. Feed it every call of a trace in
@@ -552,7 +560,7 @@ func (a *Attributor) open(c *strace.Call, call landlock.Syscall, p string) *Refu
 	if flags.HasFlag("O_CREAT") && !flags.HasFlag("O_EXCL") && !flags.HasFlag("O_NOFOLLOW") {
 		p = a.followLinks(p)
 	}
-	if flags.HasFlag("O_CREAT") && !a.exists(p) {
+	if flags.HasFlag("O_CREAT") && !a.exists(p) && !a.createHeld(path.Dir(p)) {
 		// Landlock checks make_reg on the parent first; the new file's
 		// access mode is checked right after, so name it too.
 		return fsRefusal("create", NewNeed(path.Dir(p), landlock.MakeReg), NewNeed(p, rights...))
@@ -589,6 +597,10 @@ func (a *Attributor) followLinks(p string) string {
 		cur = path.Clean(t)
 	}
 	return p
+}
+
+func (a *Attributor) createHeld(dir string) bool {
+	return a.opts.CreateHeld != nil && a.opts.CreateHeld(dir)
 }
 
 func (a *Attributor) exists(p string) bool {

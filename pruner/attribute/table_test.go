@@ -304,3 +304,32 @@ func TestCreateThroughLink(t *testing.T) {
 		t.Errorf("create through a dangling link = %s, want make_reg on /other", rs[0])
 	}
 }
+
+// TestCreateHeld: an O_CREAT open refused in a directory whose make_reg the
+// run's policy held made the file (Landlock checks make_reg first) and was
+// refused the file's access; the file being gone afterwards (a cold run's
+// overlay) must not turn it into a create refusal the policy already grants.
+func TestCreateHeld(t *testing.T) {
+	lstat := fakeFS{"/tmp": fs.ModeDir}.Lstat
+	line := inDomain + `7 openat(AT_FDCWD</w>, "/tmp/ccAbc.s", O_RDWR|O_CREAT|O_EXCL, 0600) = -1 EACCES (Permission denied)
+`
+	for _, c := range []struct {
+		held   bool
+		op     string
+		path   string
+		rights []landlock.Right
+	}{
+		{false, "create", "/tmp", []landlock.Right{landlock.MakeReg}},
+		{true, "write", "/tmp/ccAbc.s", []landlock.Right{landlock.ReadFile, landlock.WriteFile}},
+	} {
+		held := func(dir string) bool { return c.held && dir == "/tmp" }
+		rs := attributeTrace(t, line, Options{Lstat: lstat, CreateHeld: held})
+		if len(rs) != 1 {
+			t.Fatalf("held=%v: got %d refusals, want 1", c.held, len(rs))
+		}
+		r := rs[0]
+		if r.Op != c.op || r.Needs[0].Path != c.path || !slices.Equal(r.Needs[0].Rights, c.rights) {
+			t.Errorf("held=%v: %s (first need %s %v), want %s of %s %v", c.held, r, r.Needs[0].Path, r.Needs[0].Rights, c.op, c.path, c.rights)
+		}
+	}
+}

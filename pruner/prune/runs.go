@@ -81,6 +81,15 @@ type notGranted struct {
 	Reason  string `json:"reason"`
 }
 
+// attributor attributes the trace of a run under held. Runs are cold
+// (pruner/cold): a file a refused O_CREAT open made outside the working
+// directory is gone by now, so the run's own policy says whether the create
+// or the file's access was refused.
+func attributor(held *policy.Policy) *attribute.Attributor {
+	return attribute.New(attribute.Options{Resolve: attribute.ResolveSymlinks,
+		CreateHeld: func(dir string) bool { return generalise.Covered(held, dir, policy.Create) }})
+}
+
 // attribute reads an observed run's trace and returns the grants its
 // confirmed refusals prove, recording every refusal.
 func (s *state) attribute(trace string, run int, held *policy.Policy) (*policy.Policy, error) {
@@ -88,7 +97,7 @@ func (s *state) attribute(trace string, run int, held *policy.Policy) (*policy.P
 	if err != nil {
 		return nil, fmt.Errorf("run %d: reading the trace: %w", run, err)
 	}
-	a := attribute.New(attribute.Options{Resolve: attribute.ResolveSymlinks})
+	a := attributor(held)
 	var reported, confirmed []string
 	var notLandlock, other []notGranted
 	var obs []generalise.Observation
