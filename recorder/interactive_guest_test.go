@@ -46,20 +46,20 @@ func TestRecordInteractiveGuest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitForGuest(t, &out, ">>> ")
+	waitFor(t, 5*time.Minute, &out, ">>> ")
 	t.Logf("the prompt after %.1f s", time.Since(t0).Seconds())
 	typeIn("import os; print('size', os.get_terminal_size(0))\r")
-	waitForGuest(t, &out, "size os.terminal_size(columns=100, lines=30)")
+	waitFor(t, 5*time.Minute, &out, "size os.terminal_size(columns=100, lines=30)")
 	if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 132}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // SIGWINCH to lockstep, the window message to the guest
 	typeIn("print('now', os.get_terminal_size(0))\r")
-	waitForGuest(t, &out, "now os.terminal_size(columns=132, lines=40)")
+	waitFor(t, 5*time.Minute, &out, "now os.terminal_size(columns=132, lines=40)")
 	typeIn("import time; time.sleep(600)\r")
 	time.Sleep(3 * time.Second)
 	typeIn("\x03")
-	waitForGuest(t, &out, "KeyboardInterrupt\r\n>>> ")
+	waitFor(t, 5*time.Minute, &out, "KeyboardInterrupt\r\n>>> ")
 	typeIn("\x04")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("lockstep record run: %v; it wrote %q", err, out.String())
@@ -101,17 +101,6 @@ func checkInteractiveSession(t *testing.T, dir string) {
 	}
 }
 
-// waitForGuest waits up to 5 min (a TCG boot) for want in out.
-func waitForGuest(t *testing.T, out *syncBuffer, want string) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if strings.Contains(out.String(), want) {
-			return
-		}
-	}
-	t.Fatalf("%q did not appear; lockstep wrote %q", want, out.String())
-}
-
 // An interactive `lockstep record run` puts its terminal in raw mode
 // while the guest boots, and a signal that ends it early (SIGTERM,
 // SIGHUP, SIGQUIT) still leaves the terminal as it found it.
@@ -133,7 +122,7 @@ func TestRecordInteractiveSignalRestoresTerminal(t *testing.T) {
 			}
 			var out syncBuffer
 			go io.Copy(&out, master)
-			waitForGuest(t, &out, "interactive session")
+			waitFor(t, 5*time.Minute, &out, "interactive session")
 			lflag := func() uint32 {
 				tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 				if err != nil {

@@ -85,23 +85,23 @@ func TestRunSessionInteractive(t *testing.T) {
 		}
 		done <- res
 	}()
-	waitFor(t, &out, ">>> ")
+	waitFor(t, 20*time.Second, &out, ">>> ")
 	type_ := func(s string) {
 		if err := proto.WriteInputData(pw, []byte(s)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	type_("import os; print('size', os.get_terminal_size(0))\r")
-	waitFor(t, &out, "size os.terminal_size(columns=100, lines=30)")
+	waitFor(t, 20*time.Second, &out, "size os.terminal_size(columns=100, lines=30)")
 	if err := proto.WriteInputWindow(pw, 40, 132); err != nil {
 		t.Fatal(err)
 	}
 	type_("print('now', os.get_terminal_size(0))\r")
-	waitFor(t, &out, "now os.terminal_size(columns=132, lines=40)")
+	waitFor(t, 20*time.Second, &out, "now os.terminal_size(columns=132, lines=40)")
 	type_("import time; time.sleep(60)\r")
 	time.Sleep(500 * time.Millisecond)
 	type_("\x03")
-	waitFor(t, &out, "KeyboardInterrupt\r\n>>> ")
+	waitFor(t, 20*time.Second, &out, "KeyboardInterrupt\r\n>>> ")
 	type_("\x04")
 	res := <-done
 	// Python ends with SIGINT after a REPL whose last error was a
@@ -129,13 +129,14 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// waitFor waits up to 20 s for want in out.
-func waitFor(t *testing.T, out *syncBuffer, want string) {
+// waitFor waits up to within for want in out (a program on a host pty:
+// seconds; a guest booting under TCG: minutes).
+func waitFor(t *testing.T, within time.Duration, out *syncBuffer, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if strings.Contains(out.String(), want) {
 			return
 		}
 	}
-	t.Fatalf("%q did not appear; the program wrote %q", want, out.String())
+	t.Fatalf("%q did not appear within %s; the output was %q", want, within, out.String())
 }
