@@ -10,6 +10,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
 )
 
 // Layer is a further policy that some cells of the matrix combine after the
@@ -36,7 +37,6 @@ func (l Layer) applies(k Kernel, ex string) bool {
 const (
 	basePrefix   = "BaseLanguage-"
 	baseSuffix   = ".cfg"
-	abi10Suffix  = ".abi10.cfg"
 	exercisesDir = "exercises"
 )
 
@@ -104,7 +104,7 @@ func readBaseSet(dir, file, exercises string, used map[string]bool) (BaseSet, er
 		for _, x := range []struct {
 			suffix string
 			minABI int
-		}{{baseSuffix, 0}, {abi10Suffix, landlock.ABIUDP}} {
+		}{{baseSuffix, 0}, {record.KVMConfigSuffix, landlock.ABIUDP}} {
 			path := filepath.Join(dir, exercisesDir, key+"_"+f.Name+x.suffix)
 			if _, err := os.Lstat(path); os.IsNotExist(err) {
 				continue
