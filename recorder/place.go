@@ -111,16 +111,18 @@ func (c *collected) network(p *policy.Policy) {
 		addr := n.Addr.Unmap().String()
 		r := policy.ConnectRule{Host: addr, Port: n.Port, Transport: n.Transport,
 			Comment: "held by address: a session connected here; no server name was recorded for it"}
-		if name := c.netNames[i]; name != "" {
+		name := c.netNames[i]
+		if name != "" {
 			r.Host, r.Comment = name, "the server name of the TLS ClientHello a session sent to "+addr
-			if !seen[r.String()] {
-				c.record.ServerNames = append(c.record.ServerNames, fmt.Sprintf("%s: %s (%s)", r.String(), addr, c.netCalls[i]))
-			}
 		}
-		if !seen[r.String()] {
-			seen[r.String()] = true
-			p.Connect = append(p.Connect, r)
+		if seen[r.String()] {
+			continue
 		}
+		seen[r.String()] = true
+		if name != "" {
+			c.record.ServerNames = append(c.record.ServerNames, fmt.Sprintf("%s: %s (%s)", r.String(), addr, c.netCalls[i]))
+		}
+		p.Connect = append(p.Connect, r)
 	}
 }
 

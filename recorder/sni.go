@@ -1,7 +1,6 @@
 package recorder
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/pruner/strace"
@@ -32,10 +31,9 @@ func serverNames(calls []*strace.Call) map[uint64]string {
 			continue
 		}
 		seen[fd.Inode] = true
+		// Not a ClientHello, or a malformed one: it names nothing.
 		if name, err := ServerName([]byte(buf)); err == nil && name != "" {
 			out[fd.Inode] = name
-		} else if err != nil && !errors.Is(err, ErrNotClientHello) {
-			continue // a malformed hello names nothing
 		}
 	}
 	return out
