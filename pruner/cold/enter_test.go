@@ -89,15 +89,19 @@ func TestSecondRunIsCold(t *testing.T) {
 func TestColdRunDropsSysAdmin(t *testing.T) {
 	needMounts(t)
 	work := t.TempDir()
-	out, err := coldRun(t, t.TempDir(), work, []string{work}, "pwd; grep -E '^Cap(Bnd|Eff)' /proc/self/status")
+	out, err := coldRun(t, t.TempDir(), work, []string{work},
+		"pwd; mount -t tmpfs none \"$PWD\" 2>/dev/null && echo mounted || echo refused; grep -E '^Cap(Bnd|Eff)' /proc/self/status")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if lines[0] != work {
-		t.Errorf("working directory %q, want %q", lines[0], work)
+	if len(lines) < 3 || lines[0] != work {
+		t.Fatalf("output %q, want the working directory %q first", out, work)
 	}
-	for _, l := range lines[1:] {
+	if lines[1] != "refused" {
+		t.Errorf("a mount in the run: %q, want refused", lines[1])
+	}
+	for _, l := range lines[2:] {
 		var mask uint64
 		if _, err := fmt.Sscanf(strings.Fields(l)[1], "%x", &mask); err != nil {
 			t.Fatal(err)
