@@ -34,11 +34,11 @@ func Exec(opts Options) (int, error) {
 	if len(opts.Command) == 0 || opts.Command[0] == "" {
 		return StatusRefused, errorf(ErrRefused, "no command given")
 	}
-	if err := execLimitsAllowed(opts.Policy); err != nil {
-		return Status(err), err
-	}
 	prep, err := Prepare(opts)
 	if err != nil {
+		return Status(err), err
+	}
+	if err := execLimitsAllowed(prep); err != nil {
 		return Status(err), err
 	}
 	path, env, status, err := execTarget(opts)
@@ -107,19 +107,15 @@ func execTarget(opts Options) (path string, env []string, status int, err error)
 
 // execLimitsAllowed refuses the [limits] Exec cannot keep: a timeout and
 // the cgroup caps need a process that outlives the exec.
-func execLimitsAllowed(p *policy.Policy) error {
-	if p == nil {
-		return nil
-	}
-	_, timeout, nproc, memMB := limitsOf(p.Limits)
+func execLimitsAllowed(prep *Prepared) error {
 	var names []string
-	if timeout > 0 {
+	if prep.timeout > 0 {
 		names = append(names, string(policy.Timeout))
 	}
-	if nproc > 0 {
+	if prep.nproc > 0 {
 		names = append(names, string(policy.NProc))
 	}
-	if memMB > 0 {
+	if prep.memMB > 0 {
 		names = append(names, string(policy.MemMB))
 	}
 	if len(names) == 0 {
