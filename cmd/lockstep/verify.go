@@ -119,6 +119,11 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 	if *a.inGuest {
 		return verifyInGuest(ctx, io, *a.name, *a.out, a.configs, *a.exercises, *a.key, a.only, *a.joint)
 	}
+	switch *a.accel {
+	case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
+	default:
+		return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *a.accel))
+	}
 	if *a.baseDir != "" {
 		return a.runBaseDir(ctx, io)
 	}
@@ -127,11 +132,6 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 	}
 	io, end := withProgressDisplay(io, "verify")
 	defer end()
-	switch *a.accel {
-	case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
-	default:
-		return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *a.accel))
-	}
 	files := append([]string{*a.base}, a.configs...)
 	p, err := policy.Load("", files)
 	if err != nil {

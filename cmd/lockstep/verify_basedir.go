@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/verify"
 )
 
@@ -35,11 +34,6 @@ func (a *verifyArgs) runBaseDir(ctx context.Context, io *stdio) int {
 		return usageExit(io, v, usagef("--html takes one matrix; with --base-dir use --json"))
 	case len(a.kernels) == 0:
 		return usageExit(io, v, usagef("at least one --kernel is required"))
-	}
-	switch *a.accel {
-	case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
-	default:
-		return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *a.accel))
 	}
 	if *a.exercises == "" {
 		*a.exercises = referenceExercises
@@ -85,8 +79,8 @@ func (a *verifyArgs) verifyBase(ctx context.Context, io *stdio, s verify.BaseSet
 	if err != nil {
 		return nil, err
 	}
-	*a.key = s.Key
 	opts := a.options(io, p, files)
+	opts.Key = s.Key
 	opts.Log = progressLogger(io, "verify", *a.quiet)
 	opts.Kernels, opts.Layers = kernels, s.Layers
 	return verify.Host(ctx, opts)
