@@ -96,10 +96,12 @@ func RecordHere(ctx context.Context, opts GuestOptions) (*SessionRecord, error) 
 	}
 	started := time.Now()
 	res, err := RunSession(ctx, sess)
+	// The session is over: the tree is measured, whatever follows fails.
+	var m limits.Measurement
+	if smp != nil {
+		m = smp.Stop()
+	}
 	if err != nil {
-		if smp != nil {
-			smp.Stop()
-		}
 		return nil, err
 	}
 	rec := &SessionRecord{Schema: SessionSchema, Command: opts.Command, Exercise: opts.Exercise, Script: opts.Script, WorkDir: WorkDir,
@@ -111,7 +113,6 @@ func RecordHere(ctx context.Context, opts GuestOptions) (*SessionRecord, error) 
 		return nil, err
 	}
 	if smp != nil {
-		m := smp.Stop()
 		m.WallSeconds, m.LargestFileMB = res.Seconds, largestWrittenMB(rec.Uses, started)
 		rec.Limits = &m
 	}
