@@ -128,15 +128,29 @@ func (r *Result) Cell(k, e int) *Cell { return r.Cells[k*len(r.Exercises)+e] }
 func status(cells []*Cell) int {
 	st := StatusPass
 	for _, c := range cells {
-		switch c.Verdict {
-		case Fail:
-			return StatusFail
-		case Pass:
-		default:
-			st = StatusIndeterminate
-		}
+		st = WorseStatus(st, verdictStatus(c.Verdict))
 	}
 	return st
+}
+
+// verdictStatus is the status one cell of verdict v alone would give.
+func verdictStatus(v string) int {
+	switch v {
+	case Pass:
+		return StatusPass
+	case Fail:
+		return StatusFail
+	}
+	return StatusIndeterminate
+}
+
+// WorseStatus folds two statuses of verifications: fail over indeterminate
+// over pass (the order is not numeric: 1 is worse than 3).
+func WorseStatus(a, b int) int {
+	if a == StatusFail || b == StatusFail {
+		return StatusFail
+	}
+	return max(a, b)
 }
 
 // ReadCell reads a cell document and checks its schema.

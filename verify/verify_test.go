@@ -20,6 +20,9 @@ func TestStatus(t *testing.T) {
 		{"AnyFail", []string{Pass, Indeterminate, Fail}, StatusFail},
 		{"IndeterminateNoFail", []string{Pass, Indeterminate}, StatusIndeterminate},
 		{"UnknownVerdictIsNotPass", []string{Pass, ""}, StatusIndeterminate},
+		{"InconclusiveCountsIndeterminate", []string{Inconclusive, Pass}, StatusIndeterminate},
+		// 1 is worse than 3: a fold by max alone would give 3 here.
+		{"FailBeforeIndeterminate", []string{Fail, Indeterminate}, StatusFail},
 	}
 	for _, tt := range tests {
 		t.Run(tt.Name, func(t *testing.T) {

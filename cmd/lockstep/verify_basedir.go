@@ -56,7 +56,7 @@ func (a *verifyArgs) runBaseDir(ctx context.Context, io *stdio) int {
 			return fail(io, "verify", exitIndeterminate, err)
 		}
 		out.Bases = append(out.Bases, res)
-		out.Status = worseStatus(out.Status, res.Status)
+		out.Status = verify.WorseStatus(out.Status, res.Status)
 	}
 	if *a.asJSON {
 		return writeJSON(io, out, out.Status)
@@ -99,12 +99,4 @@ func printLayers(io *stdio, res *verify.Result) {
 		}
 		fmt.Fprintf(io.out, "  %s × %s: with %s\n", c.Kernel, c.Exercise, strings.Join(names, ", "))
 	}
-}
-
-// worseStatus folds two verify statuses: fail over indeterminate over pass.
-func worseStatus(a, b int) int {
-	if a == verify.StatusFail || b == verify.StatusFail {
-		return verify.StatusFail
-	}
-	return max(a, b)
 }
