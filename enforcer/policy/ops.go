@@ -79,6 +79,11 @@ func maskOf(secs map[Section]bool) rights {
 // strictSubset reports whether a is a strict subset of b.
 func strictSubset(a, b rights) bool { return a != b && a&^b == 0 }
 
+// Within reports whether p is dir or lies beneath it (both clean and
+// absolute): the rule of a directory grant, which covers the directory
+// itself.
+func Within(p, dir string) bool { return p == dir || Beneath(p, dir) }
+
 // Beneath reports whether child lies strictly beneath ancestor (component-wise).
 func Beneath(child, ancestor string) bool {
 	if ancestor == "/" {

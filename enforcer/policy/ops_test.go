@@ -232,3 +232,27 @@ func BenchmarkParseRender(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// TestWithinAndBeneath: component-wise, "/" holds everything, and Within
+// also holds the directory itself.
+func TestWithinAndBeneath(t *testing.T) {
+	tests := []struct {
+		p, dir          string
+		within, beneath bool
+	}{
+		{"/a", "/a", true, false},
+		{"/a/b", "/a", true, true},
+		{"/ab", "/a", false, false},
+		{"/a", "/a/b", false, false},
+		{"/x", "/", true, true},
+		{"/", "/", true, false},
+	}
+	for _, tt := range tests {
+		if got := Within(tt.p, tt.dir); got != tt.within {
+			t.Errorf("Within(%q, %q) = %v, want %v", tt.p, tt.dir, got, tt.within)
+		}
+		if got := Beneath(tt.p, tt.dir); got != tt.beneath {
+			t.Errorf("Beneath(%q, %q) = %v, want %v", tt.p, tt.dir, got, tt.beneath)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 )
 
 // Mount is one line of /proc/<pid>/mountinfo: where it is mounted, its file
@@ -135,7 +137,7 @@ func Plan(mounts []Mount, keep []string, stage string) ([]Step, error) {
 		}
 	}
 	for _, k := range keep {
-		if beneathOrAt(stage, k) || beneathOrAt(k, stage) {
+		if policy.Within(stage, k) || policy.Within(k, stage) {
 			return nil, fmt.Errorf("the stage %s and the keep path %s overlap: the stage's tmpfs would be bound into the run", stage, k)
 		}
 	}
@@ -154,7 +156,7 @@ func Plan(mounts []Mount, keep []string, stage string) ([]Step, error) {
 	var steps []Step
 	for _, p := range order {
 		m := last[p]
-		if p == "/" || beneathOrAt(p, stage) || underAny(p, Whole) || underAny(p, keep) {
+		if p == "/" || policy.Within(p, stage) || underAny(p, Whole) || underAny(p, keep) {
 			continue
 		}
 		st := Step{Kind: Overlay, Path: p, FSType: m.FSType, ReadOnly: m.ReadOnly}
@@ -174,14 +176,9 @@ func Plan(mounts []Mount, keep []string, stage string) ([]Step, error) {
 	return append([]Step{rootStep}, steps...), nil
 }
 
-// beneathOrAt says p is dir or lies beneath it.
-func beneathOrAt(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
-}
-
 func underAny(p string, dirs []string) bool {
 	for _, d := range dirs {
-		if beneathOrAt(p, d) {
+		if policy.Within(p, d) {
 			return true
 		}
 	}

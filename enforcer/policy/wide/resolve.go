@@ -6,6 +6,8 @@ import (
 	"os"
 	"path"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 )
 
 // maxLinks is how many symbolic links Resolve follows, as Linux's
@@ -20,7 +22,7 @@ var perProcessDirs = []string{"/proc/self", "/proc/thread-self"}
 
 func perProcess(p string) bool {
 	for _, d := range perProcessDirs {
-		if within(p, d) {
+		if policy.Within(p, d) {
 			return true
 		}
 	}

@@ -158,7 +158,7 @@ func checkRow(row, secs, home string) []Warning {
 	case target == "/sys":
 		ws = append(ws, w(CodeProcSys, "%s on /sys whole exposes every kernel and device setting (writable ones to root); grant the files the command needs instead", secs))
 	}
-	if home != "" && home != "/" && within(home, target) {
+	if home != "" && home != "/" && policy.Within(home, target) {
 		held := "any credential kept there"
 		if h := heldCredentials(home); len(h) > 0 {
 			held = "every credential kept there (" + strings.Join(h, ", ") + ")"
@@ -176,7 +176,7 @@ func checkRow(row, secs, home string) []Warning {
 		if !ok {
 			continue
 		}
-		if within(target, loc) || within(loc, target) && target != scope && within(target, scope) && exists(loc) {
+		if policy.Within(target, loc) || policy.Within(loc, target) && target != scope && policy.Within(target, scope) && exists(loc) {
 			if held[c.What] == nil {
 				kinds = append(kinds, c.What)
 			}
@@ -197,7 +197,7 @@ func symlinkEscape(row, target string) string {
 		return ""
 	}
 	dir, err := Resolve(path.Dir(row))
-	if err != nil || within(target, dir) {
+	if err != nil || policy.Within(target, dir) {
 		return ""
 	}
 	return fmt.Sprintf("out of %s to the directory %s", dir, target)
@@ -271,12 +271,6 @@ func sectionsOf(p *policy.Policy, row string) string {
 		}
 	}
 	return b.String()
-}
-
-// within reports whether p is dir or lies beneath it (both clean and
-// absolute).
-func within(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
 func isDir(name string) bool {
