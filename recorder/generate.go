@@ -80,6 +80,13 @@ type GenerateOptions struct {
 	// to the default, as a program whose memory grows with its input
 	// would be cut short by a limit taken from one session. Needs Limits.
 	MemoryPinned bool
+	// AddressSpaceUnbounded writes mem_mb=0, as an exercise's
+	// address_space_unbounded does: the program reserves far more address
+	// space than it uses (a sanitizer's shadow memory, a JVM's reserved
+	// heap), so RLIMIT_AS would stop it at start-up whatever it needs,
+	// and a base's mem_mb must be switched off. Needs Limits; not with
+	// MemoryPinned.
+	AddressSpaceUnbounded bool
 }
 
 // GrantWhy is one row of the policy and the first calls behind it.
@@ -137,8 +144,8 @@ type collected struct {
 // execute narrowing and compaction, generalise.NetworkRules), and writes
 // both into the recording. The status is StatusOK or one of Generate's.
 func Generate(rec string, opts GenerateOptions) (*Generated, error) {
-	if opts.MemoryPinned && !opts.Limits {
-		return nil, errors.New("memory pinned: mem_mb is one of the limits; ask for the limits too")
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	c, err := collect(rec)
 	if err != nil {
@@ -146,13 +153,26 @@ func Generate(rec string, opts GenerateOptions) (*Generated, error) {
 	}
 	p := c.place()
 	if opts.Limits {
-		if err := c.limits(p, opts.MemoryPinned); err != nil {
+		if err := c.limits(p, opts); err != nil {
 			return nil, err
 		}
 	}
 	c.judge(p)
 	p.Header = header(len(c.record.Sessions), c.record)
 	return finish(rec, p, c.record)
+}
+
+// check refuses options that do not go together, naming what is wanted.
+func (o GenerateOptions) check() error {
+	switch {
+	case o.MemoryPinned && o.AddressSpaceUnbounded:
+		return errors.New("memory pinned and address space unbounded: mem_mb is either derived (--memory-pinned) or off (--address-space-unbounded); give one")
+	case o.MemoryPinned && !o.Limits:
+		return errors.New("memory pinned: mem_mb is one of the limits; ask for the limits too")
+	case o.AddressSpaceUnbounded && !o.Limits:
+		return errors.New("address space unbounded: mem_mb is one of the limits; ask for the limits too")
+	}
+	return nil
 }
 
 // collect reads every session of the recording; a failed one is an error.
@@ -182,14 +202,17 @@ func collect(rec string) (*collected, error) {
 // limits sets p's [limits] from the sessions' samples with the layer
 // pruner's margins (limits.Margins over limits.Max); every session must
 // have been sampled.
-func (c *collected) limits(p *policy.Policy, memoryPinned bool) error {
+func (c *collected) limits(p *policy.Policy, opts GenerateOptions) error {
 	if len(c.unsampled) > 0 {
 		return fmt.Errorf("limits: sessions %v were recorded without --sample: record them again with --sample, or generate without the limits", c.unsampled)
 	}
-	p.Limits = limits.Margins(limits.Max(c.samples...), limits.Options{HeapPinned: memoryPinned})
+	p.Limits = limits.Margins(limits.Max(c.samples...), limits.Options{HeapPinned: opts.MemoryPinned, AddressSpaceUnbounded: opts.AddressSpaceUnbounded})
 	why := &LimitsWhy{Measurements: c.samples, MemMB: "mem_mb not derived (the program's memory is not declared pinned): the default applies"}
-	if memoryPinned {
+	switch {
+	case opts.MemoryPinned:
 		why.MemMB = "mem_mb derived: the program's memory is declared pinned (--memory-pinned)"
+	case opts.AddressSpaceUnbounded:
+		why.MemMB = "mem_mb=0 (off): the program's address space is declared unbounded (--address-space-unbounded)"
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Limits)) {
 		why.Derived = append(why.Derived, fmt.Sprintf("%s=%s", k, p.Limits[k].Format(k)))

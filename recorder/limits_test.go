@@ -11,8 +11,9 @@ import (
 
 // generate --limits turns the sessions' samples (their maxima) into
 // [limits] with the layer pruner's margins; mem_mb only with
-// --memory-pinned; a session recorded without --sample is refused, and
-// so is --memory-pinned without --limits.
+// --memory-pinned, mem_mb=0 with --address-space-unbounded; a session
+// recorded without --sample is refused, and so are either without
+// --limits and both together.
 func TestGenerateLimits(t *testing.T) {
 	sampled := func(m limits.Measurement) *SessionRecord {
 		s := session(fsUse(1, "read", need("/var/w/in.txt", "read")))
@@ -23,15 +24,17 @@ func TestGenerateLimits(t *testing.T) {
 	b := limits.Measurement{WallSeconds: 70, CPUSeconds: 1, VMPeakMB: 700, Tasks: 40, HighestFD: 3, OpenFDs: 4, LargestFileMB: 20, Samples: 700}
 	rec := writeRecording(t, sampled(a), sampled(b))
 	for _, tc := range []struct {
-		pinned bool
-		want   string
+		pinned, unbounded bool
+		want              string
 	}{
 		// timeout 5×70 s → the 600 s rung; cpu 5×2 → 30; nproc 2×40+16 →
 		// 128; nofile 256; fsize_mb ⌈2×20⌉₁₆ = 48; mem_mb ⌈2×700⌉₂₅₆ = 1536.
-		{false, "[limits]\ntimeout=600\ncpu=30\nnproc=128\nnofile=256\nfsize_mb=48\n"},
-		{true, "[limits]\ntimeout=600\ncpu=30\nmem_mb=1536\nnproc=128\nnofile=256\nfsize_mb=48\n"},
+		{false, false, "[limits]\ntimeout=600\ncpu=30\nnproc=128\nnofile=256\nfsize_mb=48\n"},
+		{true, false, "[limits]\ntimeout=600\ncpu=30\nmem_mb=1536\nnproc=128\nnofile=256\nfsize_mb=48\n"},
+		// A sanitizer's or a JVM's reservation: mem_mb switched off.
+		{false, true, "[limits]\ntimeout=600\ncpu=30\nmem_mb=0\nnproc=128\nnofile=256\nfsize_mb=48\n"},
 	} {
-		g, err := Generate(rec, GenerateOptions{Limits: true, MemoryPinned: tc.pinned})
+		g, err := Generate(rec, GenerateOptions{Limits: true, MemoryPinned: tc.pinned, AddressSpaceUnbounded: tc.unbounded})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,8 +49,11 @@ func TestGenerateLimits(t *testing.T) {
 			t.Errorf("pinned %v: record.json's limits %+v, header:\n%s", tc.pinned, g.Record.Limits, cfg)
 		}
 	}
-	if _, err := Generate(rec, GenerateOptions{MemoryPinned: true}); err == nil {
-		t.Error("--memory-pinned without --limits was accepted")
+	for _, o := range []GenerateOptions{{MemoryPinned: true}, {AddressSpaceUnbounded: true},
+		{Limits: true, MemoryPinned: true, AddressSpaceUnbounded: true}} {
+		if _, err := Generate(rec, o); err == nil {
+			t.Errorf("%+v was accepted", o)
+		}
 	}
 	mixed := writeRecording(t, sampled(a), session())
 	if _, err := Generate(mixed, GenerateOptions{Limits: true}); err == nil || !strings.Contains(err.Error(), "without --sample") {

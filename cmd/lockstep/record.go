@@ -36,7 +36,9 @@ under sessions/, and policy.cfg and record.json once generated.
             hand: this terminal goes raw and is passed through (^C reaches
             the program, the window size follows) until the program exits.
             --sample measures the session's process tree for generate
-            --limits (add --memory-pinned to derive mem_mb). A script line that does not finish (an expect
+            --limits (add --memory-pinned to derive mem_mb, or
+            --address-space-unbounded to switch it off for a sanitizer's
+            or a JVM's reservation). A script line that does not finish (an expect
             that times out) fails the session, naming the line: status 1.
   generate  turn every session into policy.cfg and record.json with the layer
             pruner's own generalisation (docs/record.md lists the rules).
@@ -88,12 +90,12 @@ $ lockstep record diff --name repl --policy base.cfg`,
 
 // recordArgs are record's flags (each sub-verb reads those it needs).
 type recordArgs struct {
-	fs                                   *flag.FlagSet
-	name, dir, exercise, script, kernelA *string
-	policyFile, root, accel              *string
-	cpus, mem                            *int
-	asJSON, quiet                        *bool
-	sample, limits, memoryPinned         *bool
+	fs                                      *flag.FlagSet
+	name, dir, exercise, script, kernelA    *string
+	policyFile, root, accel                 *string
+	cpus, mem                               *int
+	asJSON, quiet                           *bool
+	sample, limits, memoryPinned, unbounded *bool
 }
 
 func recordFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
@@ -112,6 +114,7 @@ func recordFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 	a.sample = fs.Bool("sample", false, "run: sample the session's process tree for limits (10 Hz, as the layer pruner does)")
 	a.limits = fs.Bool("limits", false, "generate: derive [limits] from the sessions' samples (each recorded with --sample)")
 	a.memoryPinned = fs.Bool("memory-pinned", false, "generate: with --limits, derive mem_mb too: the program's memory is pinned (a fixed heap), as an exercise's heap_pinned")
+	a.unbounded = fs.Bool("address-space-unbounded", false, "generate: with --limits, write mem_mb=0: the program reserves far more address space than it uses (sanitizers, a JVM), as an exercise's address_space_unbounded")
 	a.quiet = fs.Bool("q", false, "run, check: quiet: no progress lines (a line per stage of the guest's boot), only warnings and the result")
 	return a.run
 }
@@ -235,7 +238,7 @@ func recordHere(ctx context.Context, io *stdio, opts recorder.GuestOptions) int 
 }
 
 func (a *recordArgs) recordGenerate(io *stdio) int {
-	g, err := recorder.Generate(a.recording(), recorder.GenerateOptions{Limits: *a.limits, MemoryPinned: *a.memoryPinned})
+	g, err := recorder.Generate(a.recording(), recorder.GenerateOptions{Limits: *a.limits, MemoryPinned: *a.memoryPinned, AddressSpaceUnbounded: *a.unbounded})
 	if err != nil {
 		return fail(io, "record", exitUsage, err)
 	}
