@@ -51,25 +51,7 @@ func sentBuffer(c *strace.Call) (strace.Arg, bool) {
 		if !ok || !found {
 			return "", false
 		}
-		return quotedPrefix(`"` + lit)
-	}
-	return "", false
-}
-
-// quotedPrefix is the string literal s starts with (and strace's "..."
-// after it, if cut short).
-func quotedPrefix(s string) (strace.Arg, bool) {
-	for i := 1; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '"':
-			end := i + 1
-			if strings.HasPrefix(s[end:], "...") {
-				end += 3
-			}
-			return strace.Arg(s[:end]), true
-		}
+		return strace.QuotedPrefix(`"` + lit)
 	}
 	return "", false
 }

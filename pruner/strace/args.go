@@ -292,6 +292,19 @@ func matchClose(s string, i int) int {
 	return -1
 }
 
+// QuotedPrefix is the string literal s starts with, with strace's "..."
+// after it when cut short; false when s does not start with a whole one.
+func QuotedPrefix(s string) (Arg, bool) {
+	if !strings.HasPrefix(s, `"`) {
+		return "", false
+	}
+	j := skipString(s, 0)
+	if j < 0 {
+		return "", false
+	}
+	return Arg(s[:j]), true
+}
+
 // skipString returns the index just past the string literal starting at
 // s[i] (including a "..." truncation mark), or -1 if it does not end.
 func skipString(s string, i int) int {
