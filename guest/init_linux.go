@@ -226,13 +226,9 @@ func (p *pid1) openPorts() error {
 	want := map[string]**os.File{proto.EventsPort: &p.evFile, proto.ResultsPort: &p.resFile}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		ents, _ := os.ReadDir("/sys/class/virtio-ports")
-		for _, e := range ents {
-			name, err := os.ReadFile(filepath.Join("/sys/class/virtio-ports", e.Name(), "name"))
-			if err != nil {
-				continue
-			}
-			f, ok := want[strings.TrimSpace(string(name))]
+		ports, _ := proto.Ports()
+		for name, dev := range ports {
+			f, ok := want[name]
 			if !ok || *f != nil {
 				continue
 			}
@@ -241,8 +237,9 @@ func (p *pid1) openPorts() error {
 			if f == &p.resFile {
 				mode = os.O_RDWR
 			}
-			if *f, err = os.OpenFile("/dev/"+e.Name(), mode, 0); err != nil {
-				return fmt.Errorf("open virtio port %s: %w", e.Name(), err)
+			var err error
+			if *f, err = os.OpenFile(dev, mode, 0); err != nil {
+				return fmt.Errorf("open virtio port %s: %w", dev, err)
 			}
 		}
 		if p.evFile != nil && p.resFile != nil {
@@ -250,8 +247,8 @@ func (p *pid1) openPorts() error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("virtio-serial ports %s and %s not found in /sys/class/virtio-ports (found %d ports)",
-				proto.EventsPort, proto.ResultsPort, len(ents))
+			return fmt.Errorf("virtio-serial ports %s and %s not found in %s (found %d ports)",
+				proto.EventsPort, proto.ResultsPort, proto.PortClass, len(ports))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

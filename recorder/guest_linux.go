@@ -152,18 +152,14 @@ func largestWrittenMB(uses []Use, started time.Time) float64 {
 // openPort opens the virtio-serial port named name for reading, found by
 // its name in sysfs (a guest has no udev to make /dev/virtio-ports links).
 func openPort(name string) (*os.File, error) {
-	const class = "/sys/class/virtio-ports"
-	ents, err := os.ReadDir(class)
+	ports, err := proto.Ports()
 	if err != nil {
 		return nil, fmt.Errorf("the virtio-serial port %s: %w", name, err)
 	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(class, e.Name(), "name"))
-		if err == nil && strings.TrimSpace(string(b)) == name {
-			return os.Open("/dev/" + e.Name())
-		}
+	if dev, ok := ports[name]; ok {
+		return os.Open(dev)
 	}
-	return nil, fmt.Errorf("the virtio-serial port %s is not in %s (%d ports): the host gave no input channel", name, class, len(ents))
+	return nil, fmt.Errorf("the virtio-serial port %s is not in %s (%d ports): the host gave no input channel", name, proto.PortClass, len(ports))
 }
 
 func prepareWorkDir(ex string) error {
