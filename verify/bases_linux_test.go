@@ -5,6 +5,7 @@ package verify
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -14,10 +15,9 @@ import (
 )
 
 // builtLanguages are the languages lockstep ships a base for
-// (docs/exercises.md, "Languages"; cpp has its reference exercise but no
-// base yet): each must have its bases/BaseLanguage-<key>.cfg and no other
-// base may be there.
-var builtLanguages = []string{"c", "c-gcc", "generic", "java-maven", "python", "r"}
+// (docs/exercises.md, "Languages"): each must have its
+// bases/BaseLanguage-<key>.cfg and no other base may be there.
+var builtLanguages = []string{"c", "c-gcc", "cpp", "generic", "java-maven", "python", "r"}
 
 // TestShippedBases runs every built language's reference exercise on this
 // machine's kernel twice: unsandboxed, and under its shipped base with
@@ -46,6 +46,23 @@ func TestShippedBases(t *testing.T) {
 				t.Run(name, func(t *testing.T) { runUnderBase(t, key, name) })
 			}
 		})
+	}
+}
+
+// TestBasesScriptKeys: the keys make bases re-makes by default
+// (scripts/bases.sh) are the languages bases/ must hold, so that a
+// re-made bases/ passes TestShippedBases.
+func TestBasesScriptKeys(t *testing.T) {
+	b, err := os.ReadFile("../scripts/bases.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^out=\S+ keys=(\S+) `).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("scripts/bases.sh sets no default keys (a line out=… keys=…)")
+	}
+	if got, want := string(m[1]), strings.Join(builtLanguages, ","); got != want {
+		t.Errorf("scripts/bases.sh re-makes the keys %s by default; bases/ must hold %s", got, want)
 	}
 }
 
