@@ -140,9 +140,14 @@ func RunObserved(ctx context.Context, s Spec) (*Observed, error) {
 }
 
 // tracedCommand is the enforcer's command line for cfg under strace -f,
-// logging to trace: how every observed run starts.
+// stopping at TracedCalls only and logging to trace: how every observed
+// run starts. The enforcer's own seccomp filter refuses TIOCSTI and
+// TIOCLINUX ioctls (EPERM) before strace's filter can stop them, so those
+// calls are not in the trace; nothing is lost to the comparison: seccomp
+// refuses them before Landlock sees them, so there is no record to pair,
+// and an EPERM is never a Landlock refusal (attribute.Other).
 func tracedCommand(trace, exe, cfg string, logSubprocesses bool) []string {
-	return strace.Command(trace, enforcer.Command(enforcer.Prefix(exe, logSubprocesses), cfg)...)
+	return strace.SeccompCommand(trace, TracedCalls(), enforcer.Command(enforcer.Prefix(exe, logSubprocesses), cfg)...)
 }
 
 // readTrace reads a run's trace into ob and parses it; a trace with a line

@@ -131,6 +131,13 @@ func TestCrossCheckHostKernel(t *testing.T) {
 	if v.trace == nil || v.es.Trace == nil || v.es.Trace.SHA256 != record.SHA256Hex(v.trace) {
 		t.Errorf("trace info %+v does not describe the kept trace", v.es.Trace)
 	}
+	// The run stopped at TracedCalls only: the exercise's reads, stats and
+	// closes (most of its calls) are not in the trace.
+	for _, c := range []string{"read", "newfstatat", "close", "lseek"} {
+		if bytes.Contains(v.trace, []byte(" "+c+"(")) {
+			t.Errorf("the kept trace holds %s calls: the run was not traced with TracedCalls", c)
+		}
+	}
 	// LOCKSTEP_OBSERVER_CAPTURE=dir keeps the run's trace and records as
 	// test data (testdata/crosscheck-host).
 	if dir := os.Getenv("LOCKSTEP_OBSERVER_CAPTURE"); dir != "" {

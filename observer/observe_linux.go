@@ -36,11 +36,6 @@ func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 		return nil, err
 	}
 	defer o.cleanup()
-	if opts.OneCPU {
-		if err := pinOneCPU(); err != nil {
-			return nil, err
-		}
-	}
 	sum := &Summary{Schema: SummarySchema, Key: opts.Key, Exercises: []ExerciseSummary{}}
 	raw, err := openRaw(opts.AuditRaw)
 	if err != nil {
@@ -442,6 +437,17 @@ func (v *verification) limit() time.Duration {
 // that cannot be trusted as complete abort (JudgeAudit).
 func (v *verification) observe(ctx context.Context, kind string, p *policy.Policy) (*Observed, error) {
 	o := v.o
+	if o.opts.OneCPU {
+		restore, err := pinOneCPU()
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := restore(); err != nil {
+				o.log.Warn("observe: the CPUs after a traced run", "err", err)
+			}
+		}()
+	}
 	ob, err := RunObserved(ctx, Spec{Policy: p, Exe: o.exe, Scratch: o.scratch, Stem: fmt.Sprintf("%s.%s.%d", v.ex.Stem(), kind, v.es.Runs[kind]+1),
 		Kind: kind, LogSubprocesses: true, Collector: o.col, Wait: o.wait,
 		Control: control.Options{PseudoTerminals: v.ex.Config.UsesPseudoTerminals, NoCreate: true},

@@ -91,9 +91,9 @@ type GuestOptions struct {
 	// RootDigest is provenance.root_digest of the records: the digest of
 	// the guest's root file system, taken by the host (internal/rootdigest).
 	RootDigest string `json:"root_digest,omitempty"`
-	// OneCPU runs the observer and every run it starts on one CPU (the
-	// guest's: its runs are sequential, and under TCG strace's wake-ups
-	// across two vCPUs slowed the traced runs 2 to 3 times).
+	// OneCPU runs each traced run (strace and everything it traces) on
+	// one CPU: under TCG strace's wake-ups across two vCPUs slowed the
+	// traced runs 2 to 3 times (pinOneCPU). The other runs use every CPU.
 	OneCPU bool `json:"one_cpu,omitempty"`
 	// Progress receives one line per step of each exercise; nil discards.
 	Progress io.Writer `json:"-"`

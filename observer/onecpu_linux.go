@@ -9,21 +9,27 @@ import (
 )
 
 // pinOneCPU moves every thread of this process onto the first CPU it may
-// run on, so that every process it starts from now on (the exercise's
-// runs, strace and its tracees, the probes) runs there too: a child
-// inherits the mask of the thread that forked it, and a new thread that of
-// its creator.
+// run on, so that every process it starts until restore is called runs
+// there too: a child inherits the mask of the thread that forked it, and a
+// new thread that of its creator. restore gives every thread the CPUs it
+// had before.
 //
-// The observer's runs are sequential, so a second vCPU gives them nothing,
-// but under TCG it costs the traced runs dearly: strace and its tracee wake
-// each other at every system call, and when they sit on two vCPUs each
-// wake-up waits for the host to schedule the other vCPU's thread. Measured
-// on the fixture's observation (docs/performance.md), the cross-check and
-// diagnosis runs took 2 to 3 times as long on two vCPUs as on one.
-func pinOneCPU() error {
+// The observer pins its traced runs only. Under TCG, strace and its
+// tracee wake each other at every system call they stop at, and when they
+// sit on two vCPUs each wake-up waits for the host to schedule the other
+// vCPU's thread: measured on the fixture's observation
+// (docs/performance.md), the cross-check and diagnosis runs took 2 to 3
+// times as long on two vCPUs as on one. The other runs are better off on
+// both (a run under lockstep run is three processes at its start: the
+// enforcer, its reaper and the re-executed child; and the observer's own
+// threads share the CPU): with everything pinned the joint runs took
+// 4.15 s and the reference runs 5.57 s, unpinned 1.86 s and 2.59 s
+// (medians of 12 and 9 runs, 3 observations each, alternating), while the
+// traced runs took 5.5 s pinned and 7.9 s unpinned.
+func pinOneCPU() (restore func() error, err error) {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return fmt.Errorf("observe: the CPUs this process may run on: %w", err)
+		return nil, fmt.Errorf("observe: the CPUs this process may run on: %w", err)
 	}
 	cpu := -1
 	for i := 0; i < len(set)*64 && cpu < 0; i++ {
@@ -31,11 +37,19 @@ func pinOneCPU() error {
 			cpu = i
 		}
 	}
-	if cpu < 0 {
-		return nil
+	if cpu < 0 || set.Count() == 1 {
+		return func() error { return nil }, nil
 	}
 	var one unix.CPUSet
 	one.Set(cpu)
+	if err := setThreadsAffinity(&one); err != nil {
+		return nil, err
+	}
+	return func() error { return setThreadsAffinity(&set) }, nil
+}
+
+// setThreadsAffinity gives every thread of this process the CPU set.
+func setThreadsAffinity(set *unix.CPUSet) error {
 	// A thread started while the others were being moved may have been
 	// created by one not yet moved: go over them until none is new.
 	done := map[int]bool{}
@@ -50,8 +64,8 @@ func pinOneCPU() error {
 			if err != nil || done[tid] {
 				continue
 			}
-			if err := unix.SchedSetaffinity(tid, &one); err != nil && err != unix.ESRCH {
-				return fmt.Errorf("observe: move thread %d to CPU %d: %w", tid, cpu, err)
+			if err := unix.SchedSetaffinity(tid, set); err != nil && err != unix.ESRCH {
+				return fmt.Errorf("observe: set the CPUs of thread %d: %w", tid, err)
 			}
 			done[tid], moved = true, moved+1
 		}

@@ -77,8 +77,28 @@ func TestParseOutput(t *testing.T) {
 	}
 }
 
+// fakeProbe answers a probe of one operation or a batch as a probe
+// process would: START, then one OP line per operation with the errno
+// errno gives it, and the status of the last refusal (1) or 0.
+func fakeProbe(sandboxed bool, args []string, errno func(sandboxed bool, op []string) string) (int, []byte) {
+	ops := [][]string{args}
+	if args[0] == BatchOp {
+		ops, _ = splitBatch(args[1:])
+	}
+	out, st := "START\n", 0
+	for _, o := range ops {
+		e := errno(sandboxed, o)
+		out += fmt.Sprintf("OP %s ret=0 errno=%s\n", o[0], e)
+		if e != "0" {
+			st = 1
+		}
+	}
+	return st, []byte(out)
+}
+
 // TestRun drives Run with a probe that obeys or not: a refused check
-// holds, an allowed one and an unproven one are named.
+// holds, an allowed one and an unproven one are named, with the status a
+// probe of that operation alone exits with.
 func TestRun(t *testing.T) {
 	checks := []Check{
 		{Name: "a refused", Args: []string{"read", "/a"}, WantErrno: "EACCES", Control: true},
@@ -87,16 +107,19 @@ func TestRun(t *testing.T) {
 		{Name: "d timeout", Args: []string{"sleep", "9"}, WantStatus: []int{124}},
 	}
 	probe := func(_ context.Context, sandboxed bool, c Check) (int, []byte, error) {
-		args := c.Args
-		switch {
-		case args[1] == "/c" && !sandboxed:
-			return 1, []byte("START\nOP read ret=0 errno=ENOENT\n"), nil
-		case args[0] == "sleep":
+		if c.Args[0] == "sleep" {
 			return 124, []byte("START\n"), nil
-		case sandboxed && args[1] == "/a":
-			return 1, []byte("START\nOP read ret=0 errno=EACCES\n"), nil
 		}
-		return 0, []byte("START\nOP read ret=0 errno=0\n"), nil
+		st, out := fakeProbe(sandboxed, c.Args, func(sandboxed bool, op []string) string {
+			switch {
+			case op[1] == "/c" && !sandboxed:
+				return "ENOENT"
+			case sandboxed && op[1] == "/a":
+				return "EACCES"
+			}
+			return "0"
+		})
+		return st, out, nil
 	}
 	out, failed, err := Run(t.Context(), checks, nil, probe)
 	if err != nil {
@@ -105,8 +128,100 @@ func TestRun(t *testing.T) {
 	if len(out) != 4 || !out[0].Refused || out[1].Refused || out[2].Unchecked == "" || !out[3].Refused {
 		t.Errorf("Run = %+v", out)
 	}
-	if len(failed) != 2 || !strings.HasPrefix(failed[0], "b allowed") || !strings.HasPrefix(failed[1], "c unproven") {
+	if len(failed) != 2 || failed[0] != "b allowed (status 0, OP read ret=0 errno=0)" || failed[1] != "c unproven (unproven)" {
 		t.Errorf("failed = %q, want b and c", failed)
+	}
+	if c := out[2].Control; c != "failed: status 1, OP read ret=0 errno=ENOENT" {
+		t.Errorf("c's control = %q", c)
+	}
+}
+
+// TestRunBatches: the checks that read an errno run in two probe
+// processes, the controls in one and the tries under the policy in the
+// other (a check whose control failed is not tried), each check with its
+// own outcome; the others have their own process each.
+func TestRunBatches(t *testing.T) {
+	checks := []Check{
+		{Name: "canary", Args: []string{"read", "/srv/canary"}, WantErrno: "EACCES", Control: true},
+		{Name: "read-only", Args: []string{"write", "/usr/x"}, WantErrno: "EACCES", Control: true},
+		{Name: "connect", Args: []string{"connect", "127.0.0.1:9"}, WantErrno: "EACCES", Control: true},
+		{Name: "nofile", Args: []string{"nofile", "256"}, WantErrno: "EMFILE", Control: true},
+		{Name: "fsize", Args: []string{"fsize", "16", "/w"}, WantErrno: "EFBIG", Control: true},
+		{Name: "unproven", Args: []string{"read", "/gone"}, WantErrno: "EACCES", Control: true},
+		{Name: "nproc", Args: []string{"nproc", "8"}, WantErrno: "EAGAIN", WantStatus: []int{137}, Control: true},
+	}
+	var mu sync.Mutex
+	var probes []string
+	probe := func(_ context.Context, sandboxed bool, c Check) (int, []byte, error) {
+		mu.Lock()
+		probes = append(probes, fmt.Sprintf("%v %d", sandboxed, Operations(c.Args)))
+		mu.Unlock()
+		st, out := fakeProbe(sandboxed, c.Args, func(sandboxed bool, op []string) string {
+			switch {
+			case op[1] == "/gone":
+				return "ENOENT"
+			case !sandboxed:
+				return "0"
+			case op[0] == "nofile":
+				return "EMFILE"
+			case op[0] == "nproc":
+				return "EAGAIN"
+			case op[0] == "fsize":
+				return "0" // not refused: the check fails
+			}
+			return "EACCES"
+		})
+		return st, out, nil
+	}
+	out, failed, err := Run(t.Context(), checks, nil, probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"false 1", "true 1", "false 6", "true 5"}; strings.Join(probes, "; ") != strings.Join(want, "; ") {
+		t.Errorf("probes (sandboxed, operations) = %q, want %q", probes, want)
+	}
+	held := map[string]bool{}
+	for _, rc := range out {
+		held[rc.Name] = rc.Refused
+	}
+	for name, want := range map[string]bool{"canary": true, "read-only": true, "connect": true, "nofile": true, "fsize": false, "unproven": false, "nproc": true} {
+		if held[name] != want {
+			t.Errorf("%s refused = %v, want %v", name, held[name], want)
+		}
+	}
+	if strings.Join(failed, "; ") != "fsize (status 0, OP fsize ret=0 errno=0); unproven (unproven)" {
+		t.Errorf("failed = %q", failed)
+	}
+}
+
+// TestProbeMainBatch runs a batch of the probe's operations in this
+// process: one START, one OP line per operation in order, and status 1
+// because one was refused (here: missing).
+func TestProbeMainBatch(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "f")
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := Batch([]string{"read", f}, []string{"read", filepath.Join(dir, "missing")}, []string{"nofile", "8"},
+		[]string{"fsize", "1", dir}, []string{"create", dir})
+	if n := Operations(args); n != 5 {
+		t.Errorf("Operations(%q) = %d, want 5", args, n)
+	}
+	var b bytes.Buffer
+	st := ProbeMain(args, &b)
+	started, ops := ParseOps(b.Bytes())
+	var errnos []string
+	for _, o := range ops {
+		errnos = append(errnos, o.Errno)
+	}
+	if st != 1 || !started || strings.Join(errnos, " ") != "0 ENOENT 0 0 0" {
+		t.Errorf("ProbeMain(%q) = %d, %q", args, st, b.String())
+	}
+	for _, bad := range [][]string{{BatchOp}, {BatchOp, "2", "read"}, {BatchOp, "1", "pause"}, {BatchOp, "x", "read", "/"}} {
+		if st := ProbeMain(bad, &b); st != 2 {
+			t.Errorf("ProbeMain(%q) = %d, want 2", bad, st)
+		}
 	}
 }
 
@@ -138,10 +253,13 @@ func TestRunWaitsAtOnce(t *testing.T) {
 			}
 			return 124, []byte("START\n"), nil
 		}
-		if sandboxed {
-			return 1, []byte("START\nOP read ret=-1 errno=EACCES\n"), nil
-		}
-		return 0, []byte("START\nOP read ret=0 errno=0\n"), nil
+		st, out := fakeProbe(sandboxed, c.Args, func(sandboxed bool, op []string) string {
+			if sandboxed {
+				return "EACCES"
+			}
+			return "0"
+		})
+		return st, out, nil
 	}
 	out, failed, err := Run(t.Context(), checks, nil, probe)
 	if err != nil {

@@ -44,7 +44,8 @@ type Setup struct {
 	// DefaultProbeTimeout).
 	Env     []string
 	Timeout time.Duration
-	// Ran, when set, is called before every probe run (to count them).
+	// Ran, when set, is called before every probe operation (to count
+	// them): once for a probe of one, once per operation for a batch.
 	Ran func()
 }
 
@@ -146,7 +147,9 @@ func (s Setup) prober(cfg, cfgNoTimeout string) Probe {
 		}
 		if s.Ran != nil {
 			ranMu.Lock()
-			s.Ran()
+			for range Operations(c.Args) {
+				s.Ran()
+			}
 			ranMu.Unlock()
 		}
 		return ExecProbe(ctx, argv, s.Env, timeout)

@@ -1,6 +1,7 @@
 package contain
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -61,6 +62,9 @@ func sockaddr(s string) (unix.Sockaddr, int, error) {
 //	sleep <seconds>        sleep
 //	spin <seconds>         spend that much CPU time
 //	pause                  sleep until killed (a child of nproc)
+//	batch <k> <op>… …      the operations in turn, each given as its word
+//	                       count k and its words (Batch), one OP line each;
+//	                       1 when any was refused
 func ProbeMain(args []string, stdout io.Writer) int {
 	// The probe stands for the exercise's processes, which SIGTERM ends;
 	// lockstep's main catches it for its own verbs. Caught here, the
@@ -75,11 +79,77 @@ func ProbeMain(args []string, stdout io.Writer) int {
 		time.Sleep(time.Hour)
 		return 0
 	}
+	ops := [][]string{args}
+	if args[0] == BatchOp {
+		var ok bool
+		if ops, ok = splitBatch(args[1:]); !ok {
+			fmt.Fprintf(os.Stderr, "contain-probe: malformed batch %q\n", args)
+			return 2
+		}
+	}
 	fmt.Fprintln(stdout, "START")
-	name, a := args[0], args[1:]
+	status := 0
+	for _, o := range ops {
+		ret, err := operate(o[0], o[1:])
+		if err == errUsage {
+			fmt.Fprintf(os.Stderr, "contain-probe: unknown operation %q\n", o)
+			return 2
+		}
+		op(stdout, o[0], ret, err)
+		if err != nil {
+			status = 1
+		}
+	}
+	return status
+}
+
+// BatchOp is the probe operation that runs several in one process.
+const BatchOp = "batch"
+
+// Batch is the probe's arguments that run each of ops (each an
+// operation's words, name first) in turn in one process:
+// batch <k1> <op1>… <k2> <op2>…, each k the word count of its operation.
+func Batch(ops ...[]string) []string {
+	args := []string{BatchOp}
+	for _, o := range ops {
+		args = append(append(args, strconv.Itoa(len(o))), o...)
+	}
+	return args
+}
+
+// Operations is how many probe operations args (a probe's arguments) runs.
+func Operations(args []string) int {
+	if len(args) == 0 || args[0] != BatchOp {
+		return 1
+	}
+	ops, _ := splitBatch(args[1:])
+	return len(ops)
+}
+
+// splitBatch reads Batch's word counts back into operations. A batch holds
+// no pause (it never returns) and no batch.
+func splitBatch(a []string) ([][]string, bool) {
+	var ops [][]string
+	for len(a) > 0 {
+		k, err := strconv.Atoi(a[0])
+		if err != nil || k < 1 || k > len(a)-1 {
+			return nil, false
+		}
+		o := a[1 : 1+k]
+		if o[0] == "pause" || o[0] == BatchOp {
+			return nil, false
+		}
+		ops, a = append(ops, o), a[1+k:]
+	}
+	return ops, len(ops) > 0
+}
+
+// errUsage is operate's answer to an operation or arguments it does not know.
+var errUsage = errors.New("unknown operation")
+
+// operate runs operation name with arguments a.
+func operate(name string, a []string) (ret int, err error) {
 	n := count(a)
-	var err error
-	ret := 0
 	switch {
 	case name == "read" && len(a) == 1:
 		err = probeOpen(a[0], unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK)
@@ -90,8 +160,7 @@ func ProbeMain(args []string, stdout io.Writer) int {
 	case (name == "connect" || name == "bind") && len(a) == 1:
 		sa, fam, e := sockaddr(a[0])
 		if e != nil {
-			fmt.Fprintln(os.Stderr, "contain-probe:", e)
-			return 2
+			return 0, errUsage
 		}
 		err = probeSocket(name == "connect", fam, sa)
 	case name == "nofile" && n >= 0:
@@ -107,14 +176,9 @@ func ProbeMain(args []string, stdout io.Writer) int {
 	case name == "spin" && n >= 0:
 		spin(n)
 	default:
-		fmt.Fprintf(os.Stderr, "contain-probe: unknown operation %q\n", args)
-		return 2
+		return 0, errUsage
 	}
-	op(stdout, name, ret, err)
-	if err != nil {
-		return 1
-	}
-	return 0
+	return ret, err
 }
 
 // count is an operation's first argument as a count, -1 when it is missing

@@ -2,8 +2,9 @@
 //
 //	strace -f -qq -y -s 4096 -e trace=%file,%network,%process,%desc,landlock_restrict_self,setsid,setpgid,ioctl -o FILE
 //
-// (the command lockstep's pruner and observer run a command under) into
-// calls, and tracks which threads are inside a Landlock domain.
+// (the command lockstep's pruner runs a command under; the observer's,
+// [SeccompCommand], traces fewer calls in the same format) into calls, and
+// tracks which threads are inside a Landlock domain.
 //
 // # Lines
 //
