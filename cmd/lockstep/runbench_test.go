@@ -204,6 +204,21 @@ func TestBenchRatios(t *testing.T) {
 	if obs, out := ratios("testdata/bench-observe-output.txt"); obs["observe-fixture-runs-s"] != benchObserveRunsS {
 		t.Errorf("RATIO observe-fixture-runs-s = %q, want %q\n%s", obs["observe-fixture-runs-s"], benchObserveRunsS, out)
 	}
+	// The quiet run of docs/performance.md's table: the script, run again
+	// on that make bench's lines, prints the RATIO lines it printed then.
+	quiet, quietOut := ratios("testdata/bench-quiet-a260127.txt")
+	printed, err := os.ReadFile("testdata/bench-quiet-a260127.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(quietOut, "RATIO run-vs-floor 4.278 ") || len(quiet) != len(want) {
+		t.Errorf("bench-quiet-a260127.txt: %d RATIO lines, want %d with run-vs-floor 4.278:\n%s", len(quiet), len(want), quietOut)
+	}
+	for _, l := range strings.Split(quietOut, "\n") {
+		if strings.HasPrefix(l, "RATIO ") && !strings.Contains(string(printed), l+"\n") {
+			t.Errorf("bench-ratios.sh now prints %q, which that make bench did not", l)
+		}
+	}
 	none, noneOut := ratios(os.DevNull)
 	for name, value := range want {
 		if got[name] != value {
