@@ -41,7 +41,7 @@ func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 			return nil, err
 		}
 	}
-	sum := &Summary{Schema: SummarySchema, Key: opts.Key, Exercises: []ExerciseSummary{}}
+	sum := &Summary{Schema: SummarySchema, Key: opts.Key, Exercises: []ExerciseSummary{}, TimeFactor: o.recordedFactor()}
 	raw, err := openRaw(opts.AuditRaw)
 	if err != nil {
 		return nil, err
@@ -69,10 +69,6 @@ func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 		return sum, nil
 	}
 	o.proven(ctx, rep.ABI)
-	if o.factor > 1 {
-		sum.TimeFactor = o.factor
-		o.progress("time factor %d: under TCG the exercise runs' timeout and cpu limits are the policy's ×%d (--tcg-time-factor); the containment checks keep the policy's own", o.factor, o.factor)
-	}
 	if st, err := col.Status(); err == nil {
 		sum.Audit.LostBefore = st.Lost
 	}
@@ -259,6 +255,18 @@ func (o *observer) proven(ctx context.Context, abi int) {
 	o.abi = abi
 	o.prov = record.NewProvenance(time.Now(), abi, record.StraceVersion(ctx))
 	o.prov.RootDigest = o.opts.RootDigest
+	if o.factor > 1 {
+		o.progress("time factor %d: under TCG the exercise runs' timeout and cpu limits are the policy's ×%d (--tcg-time-factor); the containment checks keep the policy's own", o.factor, o.factor)
+	}
+}
+
+// recordedFactor is the time factor as the records keep it: absent (0)
+// for 1, as in records made before it was recorded.
+func (o *observer) recordedFactor() int {
+	if o.factor > 1 {
+		return o.factor
+	}
+	return 0
 }
 
 func (o *observer) cleanup() {
@@ -278,10 +286,8 @@ func (o *observer) progress(format string, args ...any) {
 // rows or when a check failed) and the observed run's strace log.
 func (o *observer) verify(ctx context.Context, f exercise.Found) (k *record.KVM, sidecar, trace []byte, es ExerciseSummary) {
 	k = &record.KVM{SchemaVersion: record.KVMSchema, Key: o.opts.Key, Exercise: f.Name, Provenance: o.prov,
-		Kernel: o.prov.Kernel, LandlockABI: o.abi, Mismatches: []record.Mismatch{}, AuditOnly: []record.AuditOnly{}, Rows: []record.Row{}}
-	if o.factor > 1 {
-		k.TimeFactor = o.factor
-	}
+		Kernel: o.prov.Kernel, LandlockABI: o.abi, Mismatches: []record.Mismatch{}, AuditOnly: []record.AuditOnly{}, Rows: []record.Row{},
+		TimeFactor: o.recordedFactor()}
 	es = ExerciseSummary{Exercise: f.Name, Reference: []float64{}, Runs: map[string]int{}}
 	v := &verification{o: o, k: k, es: &es}
 	reason, err := v.run(ctx, f)

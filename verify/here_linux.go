@@ -60,9 +60,6 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 		return nil, fmt.Errorf("verify: Landlock ABI of the running kernel: %w", err)
 	}
 	c := &Cell{Schema: CellSchema, Kernel: opts.Kernel, Exercise: opts.Exercise, ABI: abi, Release: machine.Release()}
-	if opts.TimeFactor > 1 {
-		c.TimeFactor = opts.TimeFactor
-	}
 	defer func() { c.Seconds = time.Since(t0).Seconds(); c.normalise() }()
 	ex, err := find(opts.Exercises, opts.Key, opts.Exercise)
 	if err != nil {
@@ -71,11 +68,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	if c.unenforceable(opts.Policy) {
 		return c, nil
 	}
-	// The exercise runs' limits; the containment checks take opts.Policy.
-	timed := observer.Slowed(opts.Policy, opts.TimeFactor)
-	if opts.TimeFactor > 1 {
-		opts.Progress("%s: time factor %d: the runs' timeout and cpu limits are the policy's ×%d (TCG); the containment checks keep the policy's own", ex.Name, opts.TimeFactor, opts.TimeFactor)
-	}
+	timed := c.timed(opts, ex.Name)
 	bound := observer.RunBound(timed, opts.RunTimeout)
 	run := runner(ctx, ex, opts, bound)
 	opts.Progress("%s: reference run", ex.Name)
@@ -113,6 +106,18 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// timed is the policy of the exercise runs: opts.Policy with its timeout
+// and cpu limits times opts.TimeFactor, which the cell records; the
+// containment checks take opts.Policy.
+func (c *Cell) timed(opts HereOptions, name string) *policy.Policy {
+	if opts.TimeFactor <= 1 {
+		return opts.Policy
+	}
+	c.TimeFactor = opts.TimeFactor
+	opts.Progress("%s: time factor %d: the runs' timeout and cpu limits are the policy's ×%d (TCG); the containment checks keep the policy's own", name, opts.TimeFactor, opts.TimeFactor)
+	return observer.Slowed(opts.Policy, opts.TimeFactor)
 }
 
 // noReference records the reference run and reports whether it is none:

@@ -122,10 +122,7 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 			return observeHere(ctx, io, observer.GuestOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets, Out: dir,
 				WantABI: *wantABI, WantRelease: *wantRelease, BacklogLimit: uint32(*backlog), RootDigest: digest})
 		}
-		if err := checkAccel(*accel); err != nil {
-			return usageExit(io, v, err)
-		}
-		if err := checkTCGTimeFactor(*tcgFactor); err != nil {
+		if err := checkGuestFlags(*accel, *tcgFactor); err != nil {
 			return usageExit(io, v, err)
 		}
 		opts := observer.HostOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets, TCGTimeFactor: *tcgFactor,

@@ -225,9 +225,14 @@ func tcgTimeFactorFlag(fs *flag.FlagSet) *int {
 		"under TCG, multiply the exercise runs' timeout and cpu limits by `N` (1 keeps the policy's; not the containment checks')")
 }
 
-func checkTCGTimeFactor(n int) error {
-	if n < 1 || n > maxTCGTimeFactor {
-		return usagef("--tcg-time-factor %d: want 1 to %d", n, maxTCGTimeFactor)
+// checkGuestFlags checks --accel and --tcg-time-factor of a verb that
+// boots guests to time exercise runs.
+func checkGuestFlags(accel string, tcgFactor int) error {
+	if err := checkAccel(accel); err != nil {
+		return err
+	}
+	if tcgFactor < 1 || tcgFactor > maxTCGTimeFactor {
+		return usagef("--tcg-time-factor %d: want 1 to %d", tcgFactor, maxTCGTimeFactor)
 	}
 	return nil
 }

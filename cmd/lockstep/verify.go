@@ -127,12 +127,7 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 	if *a.inGuest {
 		return verifyInGuest(ctx, io, *a.name, *a.out, a.configs, *a.exercises, *a.key, a.only, *a.joint)
 	}
-	switch *a.accel {
-	case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
-	default:
-		return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *a.accel))
-	}
-	if err := checkTCGTimeFactor(*a.tcgFactor); err != nil {
+	if err := checkGuestFlags(*a.accel, *a.tcgFactor); err != nil {
 		return usageExit(io, v, err)
 	}
 	if *a.baseDir != "" {
