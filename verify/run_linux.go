@@ -226,7 +226,7 @@ func runCells(ctx context.Context, opts HostOptions, res *Result, runs []harness
 	for range runs {
 		i := <-done
 		c := res.Cells[i]
-		opts.Progress("%s × %s: %s %s%s", c.Kernel, c.Exercise, c.Verdict, c.Why, factorNote(c.TimeFactor))
+		opts.Progress("%s × %s: %s%s", c.Kernel, c.Exercise, strings.TrimSpace(c.Verdict+" "+c.Why), factorNote(c.TimeFactor))
 	}
 }
 
