@@ -41,3 +41,20 @@ func TestSizingApply(t *testing.T) {
 		t.Errorf("Apply = %+v", o)
 	}
 }
+
+// TestGuestJobAccel: the job's environment names the accelerator the guest
+// was booted with (its timed workloads scale their limits under TCG), after
+// the caller's own variables, which are never written through.
+func TestGuestJobAccel(t *testing.T) {
+	env := make([]string, 1, 4)
+	env[0] = "A=1"
+	for _, accel := range []string{AccelTCG, AccelKVM} {
+		job, _, _ := guestJob(&Options{Env: env, Root: "/"}, "id", accel)
+		if want := []string{"A=1", proto.EnvAccel + "=" + accel}; !slices.Equal(job.Env, want) {
+			t.Errorf("guestJob(%s).Env = %q, want %q", accel, job.Env, want)
+		}
+	}
+	if env[:2][1] != "" {
+		t.Errorf("guestJob wrote into the caller's environment slice: %q", env[:2])
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -409,7 +410,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer os.RemoveAll(dir)
 
-	job, shares, disks := guestJob(&o, res.JobID)
+	job, shares, disks := guestJob(&o, res.JobID, accel)
 	initrd := filepath.Join(dir, "initramfs")
 	if err := buildInitramfs(ctx, &o, job, initrd, res); err != nil {
 		return nil, err
@@ -521,9 +522,12 @@ func (o Options) deadlines(accel string) deadlines {
 
 // guestJob is the job PID 1 runs, and the 9P shares and disks QEMU gives
 // the guest for its root and o.Shares.
-func guestJob(o *Options, id string) (job *proto.Job, shares []Share9P, disks []string) {
+func guestJob(o *Options, id, accel string) (job *proto.Job, shares []Share9P, disks []string) {
+	// The accelerator is resolved only now; the job learns it from its
+	// environment (its time limits depend on it).
+	env := append(slices.Clip(o.Env), proto.EnvAccel+"="+accel)
 	job = &proto.Job{
-		Schema: proto.SchemaVersion, ID: id, Command: o.Command, Env: o.Env, Dir: o.Dir, Options: o.JobOptions,
+		Schema: proto.SchemaVersion, ID: id, Command: o.Command, Env: env, Dir: o.Dir, Options: o.JobOptions,
 		Root: &proto.Root{Tag: proto.RootTag}, Verbose: o.Verbose,
 	}
 	if o.RootImage != "" {

@@ -47,6 +47,10 @@ type HostOptions struct {
 	WantRelease string
 	// Sizing is the guest's.
 	harness.Sizing
+	// TCGTimeFactor is GuestOptions.TCGTimeFactor: under TCG the exercise
+	// runs' timeout and cpu limits are multiplied by it; 0 is
+	// DefaultTCGTimeFactor.
+	TCGTimeFactor int
 	// Stderr receives the guest's progress as it arrives.
 	Stderr  io.Writer
 	Verbose bool
@@ -83,6 +87,9 @@ type RunJSON struct {
 	VCPUs           int             `json:"vcpus"`
 	MemMB           int             `json:"mem_mb"`
 	Timings         harness.Timings `json:"timings"`
+	// TimeFactor is the factor the exercise runs' timeout and cpu limits
+	// were multiplied by in the guest (observe.json's; absent: 1).
+	TimeFactor int `json:"time_factor,omitempty"`
 	// Audit are the guest collector's counters; Exercises each exercise's
 	// account (observe.json).
 	Audit     *AuditCounters    `json:"audit,omitempty"`
@@ -238,7 +245,7 @@ func guestRun(opts HostOptions, results string) (harness.Options, error) {
 	opts.Sizing.Apply(&hopts)
 	err = hopts.SetRole(GuestRole, GuestOptions{Key: opts.Key, Exercises: guestExercises, PathSets: guestPathSets,
 		Out: proto.ResultsDir, WantABI: opts.WantABI, WantRelease: opts.WantRelease, RootDigest: digest,
-		AuditRaw: path.Join(proto.ResultsDir, AuditRawFile), OneCPU: true})
+		AuditRaw: path.Join(proto.ResultsDir, AuditRawFile), OneCPU: true, TCGTimeFactor: opts.TCGTimeFactor})
 	return hopts, err
 }
 
@@ -338,7 +345,7 @@ func writeRunJSON(opts HostOptions, res *HostResult, results string, start time.
 		doc.ConfigSHA256 = hex.EncodeToString(sum[:])
 	}
 	if s := res.Summary; s != nil {
-		doc.Audit, doc.Exercises = &s.Audit, s.Exercises
+		doc.Audit, doc.Exercises, doc.TimeFactor = &s.Audit, s.Exercises, s.TimeFactor
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {

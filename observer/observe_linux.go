@@ -36,7 +36,7 @@ func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 		return nil, err
 	}
 	defer o.cleanup()
-	sum := &Summary{Schema: SummarySchema, Key: opts.Key, Exercises: []ExerciseSummary{}}
+	sum := &Summary{Schema: SummarySchema, Key: opts.Key, Exercises: []ExerciseSummary{}, TimeFactor: o.recordedFactor()}
 	raw, err := openRaw(opts.AuditRaw)
 	if err != nil {
 		return nil, err
@@ -196,6 +196,8 @@ type observer struct {
 	col     *audit.Collector
 	abi     int
 	prov    record.Provenance
+	// factor multiplies the exercise runs' time limits (TimeFactor).
+	factor int
 }
 
 func newObserver(opts GuestOptions) (*observer, error) {
@@ -205,7 +207,8 @@ func newObserver(opts GuestOptions) (*observer, error) {
 	if opts.WantABI < record.ABI10 {
 		return nil, fmt.Errorf("observe: WantABI %d: the observer needs Landlock ABI %d or more", opts.WantABI, record.ABI10)
 	}
-	o := &observer{opts: opts, exe: opts.Exe, work: opts.WorkDir, scratch: opts.Scratch, wait: opts.Wait, log: opts.Log}
+	o := &observer{opts: opts, exe: opts.Exe, work: opts.WorkDir, scratch: opts.Scratch, wait: opts.Wait, log: opts.Log,
+		factor: TimeFactor(opts.Accel, opts.TCGTimeFactor)}
 	if o.exe == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -247,6 +250,18 @@ func (o *observer) proven(ctx context.Context, abi int) {
 	o.abi = abi
 	o.prov = record.NewProvenance(time.Now(), abi, record.StraceVersion(ctx))
 	o.prov.RootDigest = o.opts.RootDigest
+	if o.factor > 1 {
+		o.progress("time factor %d: under TCG the exercise runs' timeout and cpu limits are the policy's ×%d (--tcg-time-factor); the containment checks keep the policy's own", o.factor, o.factor)
+	}
+}
+
+// recordedFactor is the time factor as the records keep it: absent (0)
+// for 1, as in records made before it was recorded.
+func (o *observer) recordedFactor() int {
+	if o.factor > 1 {
+		return o.factor
+	}
+	return 0
 }
 
 func (o *observer) cleanup() {
@@ -266,7 +281,8 @@ func (o *observer) progress(format string, args ...any) {
 // rows or when a check failed) and the observed run's strace log.
 func (o *observer) verify(ctx context.Context, f exercise.Found) (k *record.KVM, sidecar, trace []byte, es ExerciseSummary) {
 	k = &record.KVM{SchemaVersion: record.KVMSchema, Key: o.opts.Key, Exercise: f.Name, Provenance: o.prov,
-		Kernel: o.prov.Kernel, LandlockABI: o.abi, Mismatches: []record.Mismatch{}, AuditOnly: []record.AuditOnly{}, Rows: []record.Row{}}
+		Kernel: o.prov.Kernel, LandlockABI: o.abi, Mismatches: []record.Mismatch{}, AuditOnly: []record.AuditOnly{}, Rows: []record.Row{},
+		TimeFactor: o.recordedFactor()}
 	es = ExerciseSummary{Exercise: f.Name, Reference: []float64{}, Runs: map[string]int{}}
 	v := &verification{o: o, k: k, es: &es}
 	reason, err := v.run(ctx, f)
@@ -337,7 +353,7 @@ func (v *verification) run(ctx context.Context, f exercise.Found) (reason string
 	if err != nil {
 		return "", abortf(nil, "%s.cfg does not parse: %v", stem, err)
 	}
-	v.bound = RunBound(p, o.opts.RunTimeout)
+	v.bound = RunBound(v.timed(p), o.opts.RunTimeout)
 	if v.ex, err = exercise.Read(f); err != nil {
 		return "", err
 	}
@@ -369,6 +385,10 @@ func (v *verification) run(ctx context.Context, f exercise.Found) (reason string
 
 func stemOf(key, name string) string { return key + "_" + name }
 
+// timed is p with the limits the exercise runs get: its timeout and cpu
+// multiplied by the time factor (Slowed). The containment checks take p.
+func (v *verification) timed(p *policy.Policy) *policy.Policy { return Slowed(p, v.o.factor) }
+
 // reference measures the guest's own reference: ReferenceRuns unsandboxed
 // runs that must run tests and agree.
 func (v *verification) reference(ctx context.Context) error {
@@ -392,7 +412,10 @@ func (v *verification) reference(ctx context.Context) error {
 			continue
 		}
 		if !res.Verdict.Same(v.ref.Verdict) {
-			return abortf(map[string]any{"first": v.ref.Verdict, "run": i + 1, "verdict": res.Verdict},
+			// The run's status and log say why it differs (a build that
+			// died, a test that failed), which the verdicts alone do not.
+			return abortf(map[string]any{"first": v.ref.Verdict, "run": i + 1, "verdict": res.Verdict,
+				"status": res.Status, "seconds": res.Duration.Seconds(), "log": tail(res.Log)},
 				"flaky reference: reference run %d differs from the first", i+1)
 		}
 	}
@@ -414,7 +437,7 @@ func (v *verification) exRun(ctx context.Context, kind string, prefix []string) 
 		return nil, err
 	}
 	if res.Verdict.ExitClass == verdict.Timeout && v.stopped == nil {
-		v.stopped = &TimeoutError{Kind: kind, Limit: v.limit(), Log: tail(res.Log)}
+		v.stopped = &TimeoutError{Kind: kind, Limit: v.limit(), Factor: v.o.factor, Log: tail(res.Log)}
 	}
 	if prefix != nil && !res.Started {
 		return nil, abortf(map[string]any{"status": res.Status, "log": tail(res.BeforeStart())},
@@ -478,7 +501,7 @@ func (v *verification) crossCheck(ctx context.Context, p *policy.Policy) (string
 	narrowed, removed := Narrowed(p, needed...)
 	// The policy's own timeout bounds this run too, enforced by lockstep
 	// run so that strace ends cleanly and its trace shows where it stopped.
-	if l, ok := p.Limits[policy.Timeout]; ok {
+	if l, ok := v.timed(p).Limits[policy.Timeout]; ok {
 		narrowed.Limits[policy.Timeout] = l
 	}
 	v.o.progress("%s: cross-check run (%d of %d filesystem grants removed, strace + audit)", v.ex.Name, removed, len(p.FS))
@@ -525,7 +548,7 @@ func (v *verification) abi10(ctx context.Context, p *policy.Policy) (*policy.Pol
 			break
 		}
 		o.progress("%s: ABI-10 round %d: the joint runs differ from the reference; diagnosis run (strace + audit)", v.ex.Name, round)
-		ob, err := v.observe(ctx, "diagnosis", current)
+		ob, err := v.observe(ctx, "diagnosis", v.timed(current))
 		if err != nil {
 			return nil, v.stoppedOr(ob, "diagnosis", err)
 		}
@@ -580,7 +603,7 @@ func (v *verification) stoppedOr(ob *Observed, run string, err error) error {
 func (v *verification) stoppedJoint(ctx context.Context, p *policy.Policy) error {
 	stopped := v.stopped
 	v.o.progress("%s: the %s run ran out of time (%s); one observed run of the same policy shows where", v.ex.Name, stopped.Kind, stopped.Limit)
-	ob, err := v.observe(ctx, "observed", p)
+	ob, err := v.observe(ctx, "observed", v.timed(p))
 	if err != nil {
 		v.o.log.Warn("the observed re-run of a stopped joint run", "err", err)
 	}
@@ -594,7 +617,7 @@ func (v *verification) stoppedJoint(ctx context.Context, p *policy.Policy) error
 // agree with the reference, else the first verdict that did not.
 func (v *verification) joint(ctx context.Context, p *policy.Policy, round int) (*exercise.Result, error) {
 	path := filepath.Join(v.o.scratch, fmt.Sprintf("%s.joint.%d.cfg", v.ex.Stem(), round))
-	if err := os.WriteFile(path, p.Render(), 0o644); err != nil {
+	if err := os.WriteFile(path, v.timed(p).Render(), 0o644); err != nil {
 		return nil, err
 	}
 	for i := 0; i < v.o.opts.JointRuns; i++ {

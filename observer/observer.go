@@ -91,6 +91,13 @@ type GuestOptions struct {
 	// RootDigest is provenance.root_digest of the records: the digest of
 	// the guest's root file system, taken by the host (internal/rootdigest).
 	RootDigest string `json:"root_digest,omitempty"`
+	// TCGTimeFactor multiplies the timeout and cpu limits of the exercise
+	// runs (reference, cross-check, joint, diagnosis; not the containment
+	// checks) when Accel is TCG (TimeFactor); 0 is DefaultTCGTimeFactor.
+	TCGTimeFactor int `json:"tcg_time_factor,omitempty"`
+	// Accel is the accelerator the guest runs under (proto.EnvAccel, set by
+	// the guest's role from its environment); "" is none (the host).
+	Accel string `json:"-"`
 	// OneCPU runs each traced run (strace and everything it traces) on
 	// one CPU: under TCG strace's wake-ups across two vCPUs slowed the
 	// traced runs 2 to 3 times (pinOneCPU). The other runs use every CPU.
@@ -113,7 +120,10 @@ type Summary struct {
 	// Audit are the collector's and the kernel's counters at the end.
 	Audit     AuditCounters     `json:"audit"`
 	Exercises []ExerciseSummary `json:"exercises"`
-	Seconds   float64           `json:"seconds"`
+	// TimeFactor is the factor the exercise runs' timeout and cpu limits
+	// were multiplied by (TimeFactor; absent: 1).
+	TimeFactor int     `json:"time_factor,omitempty"`
+	Seconds    float64 `json:"seconds"`
 }
 
 // AuditCounters are the audit figures of a run: records the collector read,

@@ -4,6 +4,8 @@ package observer
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +66,37 @@ func TestRunBound(t *testing.T) {
 	var te *TimeoutError
 	if !errors.As(error(&TimeoutError{Kind: "joint"}), &te) {
 		t.Fatal("TimeoutError is not an error")
+	}
+}
+
+// TestTimeFactorHostKernel: with a time factor (a guest under TCG) the
+// cross-check and joint runs get the policy's timeout times the factor, the
+// containment checks the policy's own, and the record says which factor.
+func TestTimeFactorHostKernel(t *testing.T) {
+	o, ex := observerKeyCase(t, "proc-mounts", 1)
+	o.factor = 3
+	k, _, _, es := o.verify(t.Context(), ex)
+	t.Logf("verified %v (%s); runs %v", es.Verified, es.Reason, es.Runs)
+	if k.TimeFactor != 3 {
+		t.Errorf("record time_factor = %d, want 3", k.TimeFactor)
+	}
+	// proc-mounts's policy has timeout=600.
+	for _, run := range []string{"cross-check.1", "joint.1"} {
+		b, err := os.ReadFile(filepath.Join(o.scratch, "observer_proc-mounts."+run+".cfg"))
+		if err != nil || !strings.Contains(string(b), "timeout=1800\n") {
+			t.Errorf("the %s run's policy (%v) does not have timeout=1800:\n%s", run, err, b)
+		}
+	}
+	var checked bool
+	for _, c := range es.Containment {
+		if c.Name == "limit timeout" {
+			checked = true
+			if !strings.Contains(c.Detail, "600 s") {
+				t.Errorf("containment %s: %s; want the policy's own 600 s", c.Name, c.Detail)
+			}
+		}
+	}
+	if !checked {
+		t.Errorf("no timeout containment check in %+v", es.Containment)
 	}
 }

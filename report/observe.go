@@ -71,6 +71,9 @@ func ObservePage(res *observer.HostResult, key, pathSets string, m Meta) *Page {
 		if s.Proof != nil {
 			p.Provenance = append(p.Provenance, KV{"kernel proof", s.Proof.Summary()})
 		}
+		if n := observer.FactorNote(s.TimeFactor); n != "" {
+			p.Provenance = append(p.Provenance, KV{"time factor", n + " (the exercise runs'; the containment checks keep the policy's own)"})
+		}
 	}
 	return p
 }

@@ -82,3 +82,28 @@ func templateEscape(s string) string {
 	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;", "+", "&#43;")
 	return r.Replace(s)
 }
+
+// TestPagesNameTimeFactor: a verify cell and an observe run whose runs'
+// time limits were scaled under TCG say so in the provenance; unscaled
+// ones say nothing of it.
+func TestPagesNameTimeFactor(t *testing.T) {
+	c, err := verify.ReadCell("testdata/verify-host-inconclusive-cell.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, factor := range []int{0, 10} {
+		c.TimeFactor = factor
+		res := &verify.Result{Schema: verify.ResultSchema, Status: verify.StatusIndeterminate, Key: "generic",
+			Kernels: []verify.KernelInfo{{Name: c.Kernel, ABI: c.ABI}}, Exercises: []string{c.Exercise}, Cells: []*verify.Cell{c}}
+		obs := &observer.HostResult{Summary: &observer.Summary{Schema: observer.SummarySchema, Key: "k", TimeFactor: factor}}
+		for name, p := range map[string]*Page{"verify": VerifyPage(res, Meta{}), "observe": ObservePage(obs, "k", t.TempDir(), Meta{})} {
+			var got bool
+			for _, kv := range p.Provenance {
+				got = got || strings.Contains(kv.Value, "time limits ×10 under TCG")
+			}
+			if got != (factor == 10) {
+				t.Errorf("%s page with factor %d: names the factor %v; provenance %+v", name, factor, got, p.Provenance)
+			}
+		}
+	}
+}

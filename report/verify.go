@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockstep-sandbox/lockstep/observer"
 	"github.com/lockstep-sandbox/lockstep/verify"
 )
 
@@ -58,6 +59,9 @@ func VerifyPage(res *verify.Result, m Meta) *Page {
 		if len(res.Exercises) > 0 {
 			if g := res.Cell(ki, 0).Guest; g != nil {
 				kv.Value = fmt.Sprintf("bzImage sha256 %s; %s, %d vCPU, %d MiB, QEMU %s", g.BzImageSHA256, g.Accel, g.VCPUs, g.MemMB, g.QEMUVersion)
+			}
+			if n := observer.FactorNote(res.Cell(ki, 0).TimeFactor); n != "" {
+				kv.Value += "; " + n
 			}
 		}
 		p.Provenance = append(p.Provenance, kv)

@@ -65,6 +65,8 @@ def language_rows(bases, key, times, prov):
             with open(kvm_path) as f:
                 kvm = json.load(f)
             verdict = "verified" if kvm.get("verified") else "**not verified**: " + str(kvm.get("aborted", ""))
+            if kvm.get("time_factor", 1) > 1:
+                verdict += " (time limits ×%d under TCG)" % kvm["time_factor"]
             sidecar = "rows: " + (", ".join(kvm.get("rows") or []) or "none")
         else:
             verdict, sidecar = "**not observed**", "no ABI-10 record"
@@ -108,7 +110,10 @@ must pass every test. A built language without a base here is listed in docs/exe
 
 TAIL = """
 Minutes are wall time on this machine (2 cores shared with other work); the observer's guest runs
-under TCG (KVM is unusable here), so its minutes are those of an emulated CPU.
+under TCG (KVM is unusable here), so its minutes are those of an emulated CPU, and its exercise
+runs get the policy's timeout and cpu limits times the time factor the verdict names
+(`lockstep observe --tcg-time-factor`, docs/observe.md, "Time limits under TCG"); its containment
+checks take the policy's own limits.
 """
 
 if __name__ == "__main__":

@@ -38,6 +38,11 @@ type HereOptions struct {
 	// RunTimeout bounds each run below the policy's own timeout limit
 	// (observer.RunBound); with neither, the exercise package's default.
 	RunTimeout time.Duration
+	// TimeFactor multiplies the policy's timeout and cpu limits for the
+	// reference, joint and diagnosis runs (observer.TimeFactor: a guest
+	// under TCG runs several times slower than the machine that measured
+	// them); the containment checks keep the policy's own. 0 is 1.
+	TimeFactor int
 	// Progress receives one line per step; nil discards.
 	Progress func(format string, args ...any)
 	Log      *slog.Logger
@@ -63,14 +68,15 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	if c.unenforceable(opts.Policy) {
 		return c, nil
 	}
-	bound := observer.RunBound(opts.Policy, opts.RunTimeout)
+	timed := c.timed(opts, ex.Name)
+	bound := observer.RunBound(timed, opts.RunTimeout)
 	run := runner(ctx, ex, opts, bound)
 	opts.Progress("%s: reference run", ex.Name)
 	ref, err := run(nil)
 	if err != nil {
 		return nil, fmt.Errorf("verify: reference run: %w", err)
 	}
-	if c.noReference(ref, bound) {
+	if c.noReference(ref, bound, opts.TimeFactor) {
 		return c, nil
 	}
 	scratch, err := os.MkdirTemp("", "lockstep-verify.")
@@ -79,7 +85,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	}
 	defer os.RemoveAll(scratch)
 	cfg := filepath.Join(scratch, "policy.cfg")
-	if err := os.WriteFile(cfg, opts.Policy.Render(), 0o644); err != nil {
+	if err := os.WriteFile(cfg, timed.Render(), 0o644); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
 	held, err := c.jointRuns(opts, ex.Name, run, ref, cfg)
@@ -87,11 +93,11 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 		return nil, err
 	}
 	if !held && c.onlyTimedOut() {
-		c.Verdict, c.Why = Inconclusive, outOfTime("joint", bound)
+		c.Verdict, c.Why = Inconclusive, outOfTime("joint", bound, opts.TimeFactor)
 		return c, nil
 	}
 	if !held {
-		if err := c.diagnose(ctx, opts, ex.Name, run); err != nil {
+		if err := c.diagnose(ctx, opts, timed, ex.Name, run); err != nil {
 			return nil, err
 		}
 		return c, nil
@@ -102,13 +108,25 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	return c, nil
 }
 
+// timed is the policy of the exercise runs: opts.Policy with its timeout
+// and cpu limits times opts.TimeFactor, which the cell records; the
+// containment checks take opts.Policy.
+func (c *Cell) timed(opts HereOptions, name string) *policy.Policy {
+	if opts.TimeFactor <= 1 {
+		return opts.Policy
+	}
+	c.TimeFactor = opts.TimeFactor
+	opts.Progress("%s: time factor %d: the runs' timeout and cpu limits are the policy's ×%d (TCG); the containment checks keep the policy's own", name, opts.TimeFactor, opts.TimeFactor)
+	return observer.Slowed(opts.Policy, opts.TimeFactor)
+}
+
 // noReference records the reference run and reports whether it is none:
 // out of time (inconclusive) or unable to anchor the joint runs
 // (indeterminate).
-func (c *Cell) noReference(ref *exercise.Result, bound time.Duration) bool {
+func (c *Cell) noReference(ref *exercise.Result, bound time.Duration, factor int) bool {
 	c.Reference = oneLine(ref.Verdict)
 	if ref.Verdict.ExitClass == verdict.Timeout {
-		c.Verdict, c.Why = Inconclusive, outOfTime("reference", bound)
+		c.Verdict, c.Why = Inconclusive, outOfTime("reference", bound, factor)
 		return true
 	}
 	if prob := ref.Verdict.ReferenceProblem(); prob != nil {
@@ -132,12 +150,13 @@ func runner(ctx context.Context, ex *exercise.Exercise, opts HereOptions, bound 
 }
 
 // outOfTime is the Why of an inconclusive cell: its kind of run ran into
-// bound (0: the exercise package's default).
-func outOfTime(kind string, bound time.Duration) string {
+// bound (0: the exercise package's default), the policy's timeout times
+// factor.
+func outOfTime(kind string, bound time.Duration, factor int) string {
 	if bound == 0 {
 		bound = exercise.DefaultTimeout
 	}
-	return (&observer.TimeoutError{Kind: kind, Limit: bound}).Error()
+	return (&observer.TimeoutError{Kind: kind, Limit: bound, Factor: factor}).Error()
 }
 
 // onlyTimedOut reports whether every joint run that disagreed with the
@@ -208,12 +227,13 @@ func (c *Cell) jointRuns(opts HereOptions, name string, run runFunc, ref *exerci
 	return held, nil
 }
 
-// diagnose runs the exercise once more, observed, to say why the joint
-// runs disagreed: the cell fails with the refusals seen, or is
-// indeterminate when the run could not be observed.
-func (c *Cell) diagnose(ctx context.Context, opts HereOptions, name string, run runFunc) error {
+// diagnose runs the exercise once more under timed (the policy with the
+// runs' limits), observed, to say why the joint runs disagreed: the cell
+// fails with the refusals seen, or is indeterminate when the run could not
+// be observed.
+func (c *Cell) diagnose(ctx context.Context, opts HereOptions, timed *policy.Policy, name string, run runFunc) error {
 	opts.Progress("%s: a joint run disagreed with the reference: diagnosis run (strace + audit where offered)", name)
-	obs, err := observer.ObserveRun(ctx, observer.HereOptions{Kernel: opts.Kernel, Policy: opts.Policy, Exe: opts.Exe, Log: opts.Log},
+	obs, err := observer.ObserveRun(ctx, observer.HereOptions{Kernel: opts.Kernel, Policy: timed, Exe: opts.Exe, Log: opts.Log},
 		func(ctx context.Context, prefix []string) (int, string, error) {
 			res, err := run(prefix)
 			if err != nil {

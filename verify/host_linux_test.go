@@ -5,6 +5,7 @@ package verify
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 )
 
 var (
@@ -182,5 +184,81 @@ func TestHereTimeoutInconclusive(t *testing.T) {
 	}
 	if st := status([]*Cell{{Verdict: Pass}, c}); st != StatusIndeterminate {
 		t.Errorf("status with an inconclusive cell = %d, want %d", st, StatusIndeterminate)
+	}
+}
+
+// sleeperExercise writes, under a new testing root, an exercise of key
+// generic whose one test sleeps secs seconds, then passes.
+func sleeperExercise(t *testing.T, secs int) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "generic", "sleeps")
+	junit, err := os.ReadFile("testdata/exercises/generic/waits-when-refused/tests/junit.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"prune.json":      `{"key": "generic", "report_globs": ["test-reports/*.xml"]}`,
+		"build_script.sh": "#!/bin/bash\nset -euo pipefail\n. tests/junit.sh\ntest_sleeps() { sleep " + strconv.Itoa(secs) + "; }\njunit_run sleeps test-reports/sleeps.xml\n",
+		"tests/junit.sh":  string(junit),
+	}
+	for name, body := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// TestHereTimeFactor: an exercise that takes longer than the policy's
+// timeout (5 s against 3 s) passes with a time factor of 4 (a guest under
+// TCG): its reference and joint runs get 12 s, while the containment checks
+// keep the policy's own limits (the timeout probe sleeps 3+5 s and is ended
+// at 3 s; at 12 s it would not be). Without the factor (KVM, the host) the
+// same cell is inconclusive, as every cell was before the factor existed.
+func TestHereTimeFactor(t *testing.T) {
+	needHostKernel(t)
+	work := filepath.Join(t.TempDir(), "work")
+	p := hostBase(t, work)
+	p.Limits[policy.Timeout], p.Limits[policy.CPU] = policy.Limit{Value: 3000}, policy.Limit{Value: 2}
+	root := sleeperExercise(t, 5)
+	for _, tc := range []struct {
+		factor  int
+		verdict string
+	}{{4, Pass}, {1, Inconclusive}} {
+		c, err := Here(t.Context(), HereOptions{Kernel: "host", Policy: p, Exercises: root, Key: "generic", Exercise: "sleeps",
+			Exe: lockstepBinary(t), WorkDir: work, TimeFactor: tc.factor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Verdict != tc.verdict || max(c.TimeFactor, 1) != tc.factor {
+			t.Fatalf("factor %d: Here = %s (%s), time_factor %d; want %s", tc.factor, c.Verdict, c.Why, c.TimeFactor, tc.verdict)
+		}
+		if tc.verdict == Inconclusive {
+			if !strings.Contains(c.Why, "ran out of time (3s, the policy's timeout)") {
+				t.Errorf("factor 1: Why = %q; want the policy's own 3 s", c.Why)
+			}
+			continue
+		}
+		for _, j := range c.Joint {
+			if j.TimedOut || !j.Agrees {
+				t.Errorf("joint run %+v; want it to agree within 12 s", j)
+			}
+		}
+		want := map[string]string{"limit timeout": "sleep 8", "limit cpu": "spin " + strconv.FormatInt(contain.CPUSpinBound(2), 10)}
+		for _, ch := range c.Containment {
+			if w, ok := want[ch.Name]; ok {
+				delete(want, ch.Name)
+				if !ch.Held || !strings.Contains(ch.Detail, w) {
+					t.Errorf("containment %s = held %v, %q; want held, %q (the policy's own limit)", ch.Name, ch.Held, ch.Detail, w)
+				}
+			}
+		}
+		if len(want) > 0 {
+			t.Errorf("containment checks missing: %v", want)
+		}
 	}
 }

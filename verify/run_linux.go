@@ -50,6 +50,9 @@ type HostOptions struct {
 	Only           []string
 	// JointRuns: 0 is DefaultJointRuns.
 	JointRuns int
+	// TCGTimeFactor is each guest's time factor under TCG
+	// (GuestOptions.TCGTimeFactor); 0 is observer.DefaultTCGTimeFactor.
+	TCGTimeFactor int
 	// Parallel bounds the guests at once; 0 is as many as the host's CPUs
 	// allow (harness.NewPool), 1 runs them one after another.
 	Parallel int
@@ -184,7 +187,7 @@ func guestRun(opts HostOptions, k Kernel, ex, results string, shares []harness.S
 		}
 	}
 	err := run.SetRole(GuestRole, GuestOptions{Kernel: k.Name, Configs: configs,
-		Exercises: guestExercises, Key: opts.Key, Exercise: ex, JointRuns: opts.JointRuns, Out: proto.ResultsDir})
+		Exercises: guestExercises, Key: opts.Key, Exercise: ex, JointRuns: opts.JointRuns, TCGTimeFactor: opts.TCGTimeFactor, Out: proto.ResultsDir})
 	if err != nil {
 		return run, fmt.Errorf("verify: %w", err)
 	}
@@ -223,8 +226,16 @@ func runCells(ctx context.Context, opts HostOptions, res *Result, runs []harness
 	for range runs {
 		i := <-done
 		c := res.Cells[i]
-		opts.Progress("%s × %s: %s %s", c.Kernel, c.Exercise, c.Verdict, c.Why)
+		opts.Progress("%s × %s: %s%s", c.Kernel, c.Exercise, strings.TrimSpace(c.Verdict+" "+c.Why), factorNote(c.TimeFactor))
 	}
+}
+
+// factorNote is " (time limits ×N under TCG)" for a factor above 1.
+func factorNote(factor int) string {
+	if n := observer.FactorNote(factor); n != "" {
+		return " (" + n + ")"
+	}
+	return ""
 }
 
 // cellOf reads a guest's cell, or makes an indeterminate one saying why

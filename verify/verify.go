@@ -55,6 +55,10 @@ type Cell struct {
 	// joint run's, and whether it agreed.
 	Reference string     `json:"reference"`
 	Joint     []JointRun `json:"joint"`
+	// TimeFactor is the factor the policy's timeout and cpu limits were
+	// multiplied by for the reference, joint and diagnosis runs (a guest
+	// under TCG; HereOptions.TimeFactor); absent: 1.
+	TimeFactor int `json:"time_factor,omitempty"`
 	// Layers are the policy files this cell combined after the base
 	// (HostOptions.Layers that apply to it; set by the host).
 	Layers []string `json:"layers,omitempty"`

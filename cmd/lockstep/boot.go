@@ -29,9 +29,10 @@ ext4 disk image attached read-only; the kernel needs virtio-blk and ext4, so a
 distribution kernel with --modules), with a tmpfs overlay on top: the command
 sees the host's files (or the image's), and nothing it writes reaches them.
 --share adds read-only directories (at /run/lockstep/share/<n>, or the given
-guest path). The command runs as root with LOCKSTEP_GUEST=1, in the current
-directory when it exists in the guest. Its stdout and stderr stream back live;
-what it writes under /run/lockstep/results is copied to --results with run.json.
+guest path). The command runs as root with LOCKSTEP_GUEST=1 and LOCKSTEP_ACCEL
+(kvm or tcg: the accelerator), in the current directory when it exists in the
+guest. Its stdout and stderr stream back live; what it writes under
+/run/lockstep/results is copied to --results with run.json.
 
 --accel auto uses KVM only if a probe boot under KVM works (cached per host
 kernel and QEMU version) and otherwise says once that it falls back to TCG;

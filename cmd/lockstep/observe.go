@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/observer"
@@ -18,7 +19,7 @@ func init() {
 	guestRole(observer.GuestRole, "observe", observeHere)
 	register(&verb{
 		Name:  "observe",
-		Usage: "observe --key <key> --exercises <dir> --path-sets <dir> [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--cpus N] [--mem MiB] [--timeout D] [--html <file>]",
+		Usage: "observe --key <key> --exercises <dir> --path-sets <dir> [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--cpus N] [--mem MiB] [--timeout D] [--tcg-time-factor N] [--html <file>]",
 		Short: "the KVM run: cross-check strace against Landlock's audit records in a guest, write ABI-10 sidecars",
 		Long: `Boots the kernel (a pin, built and cached on first use, or a bzImage file) in a
 throwaway guest with the exercises and path sets shared read-only, and runs the
@@ -48,7 +49,11 @@ not stop the others, and the status is the worst (1 over 70 over 3 over 0).
 
 Every run of an exercise is bounded by its policy's [limits] timeout; a run
 that runs out of time makes the exercise inconclusive, unless the cross-check
-had already found a mismatch.
+had already found a mismatch. Under TCG the exercise runs' timeout and cpu
+limits are the policy's times --tcg-time-factor (an emulated CPU is several
+times slower than the machine that measured them; 1 keeps them); under KVM
+they are the policy's own. The containment checks always keep the policy's
+own limits. The factor used is in each .abi10.json and run.json (time_factor).
 
 Writes into --path-sets: <key>_<ex>.abi10.json (schema 1), <key>_<ex>.abi10.cfg
 (only with rows), <key>_<ex>.abi10.observed.trace.gz (the cross-check run's
@@ -79,6 +84,7 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 	cpus := fs.Int("cpus", 2, "guest vCPUs")
 	mem := fs.Int("mem", 1024, "guest memory in `MiB`")
 	timeout := fs.Duration("timeout", 0, "bound on the guest's job (default: harness's, scaled to the accelerator)")
+	tcgFactor := tcgTimeFactorFlag(fs)
 	inGuest := fs.Bool("in-guest", false, "run the observer on the running kernel (what the guest runs)")
 	out := fs.String("out", "", "with --in-guest: `dir`ectory for the results (default /run/lockstep/results in a guest)")
 	wantABI := fs.Int("want-abi", 0, "with --in-guest: the pin's Landlock `abi` (default: the default pin's)")
@@ -116,10 +122,10 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 			return observeHere(ctx, io, observer.GuestOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets, Out: dir,
 				WantABI: *wantABI, WantRelease: *wantRelease, BacklogLimit: uint32(*backlog), RootDigest: digest})
 		}
-		if err := checkAccel(*accel); err != nil {
+		if err := checkGuestFlags(*accel, *tcgFactor); err != nil {
 			return usageExit(io, v, err)
 		}
-		opts := observer.HostOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets,
+		opts := observer.HostOptions{Key: *key, Exercises: *exercises, PathSets: *pathSets, TCGTimeFactor: *tcgFactor,
 			Sizing: harness.Sizing{Root: *root, Accel: *accel, CPUs: *cpus, MemMB: *mem, Timeout: *timeout}, Verbose: io.verbose}
 		if *key == allKeys {
 			return observeAll(ctx, io, *kernelArg, *html, opts)
@@ -140,6 +146,7 @@ func observeHere(ctx context.Context, io *stdio, opts observer.GuestOptions) int
 		return fail(io, "observe", exitIndeterminate, err)
 	}
 	opts.RootDigest, opts.Progress, opts.Log = digest, io.err, guestLogger(io, "observe")
+	opts.Accel = os.Getenv(proto.EnvAccel)
 	sum, err := observer.Guest(ctx, opts)
 	if err != nil {
 		return fail(io, "observe", exitIndeterminate, err)
@@ -185,7 +192,8 @@ func observeHost(ctx context.Context, io *stdio, kernelArg, html string, opts ob
 	if res.Reason != "" {
 		fmt.Fprintf(io.err, "lockstep observe: %s\n", res.Reason)
 	}
-	fmt.Fprintf(io.out, "status %d in %.1f s (accel %s); results in %s\n", res.Status, time.Since(t0).Seconds(), res.Run.Accel, filepath.Clean(opts.PathSets))
+	fmt.Fprintf(io.out, "status %d in %.1f s (accel %s%s); results in %s\n", res.Status, time.Since(t0).Seconds(), res.Run.Accel,
+		timeFactorNote(", ", summaryFactor(res)), filepath.Clean(opts.PathSets))
 	render := func() ([]byte, error) {
 		return report.Observe(res, opts.Key, opts.PathSets, report.Meta{Started: t0, Seconds: time.Since(t0).Seconds(), Dir: filepath.Dir(html)})
 	}
@@ -196,6 +204,14 @@ func observeHost(ctx context.Context, io *stdio, kernelArg, html string, opts ob
 		fmt.Fprintf(io.out, "report: %s\n", html)
 	}
 	return res.Status
+}
+
+// summaryFactor is the time factor the guest reported (1 when none).
+func summaryFactor(res *observer.HostResult) int {
+	if res.Summary == nil {
+		return 1
+	}
+	return max(res.Summary.TimeFactor, 1)
 }
 
 func exSummaries(res *observer.HostResult) []observer.ExerciseSummary {

@@ -22,6 +22,8 @@ func TestObserveUsage(t *testing.T) {
 		{[]string{"observe", "--key", "k", "--exercises", "e"}, "are required"},
 		{[]string{"observe", "--key", "k", "--exercises", "e", "--path-sets", "p", "extra"}, "unexpected arguments"},
 		{[]string{"observe", "--key", "k", "--exercises", "e", "--path-sets", "p", "--accel", "xen"}, `--accel "xen"`},
+		{[]string{"observe", "--key", "k", "--exercises", "e", "--path-sets", "p", "--tcg-time-factor", "0"}, "--tcg-time-factor 0: want 1 to 100"},
+		{[]string{"observe", "--key", "k", "--exercises", "e", "--path-sets", "p", "--tcg-time-factor", "101"}, "--tcg-time-factor 101: want 1 to 100"},
 		{[]string{"observe", "--in-guest", "--key", "k", "--exercises", "e", "--path-sets", "p"}, "needs --out"},
 	} {
 		var out, errb bytes.Buffer

@@ -15,6 +15,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // stdio carries the streams and terminal facts a verb may use; tests fill it
@@ -211,6 +212,37 @@ func checkAccel(accel string) error {
 		return nil
 	}
 	return usagef("--accel %q: want auto, kvm or tcg", accel)
+}
+
+// maxTCGTimeFactor bounds --tcg-time-factor: a bigger factor only hides a
+// run that hangs.
+const maxTCGTimeFactor = 100
+
+// tcgTimeFactorFlag is --tcg-time-factor of the verbs that time exercise
+// runs in guests (observe, verify).
+func tcgTimeFactorFlag(fs *flag.FlagSet) *int {
+	return fs.Int("tcg-time-factor", observer.DefaultTCGTimeFactor,
+		"under TCG, multiply the exercise runs' timeout and cpu limits by `N` (1 keeps the policy's; not the containment checks')")
+}
+
+// checkGuestFlags checks --accel and --tcg-time-factor of a verb that
+// boots guests to time exercise runs.
+func checkGuestFlags(accel string, tcgFactor int) error {
+	if err := checkAccel(accel); err != nil {
+		return err
+	}
+	if tcgFactor < 1 || tcgFactor > maxTCGTimeFactor {
+		return usagef("--tcg-time-factor %d: want 1 to %d", tcgFactor, maxTCGTimeFactor)
+	}
+	return nil
+}
+
+// timeFactorNote is sep and observer.FactorNote for a factor above 1, else "".
+func timeFactorNote(sep string, factor int) string {
+	if n := observer.FactorNote(factor); n != "" {
+		return sep + n
+	}
+	return ""
 }
 
 // inGuestOut is where an --in-guest side writes: --out, else, in a guest,

@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
@@ -21,7 +23,7 @@ func init() {
 	guestRole(verify.GuestRole, "verify", verifyHere)
 	register(&verb{
 		Name:  "verify",
-		Usage: "verify (--base <file> --exercises <dir> [--key <key>] [--exercise <name>…] | --base-dir <dir> [--exercises <dir>]) [--config <file>…] --kernel {<pin>|<file>}… [--joint-runs N] [--parallel N] [--json] [--html <file>]",
+		Usage: "verify (--base <file> --exercises <dir> [--key <key>] [--exercise <name>…] | --base-dir <dir> [--exercises <dir>]) [--config <file>…] --kernel {<pin>|<file>}… [--joint-runs N] [--parallel N] [--tcg-time-factor N] [--json] [--html <file>]",
 		Short: "a base policy on several kernels: every exercise of the key, a matrix of verdicts",
 		Long: `Checks the base (plus each --config, combined as lockstep run does) against every
 exercise of the key on every kernel (a pin, built and cached on first use, or a
@@ -44,7 +46,12 @@ runs them one after another). In each guest:
 
 Every run is bounded by the policy's [limits] timeout; a run that runs out
 of time makes the cell inconclusive (a time-out is no difference between the
-kernels), unless a joint run had already disagreed without timing out.
+kernels), unless a joint run had already disagreed without timing out. Under
+TCG the runs' timeout and cpu limits are the policy's times
+--tcg-time-factor (an emulated CPU is several times slower than the machine
+that measured them; 1 keeps them), under KVM the policy's own; the
+containment checks always keep the policy's own. A cell records the factor
+(time_factor).
 
 Prints the matrix kernel × exercise (pass, fail with the refused calls,
 indeterminate or inconclusive with why). See docs/verify.md.
@@ -73,7 +80,7 @@ type verifyArgs struct {
 	kernels, configs, only                  multiFlag
 	base, exercises, key, root, accel, html *string
 	name, out, baseDir                      *string
-	joint, parallel, cpus, mem              *int
+	joint, parallel, cpus, mem, tcgFactor   *int
 	timeout, bootTimeout                    *time.Duration
 	asJSON, inGuest, quiet                  *bool
 }
@@ -102,6 +109,7 @@ func (a *verifyArgs) declare(fs *flag.FlagSet) {
 	a.mem = fs.Int("mem", 512, "guest memory in `MiB`")
 	a.timeout = fs.Duration("timeout", 0, "bound on each guest's job (default: harness's, scaled to the accelerator)")
 	a.bootTimeout = fs.Duration("boot-timeout", 0, "bound on each guest's boot (default: harness's, 60s under TCG)")
+	a.tcgFactor = tcgTimeFactorFlag(fs)
 	a.asJSON = fs.Bool("json", false, "print the result as one JSON document (schema 1)")
 	a.quiet = fs.Bool("q", false, "quiet: no progress lines (a line per guest and stage), only warnings and the result")
 	a.html = fs.String("html", "", "write a self-contained HTML report to `file`")
@@ -119,10 +127,8 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 	if *a.inGuest {
 		return verifyInGuest(ctx, io, *a.name, *a.out, a.configs, *a.exercises, *a.key, a.only, *a.joint)
 	}
-	switch *a.accel {
-	case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
-	default:
-		return usageExit(io, v, usagef("--accel %q: want auto, kvm or tcg", *a.accel))
+	if err := checkGuestFlags(*a.accel, *a.tcgFactor); err != nil {
+		return usageExit(io, v, err)
 	}
 	if *a.baseDir != "" {
 		return a.runBaseDir(ctx, io)
@@ -173,7 +179,7 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 // options are verify's options from the flags, without the kernels.
 func (a *verifyArgs) options(io *stdio, p *policy.Policy, files []string) verify.HostOptions {
 	opts := verify.HostOptions{Policy: p, Policies: files, Exercises: *a.exercises, Key: *a.key, Only: a.only, JointRuns: *a.joint,
-		Parallel: *a.parallel, Verbose: io.verbose,
+		Parallel: *a.parallel, TCGTimeFactor: *a.tcgFactor, Verbose: io.verbose,
 		Sizing: harness.Sizing{Root: *a.root, Accel: *a.accel, CPUs: *a.cpus, MemMB: *a.mem, Timeout: *a.timeout, BootTimeout: *a.bootTimeout}}
 	if io.verbose {
 		opts.Stderr = io.err
@@ -262,6 +268,7 @@ func verifyInGuest(ctx context.Context, io *stdio, name, out string, configs []s
 // exercise on the running kernel.
 func verifyHere(ctx context.Context, io *stdio, opts verify.GuestOptions) int {
 	opts.Progress = func(format string, a ...any) { fmt.Fprintf(io.err, "verify: "+format+"\n", a...) }
+	opts.Accel = os.Getenv(proto.EnvAccel)
 	c, err := verify.Guest(ctx, opts)
 	if err != nil {
 		return fail(io, "verify", exitIndeterminate, err)
@@ -291,7 +298,7 @@ func printVerify(io *stdio, res *verify.Result) {
 		if c.Verdict == verify.Pass {
 			continue
 		}
-		fmt.Fprintf(io.out, "\n%s × %s: %s: %s\n", c.Kernel, c.Exercise, c.Verdict, c.Why)
+		fmt.Fprintf(io.out, "\n%s × %s: %s: %s%s\n", c.Kernel, c.Exercise, c.Verdict, c.Why, timeFactorNote("; ", c.TimeFactor))
 		if c.Diagnosis != nil {
 			for _, r := range c.Diagnosis.Refusals {
 				fmt.Fprintf(io.out, "  refused %s %s (%s); grant: %s\n", r.Call, strings.Join(r.Objects, " "), strings.Join(r.Rights, ","), strings.Join(r.Grant, "; "))

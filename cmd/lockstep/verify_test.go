@@ -58,3 +58,18 @@ func TestVerifyBaseDirRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyTCGTimeFactor: a time factor below 1 or above 100 is a usage
+// error (2), for --base and --base-dir alike, before any kernel is looked for.
+func TestVerifyTCGTimeFactor(t *testing.T) {
+	none := filepath.Join(t.TempDir(), "none", "bzImage")
+	for _, args := range [][]string{
+		{"verify", "--base", "b.cfg", "--exercises", "e", "--kernel", none, "--tcg-time-factor", "0"},
+		{"verify", "--base-dir", "bases", "--kernel", none, "--tcg-time-factor", "1000"},
+	} {
+		var o, e bytes.Buffer
+		if code := run(t.Context(), args, &stdio{out: &o, err: &e}); code != exitUsage || !strings.Contains(e.String(), "--tcg-time-factor") {
+			t.Errorf("lockstep %s = %d, stderr %q; want %d naming --tcg-time-factor", strings.Join(args, " "), code, e.String(), exitUsage)
+		}
+	}
+}

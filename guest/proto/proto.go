@@ -49,6 +49,12 @@ const (
 	CmdlineHook = "lockstep.hook"
 	// EnvGuest is set to "1" in the environment of every guest command.
 	EnvGuest = "LOCKSTEP_GUEST"
+	// EnvAccel is the accelerator the guest runs under ("kvm" or "tcg"),
+	// set by the host in every guest command's environment: a workload
+	// whose runs are timed (the observer's, verify's) scales its time
+	// limits under TCG, which is several times slower than the machine the
+	// limits were measured on.
+	EnvAccel = "LOCKSTEP_ACCEL"
 	// EnvRole names the registered role the guest's lockstep binary
 	// ([GuestBinary]) plays instead of parsing a command line: a workload's
 	// guest side, which reads [OptionsFile]. It is the variable lockstep's

@@ -36,7 +36,11 @@ type KVM struct {
 	Mismatches []Mismatch  `json:"mismatches"`
 	AuditOnly  []AuditOnly `json:"audit_only"`
 	Rows       []Row       `json:"rows"`
-	Verified   bool        `json:"verified"`
+	// TimeFactor is the factor the exercise runs' timeout and cpu limits
+	// were multiplied by, the guest being slower than the machine that
+	// measured them (under TCG); absent (0) is 1, as in Phobos's records.
+	TimeFactor int  `json:"time_factor,omitempty"`
+	Verified   bool `json:"verified"`
 	// Aborted and Evidence are set together, on an abort only.
 	Aborted  string         `json:"-"`
 	Evidence map[string]any `json:"-"`
@@ -126,6 +130,9 @@ func (r *KVM) Validate() error {
 		if h != nil && !hexPattern.MatchString(*h) {
 			p.add("%s %q is not a lower-case hex SHA-256 or null", name, *h)
 		}
+	}
+	if r.TimeFactor < 0 {
+		p.add("time_factor %d is negative", r.TimeFactor)
 	}
 	if r.Mismatches == nil || r.AuditOnly == nil || r.Rows == nil {
 		p.add("mismatches, audit_only and rows must be lists (possibly empty)")

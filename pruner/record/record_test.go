@@ -345,6 +345,7 @@ func TestKVMValidation(t *testing.T) {
 		{"no cross check", func(r *KVM) { r.CrossCheck = nil }, "without a cross_check"},
 		{"root digest", func(r *KVM) { r.Provenance.RootDigest = "sha256:ABC" }, "provenance.root_digest"},
 		{"bare root digest", func(r *KVM) { r.Provenance.RootDigest = strings.Repeat("a", 64) }, "provenance.root_digest"},
+		{"time factor", func(r *KVM) { r.TimeFactor = -2 }, "time_factor -2 is negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.Name, func(t *testing.T) {
