@@ -21,11 +21,17 @@ import (
 // 30 s timeout, so it is inconclusive, the trace kept is that of the
 // observed re-run, and the verb exits 3 (nothing failed). The console, the
 // raw audit lines and the kernel's configuration lie beside run.json.
+//
+// --tcg-time-factor 1: nofile-hang waits out its timeout by design, twice
+// (the joint run and the observed re-run), and under TCG the default
+// factor makes each wait ten times the policy's 30 s (the test took 646 s
+// and ran past its bound). The factor has its own tests
+// (TestTimeFactorHostKernel, verify's TestHereTimeFactor).
 func TestObserveGuestObserverKey(t *testing.T) {
 	needGuest(t)
 	bin := lockstepbin.Build(t)
 	ps := copyDir(t, observerPathSet)
-	code, out, wall := observeKey(t, bin, "observer", "testdata/exercises", ps)
+	code, out, wall := observeKey(t, bin, "observer", "testdata/exercises", ps, "--tcg-time-factor", "1")
 	t.Logf("lockstep observe (%v, exit %d):\n%s", wall, code, out)
 	if code != StatusIndeterminate || !strings.Contains(out, "observer_proc-mounts: verified") ||
 		!strings.Contains(out, "observer_nofile-hang: INCONCLUSIVE") {

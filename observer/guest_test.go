@@ -72,23 +72,25 @@ func observeGuest(t testing.TB, bin, exercises, pathSets string) (int, string, t
 }
 
 // observeKey runs `lockstep observe --key key` on the 7.2.13 pin.
-func observeKey(t testing.TB, bin, key, exercises, pathSets string) (int, string, time.Duration) {
+func observeKey(t testing.TB, bin, key, exercises, pathSets string, flags ...string) (int, string, time.Duration) {
 	t.Helper()
 	var out bytes.Buffer
-	code, wall := observeKeyTo(t, bin, key, exercises, pathSets, &out)
+	code, wall := observeKeyTo(t, bin, key, exercises, pathSets, &out, flags...)
 	return code, out.String(), wall
 }
 
-// observeKeyTo runs `lockstep observe --key key` on the 7.2.13 pin with its
-// output going to out, and returns its exit status and wall time.
-func observeKeyTo(t testing.TB, bin, key, exercises, pathSets string, out io.Writer) (int, time.Duration) {
+// observeKeyTo runs `lockstep observe --key key` (and flags) on the 7.2.13
+// pin with its output going to out, and returns its exit status and wall
+// time.
+func observeKeyTo(t testing.TB, bin, key, exercises, pathSets string, out io.Writer, flags ...string) (int, time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	// The HTML report goes beside the path set (outside it: the orchestrator
 	// reads every file there); checkObserveGuest checks it.
-	cmd := exec.CommandContext(ctx, bin, "observe", "--key", key, "--exercises", exercises, "--path-sets", pathSets,
-		"--html", filepath.Join(filepath.Dir(pathSets), "observe.html"))
+	args := append([]string{"observe", "--key", key, "--exercises", exercises, "--path-sets", pathSets,
+		"--html", filepath.Join(filepath.Dir(pathSets), "observe.html")}, flags...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	t0 := time.Now()
 	err := cmd.Run()
