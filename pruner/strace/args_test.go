@@ -1,6 +1,9 @@
 package strace
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestQuotedPrefix: escaped quotes stay inside the literal, an even run
 // of backslashes does not, and strace's truncation mark belongs to it.
@@ -20,5 +23,18 @@ func TestQuotedPrefix(t *testing.T) {
 		if string(got) != tt.want || ok != tt.ok {
 			t.Errorf("QuotedPrefix(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// TestCommands: the pruner's and the observer's strace command lines, word
+// for word; they differ only in --seccomp-bpf and the trace set.
+func TestCommands(t *testing.T) {
+	got := strings.Join(Command("t", "sh", "-c", "x"), " ")
+	if want := "strace -f -qq -y -s 4096 -e trace=" + TraceSet + " -o t sh -c x"; got != want {
+		t.Errorf("Command = %q, want %q", got, want)
+	}
+	got = strings.Join(SeccompCommand("t", []string{"openat", "ioctl"}, "sh"), " ")
+	if want := "strace -f -qq -y -s 4096 --seccomp-bpf -e trace=openat,ioctl -o t sh"; got != want {
+		t.Errorf("SeccompCommand = %q, want %q", got, want)
 	}
 }

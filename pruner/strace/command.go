@@ -16,7 +16,15 @@ const TraceSet = "%file,%network,%process,%desc,landlock_restrict_self,setsid,se
 // loses to a user-notification filter, so guarded calls would vanish from
 // the trace.)
 func Command(out string, argv ...string) []string {
-	return append([]string{"strace", "-f", "-qq", "-y", "-s", "4096", "-e", "trace=" + TraceSet, "-o", out}, argv...)
+	return command(out, nil, TraceSet, argv)
+}
+
+// command is strace with the flags every trace of lockstep's needs (-f
+// every thread and child, -y the paths of descriptors, -s 4096 whole
+// paths), then extra, the trace set and the output file, then argv.
+func command(out string, extra []string, trace string, argv []string) []string {
+	args := append([]string{"strace", "-f", "-qq", "-y", "-s", "4096"}, extra...)
+	return append(append(args, "-e", "trace="+trace, "-o", out), argv...)
 }
 
 // SeccompCommand returns the argv that runs argv under strace stopping at
@@ -34,6 +42,5 @@ func Command(out string, argv ...string) []string {
 // under lockstep run, an ioctl enforcer's terminal filter refuses
 // (TIOCSTI, TIOCLINUX: EPERM, never Landlock's).
 func SeccompCommand(out string, calls []string, argv ...string) []string {
-	return append([]string{"strace", "-f", "-qq", "-y", "-s", "4096", "--seccomp-bpf",
-		"-e", "trace=" + strings.Join(calls, ","), "-o", out}, argv...)
+	return command(out, []string{"--seccomp-bpf"}, strings.Join(calls, ","), argv)
 }
