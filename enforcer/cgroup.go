@@ -311,14 +311,24 @@ func (c *caps) killAll(deadline time.Duration) error {
 	}
 }
 
+// cgroupPids lists the processes in dir's cgroup.procs. Only positive pids
+// are kept: the kernel writes 0 for a process it cannot name in the
+// reader's pid namespace, and kill(0) (or a negative pid) would signal the
+// killer's own process group (or every process): for an enforcer started
+// in its caller's group (the containment probes) that is the caller.
 func cgroupPids(dir string) []int {
 	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return nil
 	}
+	return parseProcs(data)
+}
+
+// parseProcs reads the positive pids of a cgroup.procs text.
+func parseProcs(data []byte) []int {
 	var pids []int
 	for _, f := range strings.Fields(string(data)) {
-		if n, err := strconv.Atoi(f); err == nil {
+		if n, err := strconv.Atoi(f); err == nil && n > 0 {
 			pids = append(pids, n)
 		}
 	}

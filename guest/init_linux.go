@@ -333,7 +333,7 @@ func (p *pid1) runJob() int {
 	if werr == nil {
 		if ws := state.Sys().(syscall.WaitStatus); ws.Signaled() {
 			ru, _ := state.SysUsage().(*syscall.Rusage)
-			fmt.Fprintf(p.console, "\n%s\n", witness(ws.Signal(), ru))
+			fmt.Fprintf(p.console, "\n%s\n", witness(cmd.Process.Pid, ws.Signal(), ru))
 		}
 	}
 	// Whatever the command left behind dies with it, so the pipes reach

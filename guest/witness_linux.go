@@ -11,14 +11,15 @@ import (
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 )
 
-// witness describes the guest when the job died by signal sig: the job's own
-// CPU time and peak memory, the kernel's count of OOM kills since boot, the
+// witness describes the guest when the job (pid) died by signal sig: its pid
+// (beside last_pid, whether a remembered pid could have been reused as
+// one of the job's), the job's own CPU time and peak memory, the kernel's count of OOM kills since boot, the
 // memory left, and the last PID handed out. A kill that nobody logged (a
 // SIGKILL with no OOM-killer line) then still says whether memory, a CPU
 // limit or PID reuse was near, which the exit status alone cannot.
-func witness(sig syscall.Signal, ru *syscall.Rusage) string {
+func witness(pid int, sig syscall.Signal, ru *syscall.Rusage) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%ssignal=%d (%s)", proto.SignaledPrefix, int(sig), sig)
+	fmt.Fprintf(&b, "%ssignal=%d (%s) job_pid=%d", proto.SignaledPrefix, int(sig), sig, pid)
 	if ru != nil {
 		fmt.Fprintf(&b, " job_user_s=%.2f job_sys_s=%.2f job_maxrss_kb=%d",
 			tvSeconds(ru.Utime), tvSeconds(ru.Stime), ru.Maxrss)

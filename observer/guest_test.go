@@ -253,6 +253,13 @@ func checkObserveGuest(t *testing.T, exercises string) string {
 	ps := copyPathSet(t)
 	code, out, wall := observeGuest(t, bin, exercises, ps)
 	t.Logf("lockstep observe (%v, exit %d):\n%s", wall, code, out)
+	// observe's default two vCPUs are two lanes: round 2's last two joint
+	// runs (and the last two reference runs) run side by side.
+	for _, want := range []string{"reference run 3/3 (lane 2 of 2)", "joint run 3/3 (round 2) (lane 2 of 2)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the progress lacks %q: the runs did not run side by side", want)
+		}
+	}
 	stem := filepath.Join(ps, "fixture_udp-fixture")
 	if page, err := os.ReadFile(filepath.Join(filepath.Dir(ps), "observe.html")); err != nil {
 		t.Errorf("observe --html wrote no report: %v", err)

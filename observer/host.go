@@ -245,7 +245,8 @@ func guestRun(opts HostOptions, results string) (harness.Options, error) {
 	opts.Sizing.Apply(&hopts)
 	err = hopts.SetRole(GuestRole, GuestOptions{Key: opts.Key, Exercises: guestExercises, PathSets: guestPathSets,
 		Out: proto.ResultsDir, WantABI: opts.WantABI, WantRelease: opts.WantRelease, RootDigest: digest,
-		AuditRaw: path.Join(proto.ResultsDir, AuditRawFile), OneCPU: true, TCGTimeFactor: opts.TCGTimeFactor})
+		AuditRaw: path.Join(proto.ResultsDir, AuditRawFile), OneCPU: true, TCGTimeFactor: opts.TCGTimeFactor,
+		Lanes: max(hopts.CPUs, 1)})
 	return hopts, err
 }
 

@@ -9,13 +9,16 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
+	"github.com/lockstep-sandbox/lockstep/observer/lane"
 	"github.com/lockstep-sandbox/lockstep/observer/proof"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
 	"github.com/lockstep-sandbox/lockstep/pruner/control"
@@ -392,29 +395,41 @@ func (v *verification) timed(p *policy.Policy) *policy.Policy { return Slowed(p,
 // reference measures the guest's own reference: ReferenceRuns unsandboxed
 // runs that must run tests and agree.
 func (v *verification) reference(ctx context.Context) error {
-	o := v.o
-	for i := 0; i < o.opts.ReferenceRuns; i++ {
-		o.progress("%s: reference run %d/%d", v.ex.Name, i+1, o.opts.ReferenceRuns)
-		res, err := v.exRun(ctx, "reference", nil)
-		if err != nil {
-			return err
-		}
-		if v.stopped != nil {
+	n := v.o.opts.ReferenceRuns
+	results, err := v.phase(ctx, "reference", nil, n, func(i int) string { return fmt.Sprintf("reference run %d/%d", i+1, n) },
+		func(done []*exercise.Result) bool { return v.referenceProblem(done) != nil })
+	if err != nil {
+		return err
+	}
+	if err := v.referenceProblem(results); err != nil {
+		return err
+	}
+	for _, res := range results {
+		v.es.Reference = append(v.es.Reference, res.Duration.Seconds())
+	}
+	v.ref = results[0]
+	return nil
+}
+
+// referenceProblem is the abort the reference runs so far call for, in
+// order: a run out of time, a first run that cannot anchor the
+// verification, or a later run that differs from the first; nil if none.
+func (v *verification) referenceProblem(results []*exercise.Result) error {
+	for i, res := range results {
+		if res.Verdict.ExitClass == verdict.Timeout {
 			return v.stopped
 		}
-		v.es.Reference = append(v.es.Reference, res.Duration.Seconds())
 		if i == 0 {
 			if prob := res.Verdict.ReferenceProblem(); prob != nil {
 				return abortf(map[string]any{"verdict": res.Verdict, "status": res.Status, "log": tail(res.Log)},
 					"the reference run ran no tests or failed for an infrastructure reason: %v", prob)
 			}
-			v.ref = res
 			continue
 		}
-		if !res.Verdict.Same(v.ref.Verdict) {
+		if !res.Verdict.Same(results[0].Verdict) {
 			// The run's status and log say why it differs (a build that
 			// died, a test that failed), which the verdicts alone do not.
-			return abortf(map[string]any{"first": v.ref.Verdict, "run": i + 1, "verdict": res.Verdict,
+			return abortf(map[string]any{"first": results[0].Verdict, "run": i + 1, "verdict": res.Verdict,
 				"status": res.Status, "seconds": res.Duration.Seconds(), "log": tail(res.Log)},
 				"flaky reference: reference run %d differs from the first", i+1)
 		}
@@ -422,9 +437,86 @@ func (v *verification) reference(ctx context.Context) error {
 	return nil
 }
 
-// exRun runs the exercise once behind prefix and counts it.
+// phase makes the n runs of one kind behind prefix that need no result of
+// each other, until enough says the runs so far settle the phase. The first
+// runs alone (it anchors the phase, and a first run that settles it, a
+// reference that cannot anchor or a joint run that differs, costs no more
+// runs); when the observer has more than one lane, the rest run side by
+// side, all of them. The results are in order, each accounted (account).
+func (v *verification) phase(ctx context.Context, kind string, prefix []string, n int, name func(i int) string,
+	enough func(done []*exercise.Result) bool) ([]*exercise.Result, error) {
+	var done []*exercise.Result
+	for i := range n {
+		if lanes := min(v.o.opts.Lanes, n-i); i > 0 && lanes > 1 {
+			rest, err := v.sideBySide(ctx, kind, prefix, i, n, lanes, name)
+			return append(done, rest...), err
+		}
+		v.o.progress("%s: %s", v.ex.Name, name(i))
+		res, err := v.exRun(ctx, kind, prefix)
+		if err != nil {
+			return nil, err
+		}
+		if done = append(done, res); enough(done) {
+			break
+		}
+	}
+	return done, nil
+}
+
+// sideBySide makes runs from to n-1 in up to lanes lanes at once: each
+// from a fresh copy of its own, seen by the command at the working
+// directory (package lane). The working directory itself must stay put
+// meanwhile.
+func (v *verification) sideBySide(ctx context.Context, kind string, prefix []string, from, n, lanes int, name func(i int) string) ([]*exercise.Result, error) {
+	if err := os.MkdirAll(v.o.work, 0o755); err != nil {
+		return nil, fmt.Errorf("observe: the working directory the lanes bind over: %w", err)
+	}
+	free := make(chan int, lanes)
+	for id := range lanes {
+		free <- id
+	}
+	results, errs := make([]*exercise.Result, n-from), make([]error, n-from)
+	var wg sync.WaitGroup
+	for i := range n - from {
+		id := <-free
+		v.o.progress("%s: %s (lane %d of %d)", v.ex.Name, name(from+i), id+1, lanes)
+		opts := v.runOptions(prefix)
+		opts.CopyDir = filepath.Join(v.o.scratch, "lanes", strconv.Itoa(id+1), filepath.Base(v.o.work))
+		opts.Prefix = append(lane.Command([]string{v.o.exe}, opts.CopyDir, v.o.work), prefix...)
+		wg.Add(1)
+		go func() {
+			defer func() { free <- id; wg.Done() }()
+			results[i], errs[i] = v.ex.Run(ctx, opts)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, res := range results {
+		// A lane's own failure (status lane.SetupStatus) stops the run
+		// before the command, which account takes as the defect it is.
+		if err := v.account(kind, true, res); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+// exRun runs the exercise once behind prefix and accounts for it.
 func (v *verification) exRun(ctx context.Context, kind string, prefix []string) (*exercise.Result, error) {
-	v.es.Runs[kind]++
+	res, err := v.ex.Run(ctx, v.runOptions(prefix))
+	if err != nil {
+		return nil, err
+	}
+	if err := v.account(kind, prefix != nil, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// runOptions are one run's options behind prefix.
+func (v *verification) runOptions(prefix []string) exercise.RunOptions {
 	bound := v.bound
 	if prefix != nil && bound != 0 {
 		// Under lockstep run the policy's timeout ends the command (124)
@@ -432,18 +524,22 @@ func (v *verification) exRun(ctx context.Context, kind string, prefix []string) 
 		// backstop.
 		bound += PrefixGrace
 	}
-	res, err := v.ex.Run(ctx, exercise.RunOptions{WorkDir: v.o.work, Prefix: prefix, Timeout: bound, Log: v.o.log})
-	if err != nil {
-		return nil, err
-	}
+	return exercise.RunOptions{WorkDir: v.o.work, Prefix: prefix, Timeout: bound, Log: v.o.log}
+}
+
+// account counts a finished run of kind and notes the first run that ran
+// out of time; a run behind a prefix (prefixed) must have let the command
+// start.
+func (v *verification) account(kind string, prefixed bool, res *exercise.Result) error {
+	v.es.Runs[kind]++
 	if res.Verdict.ExitClass == verdict.Timeout && v.stopped == nil {
 		v.stopped = &TimeoutError{Kind: kind, Limit: v.limit(), Factor: v.o.factor, Log: tail(res.Log)}
 	}
-	if prefix != nil && !res.Started {
-		return nil, abortf(map[string]any{"status": res.Status, "log": tail(res.BeforeStart())},
+	if prefixed && !res.Started {
+		return abortf(map[string]any{"status": res.Status, "log": tail(res.BeforeStart())},
 			"a defect of the pruner: the %s run stopped before the command started (status %d)", kind, res.Status)
 	}
-	return res, nil
+	return nil
 }
 
 // limit is the bound a run ran into: v.bound, or the exercise package's
@@ -620,13 +716,16 @@ func (v *verification) joint(ctx context.Context, p *policy.Policy, round int) (
 	if err := os.WriteFile(path, v.timed(p).Render(), 0o644); err != nil {
 		return nil, err
 	}
-	for i := 0; i < v.o.opts.JointRuns; i++ {
-		v.o.progress("%s: joint run %d/%d (round %d)", v.ex.Name, i+1, v.o.opts.JointRuns, round)
-		res, err := v.exRun(ctx, "joint", enforcer.Command(enforcer.Prefix(v.o.exe, false), path))
-		if err != nil {
-			return nil, err
-		}
-		if !res.Verdict.Same(v.ref.Verdict) {
+	n := v.o.opts.JointRuns
+	differs := func(res *exercise.Result) bool { return !res.Verdict.Same(v.ref.Verdict) }
+	results, err := v.phase(ctx, "joint", enforcer.Command(enforcer.Prefix(v.o.exe, false), path), n,
+		func(i int) string { return fmt.Sprintf("joint run %d/%d (round %d)", i+1, n, round) },
+		func(done []*exercise.Result) bool { return differs(done[len(done)-1]) })
+	if err != nil {
+		return nil, err
+	}
+	for _, res := range results {
+		if differs(res) {
 			return res, nil
 		}
 	}

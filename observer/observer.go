@@ -102,6 +102,13 @@ type GuestOptions struct {
 	// one CPU: under TCG strace's wake-ups across two vCPUs slowed the
 	// traced runs 2 to 3 times (pinOneCPU). The other runs use every CPU.
 	OneCPU bool `json:"one_cpu,omitempty"`
+	// Lanes is how many of one phase's independent runs (the reference
+	// runs, a round's joint runs) run side by side, each in a lane of its
+	// own (package observer/lane: its own mount and network namespace,
+	// its own copy at WorkDir); 0 or 1 runs them one after another. Lanes
+	// need CAP_SYS_ADMIN: the host gives the guest's observer one per
+	// vCPU.
+	Lanes int `json:"lanes,omitempty"`
 	// Progress receives one line per step of each exercise; nil discards.
 	Progress io.Writer `json:"-"`
 	// Log receives debug messages; nil discards them.

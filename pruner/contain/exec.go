@@ -23,6 +23,12 @@ func ExecProbe(ctx context.Context, argv, env []string, timeout time.Duration) (
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = env
+	// A process group of its own: nothing the probe or its enforcer
+	// signals by group (kill(0), kill(-pgid)) can reach the caller, and a
+	// timeout ends whatever the run started (an unsandboxed control's
+	// nproc children), not the enforcer alone.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

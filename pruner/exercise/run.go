@@ -64,6 +64,11 @@ type RunOptions struct {
 	// overlapping the exercise folder. It is deleted and replaced by a
 	// fresh copy of the exercise. Required (production: DefaultWorkDir).
 	WorkDir string
+	// CopyDir, if set, takes WorkDir's place as the fresh copy and where
+	// the reports are read, for a command that sees it at WorkDir through
+	// a bind mount of its own (package observer/lane, named in Prefix);
+	// WorkDir must then exist and is left alone. The same rules hold.
+	CopyDir string
 	// Prefix is put before the command, e.g.
 	// {"lockstep", "run", "--config", "p.cfg", "--"} or
 	// {"strace", "-f", "-o", "trace", "--"}; nil runs the build script
@@ -132,7 +137,14 @@ func (e *Exercise) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	if err := e.checkWorkDir(opts.WorkDir); err != nil {
 		return nil, err
 	}
-	if err := FreshCopy(e.Dir, opts.WorkDir); err != nil {
+	copyDir := opts.WorkDir
+	if opts.CopyDir != "" {
+		if err := e.checkWorkDir(opts.CopyDir); err != nil {
+			return nil, err
+		}
+		copyDir = opts.CopyDir
+	}
+	if err := FreshCopy(e.Dir, copyDir); err != nil {
 		return nil, err
 	}
 	var token [16]byte
@@ -164,7 +176,7 @@ func (e *Exercise) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	capt := p.capt
 	res.Stdout, res.Stderr, res.Log, res.Dropped = capt.stdout.Bytes(), capt.stderr.Bytes(), capt.log.Bytes(), capt.dropped
 	res.Started = bytes.Contains(res.Stderr, []byte(sentinel))
-	res.Reports, err = CollectReports(opts.WorkDir, e.ReportGlobs())
+	res.Reports, err = CollectReports(copyDir, e.ReportGlobs())
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", e.Stem(), err)
 	}

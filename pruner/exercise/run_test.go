@@ -338,3 +338,33 @@ func TestFreshCopy(t *testing.T) {
 		t.Errorf("sub/deep = %v; want a folder", err)
 	}
 }
+
+// TestRunCopyDir: with CopyDir the fresh copy and the reports are there
+// and WorkDir is left alone; the command still gets WorkDir as HOME. The
+// prefix `env -C <copy>` stands in for a lane's bind mount.
+func TestRunCopyDir(t *testing.T) {
+	e := scratch(t, "mkdir -p test-reports; printf '%s\\n' '<testsuite><testcase name=\"a\"/></testsuite>' >test-reports/r.xml; printf '%s\\n' \"HOME=$HOME\" >home\n")
+	work, cp := filepath.Join(t.TempDir(), "w"), filepath.Join(t.TempDir(), "c")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "keep"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(t.Context(), RunOptions{WorkDir: work, CopyDir: cp, Prefix: []string{"env", "-C", cp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != 0 || len(res.Reports) != 1 || res.Reports[0].Err != nil {
+		t.Fatalf("status %d, reports %+v, log %s; want 0 and the one report read from the copy", res.Status, res.Reports, res.Log)
+	}
+	if b, err := os.ReadFile(filepath.Join(cp, "home")); err != nil || string(b) != "HOME="+work+"\n" {
+		t.Errorf("the copy's home file = %q, %v; want HOME=%s", b, err, work)
+	}
+	if _, err := os.Stat(filepath.Join(work, "keep")); err != nil {
+		t.Errorf("WorkDir was not left alone: %v", err)
+	}
+	if _, err := e.Run(t.Context(), RunOptions{WorkDir: work, CopyDir: e.Dir}); err == nil {
+		t.Error("CopyDir = the exercise folder: nil error, want a refusal")
+	}
+}
