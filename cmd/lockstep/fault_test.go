@@ -460,7 +460,7 @@ func TestBootGuestSignaled(t *testing.T) {
 		t.Errorf("stderr does not carry PID 1's witness line with oom_kill=0:\n%s", stderr)
 	}
 	b, err := os.ReadFile(filepath.Join(results, "run.json"))
-	if err != nil || !bytes.Contains(b, []byte(`"signaled": "signal=9 (killed) job_user_s=`)) {
+	if err != nil || !bytes.Contains(b, []byte(`"signaled": "signal=9 (killed) job_pid=`)) || !bytes.Contains(b, []byte(" job_user_s=")) {
 		t.Errorf("run.json lacks the signaled line: %v\n%s", err, b)
 	}
 }
