@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/machine"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"github.com/lockstep-sandbox/lockstep/observer/lane"
@@ -447,7 +448,7 @@ func (v *verification) phase(ctx context.Context, kind string, prefix []string, 
 	enough func(done []*exercise.Result) bool) ([]*exercise.Result, error) {
 	var done []*exercise.Result
 	for i := range n {
-		if lanes := min(v.o.opts.Lanes, n-i); i > 0 && lanes > 1 {
+		if lanes := v.lanes(n-i, done); lanes > 1 {
 			rest, err := v.sideBySide(ctx, kind, prefix, i, n, lanes, name)
 			return append(done, rest...), err
 		}
@@ -461,6 +462,24 @@ func (v *verification) phase(ctx context.Context, kind string, prefix []string, 
 		}
 	}
 	return done, nil
+}
+
+// lanes is how many of a phase's rest runs run side by side after the
+// runs done: none before the first has run alone; then one per lane the
+// observer has, but no more than the guest's free memory holds twice over,
+// judged by the first run's largest process (MaxRSSKiB), so that a run
+// beside others is never short of memory it had alone (which would read as
+// a flaky reference or a difference between the kernels).
+func (v *verification) lanes(rest int, done []*exercise.Result) int {
+	n := min(v.o.opts.Lanes, rest)
+	if len(done) == 0 || n <= 1 {
+		return 1
+	}
+	avail, ok := machine.MeminfoMB("MemAvailable")["MemAvailable"]
+	if !ok {
+		return 1
+	}
+	return lanesFor(n, avail, done[0].MaxRSSKiB)
 }
 
 // sideBySide makes runs from to n-1 in up to lanes lanes at once: each

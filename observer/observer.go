@@ -205,3 +205,15 @@ func containmentChecks(rs []record.ContainmentCheck) []ContainmentCheck {
 	}
 	return out
 }
+
+// lanesFor is how many runs go side by side: at most n, as many as half of
+// availMiB holds when each run's largest process peaks at rssKiB, at least
+// 1 (and 1 when the peak is unknown). The other half is left to what the
+// peak does not count: the runs' other processes, their copies in the
+// guest's tmpfs, the page cache.
+func lanesFor(n int, availMiB, rssKiB int64) int {
+	if rssKiB <= 0 {
+		return 1
+	}
+	return int(max(1, min(int64(n), availMiB*1024/2/rssKiB)))
+}

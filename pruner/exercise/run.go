@@ -109,6 +109,10 @@ type Result struct {
 	Dropped int64
 	// Duration is from start to exit of the command (not the clean-up).
 	Duration time.Duration
+	// MaxRSSKiB is the peak resident set of the largest process of the
+	// run the runner waited for (the command, or a descendant it reaped),
+	// in KiB: getrusage's ru_maxrss; 0 where unknown.
+	MaxRSSKiB int64
 	// Reports are the JUnit files the run left where the report globs
 	// point, sorted by path.
 	Reports []verdict.Report
@@ -170,6 +174,9 @@ func (e *Exercise) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 
 	res := &Result{Command: argv, sentinel: sentinel, Duration: p.duration}
 	res.Status = exitStatus(p.cmd.ProcessState, waitErr)
+	if ru, ok := sysUsage(p.cmd.ProcessState); ok {
+		res.MaxRSSKiB = ru.Maxrss
+	}
 	if p.timedOut.Load() {
 		res.TimedOut, res.Status = true, verdict.TimeoutStatus
 	}
@@ -317,6 +324,15 @@ func (p *runProcess) drain(log *slog.Logger, stem string) {
 	}
 	p.outR.Close()
 	p.errR.Close()
+}
+
+// sysUsage is ps's resource usage, if it was waited for.
+func sysUsage(ps *os.ProcessState) (*syscall.Rusage, bool) {
+	if ps == nil {
+		return nil, false
+	}
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	return ru, ok
 }
 
 func exitStatus(ps *os.ProcessState, err error) int {

@@ -358,6 +358,9 @@ func TestRunCopyDir(t *testing.T) {
 	if res.Status != 0 || len(res.Reports) != 1 || res.Reports[0].Err != nil {
 		t.Fatalf("status %d, reports %+v, log %s; want 0 and the one report read from the copy", res.Status, res.Reports, res.Log)
 	}
+	if res.MaxRSSKiB <= 0 {
+		t.Errorf("MaxRSSKiB = %d, want the run's peak (bash's at least)", res.MaxRSSKiB)
+	}
 	if b, err := os.ReadFile(filepath.Join(cp, "home")); err != nil || string(b) != "HOME="+work+"\n" {
 		t.Errorf("the copy's home file = %q, %v; want HOME=%s", b, err, work)
 	}
