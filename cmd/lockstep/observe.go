@@ -42,6 +42,11 @@ status 3 and nothing is written), then for each exercise of the key:
   5. containment (pruner/contain): the canaries, a write into a read-only
      path, a connect and a bind to ports no rule names, one probe per limit.
 
+With more than one vCPU (--cpus), the reference runs and each round's joint
+runs after the first run side by side, one per vCPU (no more than half the
+guest's free memory holds), each in a mount and network namespace of its own
+with its own copy at the working directory.
+
 --key all observes every key of the exercise tree in turn, one guest each,
 reading and writing <path-sets>/<key> (so each key's run.json, observe.json and
 artefacts stay apart; the report is <file>-<key>.html); one key's failure does
