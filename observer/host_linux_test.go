@@ -240,6 +240,8 @@ func TestABI10AndContainmentHostKernel(t *testing.T) {
 	if abi >= 10 {
 		t.Skip("on ABI 10 the fixture's UDP bind is refused: the guest test covers it")
 	}
+	early := v.startTimeoutCheck(t.Context(), p)
+	defer early.stop()
 	if err := v.reference(t.Context()); err != nil {
 		t.Fatalf("reference: %v", err)
 	}
@@ -250,7 +252,7 @@ func TestABI10AndContainmentHostKernel(t *testing.T) {
 	if len(v.k.Rows) != 0 || final != p {
 		t.Errorf("rows %v on ABI %d, want none and the policy unchanged", v.k.Rows, abi)
 	}
-	checks, failed, err := v.contain(t.Context(), final)
+	checks, failed, err := v.contain(t.Context(), final, p, early)
 	if err != nil {
 		t.Fatalf("contain: %v", err)
 	}

@@ -4,8 +4,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/pruner/contain"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
 )
 
 // TestReferenceLanesHostKernel: with two lanes the first reference run runs
@@ -46,5 +52,52 @@ func TestLaneFailureHostKernel(t *testing.T) {
 	var ae *AbortError
 	if !errors.As(err, &ae) || ae.Reason != "a defect of the pruner: the reference run stopped before the command started (status 1)" {
 		t.Fatalf("reference with broken lanes = %v, want the defect abort", err)
+	}
+}
+
+// TestEarlyTimeoutCheckHostKernel: the containment's timeout check started
+// before the runs (a 3 s timeout, waited out beside a reference run) lands
+// among the other checks, held and counted; when the policy that settled
+// is not the one read (a row was added), the early check is dropped and
+// the check runs again under the settled policy.
+func TestEarlyTimeoutCheckHostKernel(t *testing.T) {
+	v, p := hostVerification(t, 0, nil)
+	p.Limits[policy.Timeout] = policy.Limit{Value: 3000}
+	early := v.startTimeoutCheck(t.Context(), p)
+	defer early.stop()
+	if err := v.reference(t.Context()); err != nil {
+		t.Fatalf("reference: %v", err)
+	}
+	start := time.Now()
+	checks, failed, err := v.contain(t.Context(), p, p, early)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("contain: %v, failed %v", err, failed)
+	}
+	held := map[string]bool{}
+	for _, c := range checks {
+		held[c.Name] = c.Refused && c.Unchecked == ""
+	}
+	if !held[contain.TimeoutCheck] || !held["canary /root/lockstep-prune-canary"] {
+		t.Errorf("checks %+v: want the early timeout check held among the others", checks)
+	}
+	if !slices.IsSortedFunc(checks, func(a, b record.ContainmentCheck) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Errorf("checks not in name order: %+v", checks)
+	}
+	t.Logf("containment after the early check: %v", time.Since(start).Round(time.Millisecond))
+
+	probes := v.es.Runs["containment probe"]
+	again := v.startTimeoutCheck(t.Context(), p)
+	// A settled policy other than the one read (on ABI 10 it would hold a
+	// UDP row; this kernel may not enforce one, so a copy stands for it).
+	settled := p.Clone()
+	checks, failed, err = v.contain(t.Context(), settled, p, again)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("contain under a settled policy with a row: %v, failed %v: %+v", err, failed, checks)
+	}
+	if !slices.ContainsFunc(checks, func(c record.ContainmentCheck) bool { return c.Name == contain.TimeoutCheck && c.Refused }) {
+		t.Errorf("checks %+v: want the timeout check run again under the settled policy", checks)
+	}
+	if v.es.Runs["containment probe"] <= probes {
+		t.Errorf("probes counted %d then %d", probes, v.es.Runs["containment probe"])
 	}
 }

@@ -361,6 +361,10 @@ func (v *verification) run(ctx context.Context, f exercise.Found) (reason string
 	if v.ex, err = exercise.Read(f); err != nil {
 		return "", err
 	}
+	// The containment's timeout check waits out the policy's timeout;
+	// it waits beside the runs (earlyCheck).
+	early := v.startTimeoutCheck(ctx, p)
+	defer early.stop()
 	// 2. The guest's own reference.
 	if err := v.reference(ctx); err != nil {
 		return "", err
@@ -376,7 +380,7 @@ func (v *verification) run(ctx context.Context, f exercise.Found) (reason string
 		return "", err
 	}
 	// 5. Containment under the verified policy.
-	checks, failed, err := v.contain(ctx, final)
+	checks, failed, err := v.contain(ctx, final, p, early)
 	if err != nil {
 		return "", err
 	}

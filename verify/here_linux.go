@@ -68,6 +68,10 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	if c.unenforceable(opts.Policy) {
 		return c, nil
 	}
+	// The containment's timeout check waits out the policy's own timeout
+	// (up to the probe's cap): it waits beside the runs (contain.Early).
+	early := contain.StartEarly(ctx, opts.Policy, containSetup(opts.Exe, opts.WorkDir, ""), contain.TimeoutCheck)
+	defer early.Stop()
 	timed := c.timed(opts, ex.Name)
 	bound := observer.RunBound(timed, opts.RunTimeout)
 	run := runner(ctx, ex, opts, bound)
@@ -79,15 +83,11 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	if c.noReference(ref, bound, opts.TimeFactor) {
 		return c, nil
 	}
-	scratch, err := os.MkdirTemp("", "lockstep-verify.")
+	scratch, cfg, err := writePolicy(timed)
 	if err != nil {
-		return nil, fmt.Errorf("verify: %w", err)
+		return nil, err
 	}
 	defer os.RemoveAll(scratch)
-	cfg := filepath.Join(scratch, "policy.cfg")
-	if err := os.WriteFile(cfg, timed.Render(), 0o644); err != nil {
-		return nil, fmt.Errorf("verify: %w", err)
-	}
 	held, err := c.jointRuns(opts, ex.Name, run, ref, cfg)
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 		}
 		return c, nil
 	}
-	if err := c.checkContainment(ctx, opts, ex.Name, scratch); err != nil {
+	if err := c.checkContainment(ctx, opts, ex.Name, scratch, early); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -254,10 +254,10 @@ func (c *Cell) diagnose(ctx context.Context, opts HereOptions, timed *policy.Pol
 
 // checkContainment runs the containment checks; the cell passes when each held or
 // was skipped.
-func (c *Cell) checkContainment(ctx context.Context, opts HereOptions, name, scratch string) error {
+func (c *Cell) checkContainment(ctx context.Context, opts HereOptions, name, scratch string, early *contain.Early) error {
 	opts.Progress("%s: containment checks", name)
 	var err error
-	c.Containment, err = containment(ctx, opts.Policy, opts.Exe, opts.WorkDir, scratch)
+	c.Containment, err = containment(ctx, early, opts.Policy, containSetup(opts.Exe, opts.WorkDir, scratch))
 	if err != nil {
 		return fmt.Errorf("verify: containment: %w", err)
 	}
@@ -295,6 +295,25 @@ func find(root, key, name string) (*exercise.Exercise, error) {
 	return nil, fmt.Errorf("verify: no exercise %q for key %q under %s", name, key, root)
 }
 
+// writePolicy writes the runs' policy into a new scratch directory.
+func writePolicy(timed *policy.Policy) (scratch, cfg string, err error) {
+	if scratch, err = os.MkdirTemp("", "lockstep-verify."); err != nil {
+		return "", "", fmt.Errorf("verify: %w", err)
+	}
+	cfg = filepath.Join(scratch, "policy.cfg")
+	if err := os.WriteFile(cfg, timed.Render(), 0o644); err != nil {
+		os.RemoveAll(scratch)
+		return "", "", fmt.Errorf("verify: %w", err)
+	}
+	return scratch, cfg, nil
+}
+
+// containSetup is how a cell's containment checks run their probes.
+func containSetup(exe, work, scratch string) contain.Setup {
+	return contain.Setup{Probe: []string{exe, contain.Verb}, Enforcer: enforcer.Prefix(exe, false),
+		WorkDir: work, ScratchDir: scratch, Env: exercise.DefaultEnv(work)}
+}
+
 func oneLine(v verdict.Verdict) string {
 	pass, fail := 0, 0
 	for _, t := range v.Tests {
@@ -310,12 +329,9 @@ func oneLine(v verdict.Verdict) string {
 // containment runs pruner/contain's checks under p, as the pruner and the
 // observer do: the canaries unreadable, a read-only path unwritable, a
 // loopback port no rule names neither reachable nor bindable, and each limit
-// the probe can reach holding.
-func containment(ctx context.Context, p *policy.Policy, exe, work, scratch string) ([]Check, error) {
-	res, _, err := contain.Execute(ctx, p, contain.Setup{
-		Probe: []string{exe, contain.Verb}, Enforcer: enforcer.Prefix(exe, false),
-		WorkDir: work, ScratchDir: scratch, Env: exercise.DefaultEnv(work),
-	})
+// the probe can reach holding; the timeout check is early's.
+func containment(ctx context.Context, early *contain.Early, p *policy.Policy, s contain.Setup) ([]Check, error) {
+	res, _, err := early.Finish(ctx, p, s)
 	if err != nil {
 		return nil, err
 	}

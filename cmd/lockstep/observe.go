@@ -15,13 +15,8 @@ import (
 	"github.com/lockstep-sandbox/lockstep/report"
 )
 
-func init() {
-	guestRole(observer.GuestRole, "observe", observeHere)
-	register(&verb{
-		Name:  "observe",
-		Usage: "observe --key <key> --exercises <dir> --path-sets <dir> [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--cpus N] [--mem MiB] [--timeout D] [--tcg-time-factor N] [--html <file>]",
-		Short: "the KVM run: cross-check strace against Landlock's audit records in a guest, write ABI-10 sidecars",
-		Long: `Boots the kernel (a pin, built and cached on first use, or a bzImage file) in a
+// observeLong is observe's --help text.
+const observeLong = `Boots the kernel (a pin, built and cached on first use, or a bzImage file) in a
 throwaway guest with the exercises and path sets shared read-only, and runs the
 observer there. It registers as the audit daemon before any workload, proves the
 kernel (Landlock ABI 10 or more, one refusal per right class → one record; else
@@ -72,7 +67,15 @@ Exit status: 0 every exercise verified; 1 an exercise failed (its .abi10.json
 says why); 3 indeterminate (kernel proof failed, records lost, an exercise
 inconclusive because a run ran out of time, the guest did not report, or an
 exercise lacks its record) when no exercise failed; 70 the guest could not be
-set up; 2 usage.`,
+set up; 2 usage.`
+
+func init() {
+	guestRole(observer.GuestRole, "observe", observeHere)
+	register(&verb{
+		Name:  "observe",
+		Usage: "observe --key <key> --exercises <dir> --path-sets <dir> [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--cpus N] [--mem MiB] [--timeout D] [--tcg-time-factor N] [--html <file>]",
+		Short: "the KVM run: cross-check strace against Landlock's audit records in a guest, write ABI-10 sidecars",
+		Long:  observeLong,
 		Example: `# The KVM run for the fixture key on the default pin (7.2.13)
 $ lockstep observe --key fixture --exercises testdata/exercises --path-sets /tmp/path_sets`,
 		Flags: observeFlags,

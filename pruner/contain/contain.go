@@ -282,6 +282,11 @@ func (pl *plan) fileLimits() {
 	}
 }
 
+// TimeoutCheck names the check of the timeout limit: a probe that sleeps
+// past it, so it takes the limit's whole time and almost no CPU (a caller
+// can run it beside other work: Setup.Only and Setup.Skip).
+const TimeoutCheck = "limit timeout"
+
 // timeLimits are the checks of the timeout and cpu limits, each bounded by
 // the probe's cap (MaxSeconds).
 func (pl *plan) timeLimits() {
@@ -292,11 +297,11 @@ func (pl *plan) timeLimits() {
 	tms, tok := pl.limit(policy.Timeout)
 	t := (tms + 999) / 1000
 	if !tok {
-		pl.skip("limit timeout", "not set")
+		pl.skip(TimeoutCheck, "not set")
 	} else if t > int64(maxS) {
-		pl.skip("limit timeout", fmt.Sprintf("%d s is beyond the probe's cap %d s", t, maxS))
+		pl.skip(TimeoutCheck, fmt.Sprintf("%d s is beyond the probe's cap %d s", t, maxS))
 	} else {
-		pl.check(Check{Name: "limit timeout", Args: []string{"sleep", strconv.FormatInt(t+5, 10)}, WantStatus: []int{124}})
+		pl.check(Check{Name: TimeoutCheck, Args: []string{"sleep", strconv.FormatInt(t+5, 10)}, WantStatus: []int{124}})
 	}
 	if v, ok := pl.limit(policy.CPU); !ok {
 		pl.skip("limit cpu", "not set")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +48,27 @@ type Setup struct {
 	// Ran, when set, is called before every probe operation (to count
 	// them): once for a probe of one, once per operation for a batch.
 	Ran func()
+	// Only, when set, keeps only the checks of these names; Skip leaves
+	// out those of these names. The canaries are planted (and the
+	// machine-wide lock on them taken) only when a kept check reads one,
+	// so a run of TimeoutCheck alone can go beside a full one.
+	Only, Skip []string
 }
+
+// keeps reports whether s runs the check called name.
+func (s Setup) keeps(name string) bool {
+	return (s.Only == nil || slices.Contains(s.Only, name)) && !slices.Contains(s.Skip, name)
+}
+
+// selected are the checks and unchecked checks s keeps.
+func (s Setup) selected(checks []Check, un []record.ContainmentCheck) ([]Check, []record.ContainmentCheck) {
+	checks = slices.DeleteFunc(checks, func(c Check) bool { return !s.keeps(c.Name) })
+	un = slices.DeleteFunc(un, func(c record.ContainmentCheck) bool { return !s.keeps(c.Name) })
+	return checks, un
+}
+
+// canaryCheck reports whether c reads a canary.
+func canaryCheck(c Check) bool { return strings.HasPrefix(c.Name, "canary ") }
 
 // Execute runs every containment check of Plan under p on this machine:
 // each canary unreadable, a read-only path unwritable, a loopback port no
@@ -62,19 +83,6 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 	canaries := s.Canaries
 	if canaries == nil {
 		canaries = DefaultCanaries
-	}
-	// The canaries are fixed paths: a second containment run on this
-	// machine (a parallel test, another prune) would remove them while
-	// this one still reads them. One run at a time.
-	unlock, err := lockCanaries(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer unlock()
-	planted, err := Plant(canaries)
-	defer Remove(planted)
-	if err != nil {
-		return nil, nil, fmt.Errorf("containment canaries: %w", err)
 	}
 	pp, err := probePolicy(p, s.Probe[0])
 	if err != nil {
@@ -99,9 +107,31 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 	if err != nil {
 		return nil, nil, fmt.Errorf("a free port for the bind check: %w", err)
 	}
-	checks, un := Plan(p, PlanOptions{Canaries: canaries, ListenPort: listen.Addr().(*net.TCPAddr).Port,
-		FreePort: freePort, WritableDir: writableDir(p, s.WorkDir), MaxSeconds: s.MaxSeconds, MemoryMB: memoryMB(),
-		NProcUnenforced: nprocUnenforced(p)})
+	wd := writableDir(p, s.WorkDir)
+	checks, un := s.selected(Plan(p, PlanOptions{Canaries: canaries, ListenPort: listen.Addr().(*net.TCPAddr).Port,
+		FreePort: freePort, WritableDir: wd, MaxSeconds: s.MaxSeconds, MemoryMB: memoryMB(),
+		NProcUnenforced: nprocUnenforced(p)}))
+	if wd != "" && slices.ContainsFunc(checks, func(c Check) bool { return len(c.Args) > 0 && c.Args[0] == "fsize" }) {
+		// The fsize probe under the policy writes its file there and may
+		// not remove it (a policy without remove_file): removed here, so
+		// that a later control's O_EXCL create does not fail on it.
+		defer os.Remove(filepath.Join(wd, FsizeCheckName))
+	}
+	if slices.ContainsFunc(checks, canaryCheck) {
+		// The canaries are fixed paths: a second containment run on this
+		// machine (a parallel test, another prune) would remove them while
+		// this one still reads them. One run at a time.
+		unlock, err := lockCanaries(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer unlock()
+		planted, err := Plant(canaries)
+		defer Remove(planted)
+		if err != nil {
+			return nil, nil, fmt.Errorf("containment canaries: %w", err)
+		}
+	}
 	return Run(ctx, checks, un, s.prober(cfg, cfgNoTimeout))
 }
 

@@ -1,6 +1,7 @@
 package contain
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -98,5 +99,50 @@ func TestProbeEndsAtTimeout(t *testing.T) {
 	}
 	if d > 2500*time.Millisecond {
 		t.Errorf("the probe ended %s after its start under timeout=1; want about 1 s (the enforcer's SIGTERM), not the SIGKILL after the 2 s grace", d.Round(time.Millisecond))
+	}
+}
+
+// TestExecuteOnlyAndSkip: Setup.Only runs the timeout check alone, without
+// the canaries, so it runs while another containment run holds their lock
+// (taken here for the whole call); Setup.Skip runs every check but it.
+func TestExecuteOnlyAndSkip(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the canaries live in /root: needs root")
+	}
+	if abi, err := enforcer.HostABI(); err != nil || abi < 1 {
+		t.Skipf("no Landlock here (ABI %d, %v)", abi, err)
+	}
+	bin := lockstepbin.Build(t)
+	p, err := policy.Parse("t.cfg", []byte("[read]\n/usr\n/etc\n[execute]\n/usr/bin\n/usr/lib\n/usr/lib64\n[limits]\ntimeout=2\ncpu=1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := Setup{Probe: []string{bin, Verb}, Enforcer: []string{bin, "run", "-q"}, ScratchDir: t.TempDir()}
+	unlock, err := lockCanaries(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	only := setup
+	only.Only = []string{TimeoutCheck}
+	// Waiting for the lock would end in this deadline's error.
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	res, failed, err := Execute(ctx, p, only)
+	cancel()
+	unlock()
+	if err != nil || len(failed) != 0 || len(res) != 1 || res[0].Name != TimeoutCheck || !res[0].Refused {
+		t.Fatalf("Only timeout = %+v, %v, %v; want the timeout check alone, held", res, failed, err)
+	}
+	skip := setup
+	skip.Skip = []string{TimeoutCheck}
+	res, failed, err = Execute(t.Context(), p, skip)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Skip timeout: %v, %v", failed, err)
+	}
+	names := map[string]bool{}
+	for _, r := range res {
+		names[r.Name] = true
+	}
+	if names[TimeoutCheck] || !names["limit cpu"] || !names["canary /root/lockstep-prune-canary"] {
+		t.Errorf("Skip timeout ran %v; want every check but the timeout's", names)
 	}
 }

@@ -1,0 +1,66 @@
+package contain
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/pruner/record"
+)
+
+// Early is a part of the containment checks started ahead of the rest,
+// beside other work: the timeout check (TimeoutCheck) only sleeps until the
+// policy's timeout ends its probe, up to the probe's cap, so it can wait
+// while the exercise's runs run rather than after them.
+type Early struct {
+	names  []string
+	cancel context.CancelFunc
+	done   chan struct{}
+	checks []record.ContainmentCheck
+	failed []string
+	err    error
+}
+
+// StartEarly starts the checks called names under p (Execute with s.Only =
+// names) and returns at once. Finish completes the containment; Stop
+// abandons it.
+func StartEarly(ctx context.Context, p *policy.Policy, s Setup, names ...string) *Early {
+	ctx, cancel := context.WithCancel(ctx)
+	e := &Early{names: names, cancel: cancel, done: make(chan struct{})}
+	s.Only = names
+	go func() {
+		defer close(e.done)
+		e.checks, e.failed, e.err = Execute(ctx, p, s)
+	}()
+	return e
+}
+
+// Finish runs every other check under p (Execute with s.Skip = the early
+// names), waits for the early ones and returns all of them in Execute's
+// order (by name), the names of those that did not hold after.
+func (e *Early) Finish(ctx context.Context, p *policy.Policy, s Setup) ([]record.ContainmentCheck, []string, error) {
+	s.Skip = append(slices.Clone(s.Skip), e.names...)
+	checks, failed, err := Execute(ctx, p, s)
+	if err != nil {
+		e.Stop()
+		return nil, nil, err
+	}
+	<-e.done
+	if e.err != nil {
+		return nil, nil, e.err
+	}
+	checks = append(checks, e.checks...)
+	slices.SortStableFunc(checks, func(a, b record.ContainmentCheck) int { return strings.Compare(a.Name, b.Name) })
+	return checks, append(failed, e.failed...), nil
+}
+
+// Stop abandons the early checks: their probes are ended and waited for.
+// It does nothing on nil or after they ended.
+func (e *Early) Stop() {
+	if e == nil {
+		return
+	}
+	e.cancel()
+	<-e.done
+}
