@@ -3,11 +3,8 @@ package lane
 import (
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"runtime"
-	"syscall"
 
+	"github.com/lockstep-sandbox/lockstep/internal/nsexec"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,21 +31,7 @@ func Exec(from, at string, argv []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockstep %s: needs --from <copy> --at <working directory> -- <command>…\n", Verb)
 		return SetupStatus
 	}
-	// The namespaces and the working directory belong to this thread; the
-	// command is executed from it.
-	runtime.LockOSThread()
-	if err := Enter(from, at); err != nil {
-		fmt.Fprintf(stderr, "lockstep %s: %v\n", Verb, err)
-		return SetupStatus
-	}
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "lockstep %s: %v\n", Verb, err)
-		return SetupStatus
-	}
-	err = syscall.Exec(path, argv, os.Environ())
-	fmt.Fprintf(stderr, "lockstep %s: executing %s: %v\n", Verb, path, err)
-	return SetupStatus
+	return nsexec.Exec(Verb, SetupStatus, func() error { return Enter(from, at) }, "", argv, stderr)
 }
 
 // Enter moves the calling thread (locked to its goroutine) into a mount

@@ -6,13 +6,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 
+	"github.com/lockstep-sandbox/lockstep/internal/nsexec"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,21 +55,7 @@ func Exec(stage string, keep, argv []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockstep %s: no command\n", Verb)
 		return SetupStatus
 	}
-	// The namespace, the root and the working directory belong to this
-	// thread; the command is executed from it.
-	runtime.LockOSThread()
-	if err := Enter(stage, keep); err != nil {
-		fmt.Fprintf(stderr, "lockstep %s: %v; %s\n", Verb, err, Hint)
-		return SetupStatus
-	}
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "lockstep %s: %v\n", Verb, err)
-		return SetupStatus
-	}
-	err = syscall.Exec(path, argv, os.Environ())
-	fmt.Fprintf(stderr, "lockstep %s: executing %s: %v\n", Verb, path, err)
-	return SetupStatus
+	return nsexec.Exec(Verb, SetupStatus, func() error { return Enter(stage, keep) }, Hint, argv, stderr)
 }
 
 func parseArgs(args []string) (stage string, keep, argv []string, err error) {
