@@ -1,10 +1,14 @@
 package workflows
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -90,4 +94,72 @@ func findSteps(n *yaml.Node) []usesStep {
 		out = append(out, findSteps(c)...)
 	}
 	return out
+}
+
+// standInScript is the run: script of the one step of a stand-in action.
+func standInScript(t *testing.T, action string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "workflows/sim", action, "action.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a struct {
+		Runs struct {
+			Steps []struct {
+				Run string `yaml:"run"`
+			} `yaml:"steps"`
+		} `yaml:"runs"`
+	}
+	if err := yaml.Unmarshal(data, &a); err != nil || len(a.Runs.Steps) != 1 {
+		t.Fatalf("%s: %v, %d steps", action, err, len(a.Runs.Steps))
+	}
+	return a.Runs.Steps[0].Run
+}
+
+// TestSimCacheConcurrentJobs: the simulation's matrix jobs share this host,
+// so two restore the same kernel path at once (a fresh-clone CI failed on
+// it: "cp: cannot create regular file …/build.log: No such file or
+// directory", one job's rm -rf under the other's cp), and two save one key
+// at once. Twenty rounds of two restores and two saves side by side: every
+// run succeeds, the restored path and the saved entry are whole.
+func TestSimCacheConcurrentJobs(t *testing.T) {
+	restore, save := standInScript(t, "cache/restore"), standInScript(t, "cache/save")
+	cache, src := t.TempDir(), t.TempDir()
+	blob := strings.Repeat("lockstep kernel cache entry\n", 1<<16)
+	for _, f := range []string{"bzImage", "config", "build.log", "build.txt"} {
+		if err := os.WriteFile(filepath.Join(src, f), []byte(blob), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(script, path, key string) error {
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+		cmd.Env = append(os.Environ(), "LOCKSTEP_SIM_CACHE="+cache, "CACHE_PATH="+path, "KEY="+key,
+			"GITHUB_OUTPUT="+filepath.Join(t.TempDir(), "out"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	}
+	if err := run(save, src, "k"); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "kernels", "k")
+	for round := range 20 {
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range 2 {
+			wg.Go(func() { errs[i] = run(restore, dst, "k") })
+			wg.Go(func() { errs[2+i] = run(save, src, fmt.Sprintf("new-%d", round)) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		for _, dir := range []string{dst, filepath.Join(cache, fmt.Sprintf("new-%d", round))} {
+			ents, err := os.ReadDir(dir)
+			if err != nil || len(ents) != 4 {
+				t.Fatalf("round %d: %s holds %d files (%v), want the 4 of the entry", round, dir, len(ents), err)
+			}
+		}
+	}
 }
