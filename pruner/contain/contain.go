@@ -272,15 +272,19 @@ func (pl *plan) fileLimits() {
 		pl.check(Check{Name: "limit mem_mb", Args: []string{"mem", strconv.FormatInt(v, 10)}, WantErrno: "ENOMEM", Control: true})
 	}
 	if v, ok := pl.limit(policy.FsizeMB); !ok {
-		pl.skip("limit fsize_mb", "not set")
+		pl.skip(FsizeCheck, "not set")
 	} else if v >= MaxFsizeMB {
-		pl.skip("limit fsize_mb", fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxFsizeMB))
+		pl.skip(FsizeCheck, fmt.Sprintf("%d is beyond the probe's cap %d", v, MaxFsizeMB))
 	} else if pl.o.WritableDir == "" {
-		pl.skip("limit fsize_mb", "no directory with [write] and [create]")
+		pl.skip(FsizeCheck, "no directory with [write] and [create]")
 	} else {
-		pl.check(Check{Name: "limit fsize_mb", Args: []string{"fsize", strconv.FormatInt(v, 10), pl.o.WritableDir}, WantErrno: "EFBIG", Control: true})
+		pl.check(Check{Name: FsizeCheck, Args: []string{"fsize", strconv.FormatInt(v, 10), pl.o.WritableDir}, WantErrno: "EFBIG", Control: true})
 	}
 }
+
+// FsizeCheck names the check of the fsize_mb limit, the one check that
+// writes into the working directory (Setup.WorkDir).
+const FsizeCheck = "limit fsize_mb"
 
 // TimeoutCheck names the check of the timeout limit: a probe that sleeps
 // past it, so it takes the limit's whole time and almost no CPU (a caller

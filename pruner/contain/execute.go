@@ -107,7 +107,14 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 	if err != nil {
 		return nil, nil, fmt.Errorf("a free port for the bind check: %w", err)
 	}
-	wd := writableDir(p, s.WorkDir)
+	// Only the fsize check needs the working directory, which writableDir
+	// creates when missing: a run of other checks beside the exercise's
+	// runs (Setup.Only) must not create it between a run's removal of it
+	// and its fresh copy.
+	var wd string
+	if s.keeps(FsizeCheck) {
+		wd = writableDir(p, s.WorkDir)
+	}
 	checks, un := s.selected(Plan(p, PlanOptions{Canaries: canaries, ListenPort: listen.Addr().(*net.TCPAddr).Port,
 		FreePort: freePort, WritableDir: wd, MaxSeconds: s.MaxSeconds, MemoryMB: memoryMB(),
 		NProcUnenforced: nprocUnenforced(p)}))

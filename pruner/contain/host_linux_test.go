@@ -113,11 +113,16 @@ func TestExecuteOnlyAndSkip(t *testing.T) {
 		t.Skipf("no Landlock here (ABI %d, %v)", abi, err)
 	}
 	bin := lockstepbin.Build(t)
-	p, err := policy.Parse("t.cfg", []byte("[read]\n/usr\n/etc\n[execute]\n/usr/bin\n/usr/lib\n/usr/lib64\n[limits]\ntimeout=2\ncpu=1\n"))
+	// A working directory the policy may write into, not there yet: the
+	// fsize check would create it, the timeout check alone must not (an
+	// exercise run beside it removes and copies it afresh).
+	work := filepath.Join(t.TempDir(), "work")
+	p, err := policy.Parse("t.cfg", []byte("[read]\n/usr\n/etc\n"+work+"\n[write]\n"+work+"\n[create]\n"+work+
+		"\n[execute]\n/usr/bin\n/usr/lib\n/usr/lib64\n[limits]\ntimeout=2\ncpu=1\nfsize_mb=1\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	setup := Setup{Probe: []string{bin, Verb}, Enforcer: []string{bin, "run", "-q"}, ScratchDir: t.TempDir()}
+	setup := Setup{Probe: []string{bin, Verb}, Enforcer: []string{bin, "run", "-q"}, ScratchDir: t.TempDir(), WorkDir: work}
 	unlock, err := lockCanaries(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +137,9 @@ func TestExecuteOnlyAndSkip(t *testing.T) {
 	if err != nil || len(failed) != 0 || len(res) != 1 || res[0].Name != TimeoutCheck || !res[0].Refused {
 		t.Fatalf("Only timeout = %+v, %v, %v; want the timeout check alone, held", res, failed, err)
 	}
+	if _, err := os.Stat(work); !os.IsNotExist(err) {
+		t.Errorf("the timeout check alone touched the working directory: %v", err)
+	}
 	skip := setup
 	skip.Skip = []string{TimeoutCheck}
 	res, failed, err = Execute(t.Context(), p, skip)
@@ -142,7 +150,7 @@ func TestExecuteOnlyAndSkip(t *testing.T) {
 	for _, r := range res {
 		names[r.Name] = true
 	}
-	if names[TimeoutCheck] || !names["limit cpu"] || !names["canary /root/lockstep-prune-canary"] {
+	if names[TimeoutCheck] || !names["limit cpu"] || !names[FsizeCheck] || !names["canary /root/lockstep-prune-canary"] {
 		t.Errorf("Skip timeout ran %v; want every check but the timeout's", names)
 	}
 }
