@@ -67,6 +67,27 @@ func (s Setup) selected(checks []Check, un []record.ContainmentCheck) ([]Check, 
 	return checks, un
 }
 
+// plantFor plants the canaries, under the machine-wide lock, when one of
+// checks reads one; release removes them and unlocks (call it also after
+// an error). The canaries are fixed paths: a second containment run on
+// this machine (a parallel test, another prune) would remove them while
+// this one still reads them. One run at a time.
+func plantFor(ctx context.Context, checks []Check, canaries []string) (release func(), err error) {
+	if !slices.ContainsFunc(checks, canaryCheck) {
+		return func() {}, nil
+	}
+	unlock, err := lockCanaries(ctx)
+	if err != nil {
+		return func() {}, err
+	}
+	planted, err := Plant(canaries)
+	release = func() { Remove(planted); unlock() }
+	if err != nil {
+		return release, fmt.Errorf("containment canaries: %w", err)
+	}
+	return release, nil
+}
+
 // canaryCheck reports whether c reads a canary.
 func canaryCheck(c Check) bool { return strings.HasPrefix(c.Name, "canary ") }
 
@@ -124,20 +145,10 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 		// that a later control's O_EXCL create does not fail on it.
 		defer os.Remove(filepath.Join(wd, FsizeCheckName))
 	}
-	if slices.ContainsFunc(checks, canaryCheck) {
-		// The canaries are fixed paths: a second containment run on this
-		// machine (a parallel test, another prune) would remove them while
-		// this one still reads them. One run at a time.
-		unlock, err := lockCanaries(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		defer unlock()
-		planted, err := Plant(canaries)
-		defer Remove(planted)
-		if err != nil {
-			return nil, nil, fmt.Errorf("containment canaries: %w", err)
-		}
+	release, err := plantFor(ctx, checks, canaries)
+	defer release()
+	if err != nil {
+		return nil, nil, err
 	}
 	return Run(ctx, checks, un, s.prober(cfg, cfgNoTimeout))
 }
