@@ -11,10 +11,11 @@ import (
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 )
 
-// witness describes the guest when the job (pid) died by signal sig: its pid
-// (beside last_pid, whether a remembered pid could have been reused as
-// one of the job's), the job's own CPU time and peak memory, the kernel's count of OOM kills since boot, the
-// memory left, and the last PID handed out. A kill that nobody logged (a
+// witness describes the guest when the job (pid) died by signal sig: its
+// pid, the job's own CPU time and peak memory, the kernel's count of OOM
+// kills since boot, the memory left, and the last PID handed out (beside
+// the job's pid, whether a remembered pid could have wrapped onto one of
+// its threads). A kill that nobody logged (a
 // SIGKILL with no OOM-killer line) then still says whether memory, a CPU
 // limit or PID reuse was near, which the exit status alone cannot.
 func witness(pid int, sig syscall.Signal, ru *syscall.Rusage) string {

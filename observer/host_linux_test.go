@@ -241,7 +241,7 @@ func TestABI10AndContainmentHostKernel(t *testing.T) {
 		t.Skip("on ABI 10 the fixture's UDP bind is refused: the guest test covers it")
 	}
 	early := v.startTimeoutCheck(t.Context(), p)
-	defer early.stop()
+	defer early.Stop()
 	if err := v.reference(t.Context()); err != nil {
 		t.Fatalf("reference: %v", err)
 	}

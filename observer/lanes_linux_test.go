@@ -64,7 +64,7 @@ func TestEarlyTimeoutCheckHostKernel(t *testing.T) {
 	v, p := hostVerification(t, 0, nil)
 	p.Limits[policy.Timeout] = policy.Limit{Value: 3000}
 	early := v.startTimeoutCheck(t.Context(), p)
-	defer early.stop()
+	defer early.Stop()
 	if err := v.reference(t.Context()); err != nil {
 		t.Fatalf("reference: %v", err)
 	}
@@ -84,6 +84,17 @@ func TestEarlyTimeoutCheckHostKernel(t *testing.T) {
 		t.Errorf("checks not in name order: %+v", checks)
 	}
 	t.Logf("containment after the early check: %v", time.Since(start).Round(time.Millisecond))
+	// The early check's probe operation is counted like the others: as
+	// many as one containment of every check at once.
+	whole := v.containSetup()
+	ops := 0
+	whole.Ran = func() { ops++ }
+	if _, _, err := contain.Execute(t.Context(), p, whole); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.es.Runs["containment probe"]; got != ops {
+		t.Errorf("probe operations counted %d, want %d (those of all checks run at once)", got, ops)
+	}
 
 	probes := v.es.Runs["containment probe"]
 	again := v.startTimeoutCheck(t.Context(), p)

@@ -362,9 +362,9 @@ func (v *verification) run(ctx context.Context, f exercise.Found) (reason string
 		return "", err
 	}
 	// The containment's timeout check waits out the policy's timeout;
-	// it waits beside the runs (earlyCheck).
+	// it waits beside the runs (startTimeoutCheck).
 	early := v.startTimeoutCheck(ctx, p)
-	defer early.stop()
+	defer early.Stop()
 	// 2. The guest's own reference.
 	if err := v.reference(ctx); err != nil {
 		return "", err

@@ -70,7 +70,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	}
 	// The containment's timeout check waits out the policy's own timeout
 	// (up to the probe's cap): it waits beside the runs (contain.Early).
-	early := contain.StartEarly(ctx, opts.Policy, containSetup(opts.Exe, opts.WorkDir, ""), contain.TimeoutCheck)
+	early := contain.StartEarly(ctx, opts.Policy, containSetup(opts.Exe, opts.WorkDir), contain.TimeoutCheck)
 	defer early.Stop()
 	timed := c.timed(opts, ex.Name)
 	bound := observer.RunBound(timed, opts.RunTimeout)
@@ -102,7 +102,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 		}
 		return c, nil
 	}
-	if err := c.checkContainment(ctx, opts, ex.Name, scratch, early); err != nil {
+	if err := c.checkContainment(ctx, opts, ex.Name, early); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -254,10 +254,10 @@ func (c *Cell) diagnose(ctx context.Context, opts HereOptions, timed *policy.Pol
 
 // checkContainment runs the containment checks; the cell passes when each held or
 // was skipped.
-func (c *Cell) checkContainment(ctx context.Context, opts HereOptions, name, scratch string, early *contain.Early) error {
+func (c *Cell) checkContainment(ctx context.Context, opts HereOptions, name string, early *contain.Early) error {
 	opts.Progress("%s: containment checks", name)
 	var err error
-	c.Containment, err = containment(ctx, early, opts.Policy, containSetup(opts.Exe, opts.WorkDir, scratch))
+	c.Containment, err = containment(ctx, early, opts.Policy, containSetup(opts.Exe, opts.WorkDir))
 	if err != nil {
 		return fmt.Errorf("verify: containment: %w", err)
 	}
@@ -308,10 +308,11 @@ func writePolicy(timed *policy.Policy) (scratch, cfg string, err error) {
 	return scratch, cfg, nil
 }
 
-// containSetup is how a cell's containment checks run their probes.
-func containSetup(exe, work, scratch string) contain.Setup {
+// containSetup is how a cell's containment checks run their probes (their
+// policy files in a temporary directory of each run's own).
+func containSetup(exe, work string) contain.Setup {
 	return contain.Setup{Probe: []string{exe, contain.Verb}, Enforcer: enforcer.Prefix(exe, false),
-		WorkDir: work, ScratchDir: scratch, Env: exercise.DefaultEnv(work)}
+		WorkDir: work, Env: exercise.DefaultEnv(work)}
 }
 
 func oneLine(v verdict.Verdict) string {

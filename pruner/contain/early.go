@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
@@ -20,15 +21,20 @@ type Early struct {
 	checks []record.ContainmentCheck
 	failed []string
 	err    error
+	// ran counts the early probe operations; Finish reports them to its
+	// own Setup.Ran, so a caller's counter is never touched from the
+	// early checks' goroutine.
+	ran atomic.Int64
 }
 
 // StartEarly starts the checks called names under p (Execute with s.Only =
-// names) and returns at once. Finish completes the containment; Stop
-// abandons it.
+// names) and returns at once; s.Ran is not called (Finish reports the
+// early probe operations). Finish completes the containment; Stop abandons
+// it.
 func StartEarly(ctx context.Context, p *policy.Policy, s Setup, names ...string) *Early {
 	ctx, cancel := context.WithCancel(ctx)
 	e := &Early{names: names, cancel: cancel, done: make(chan struct{})}
-	s.Only = names
+	s.Only, s.Ran = names, func() { e.ran.Add(1) }
 	go func() {
 		defer close(e.done)
 		e.checks, e.failed, e.err = Execute(ctx, p, s)
@@ -38,7 +44,8 @@ func StartEarly(ctx context.Context, p *policy.Policy, s Setup, names ...string)
 
 // Finish runs every other check under p (Execute with s.Skip = the early
 // names), waits for the early ones and returns all of them in Execute's
-// order (by name), the names of those that did not hold after.
+// order (by name), the names of those that did not hold after; s.Ran is
+// then called once more for each early probe operation.
 func (e *Early) Finish(ctx context.Context, p *policy.Policy, s Setup) ([]record.ContainmentCheck, []string, error) {
 	s.Skip = append(slices.Clone(s.Skip), e.names...)
 	checks, failed, err := Execute(ctx, p, s)
@@ -49,6 +56,11 @@ func (e *Early) Finish(ctx context.Context, p *policy.Policy, s Setup) ([]record
 	<-e.done
 	if e.err != nil {
 		return nil, nil, e.err
+	}
+	for range e.ran.Load() {
+		if s.Ran != nil {
+			s.Ran()
+		}
 	}
 	checks = append(checks, e.checks...)
 	slices.SortStableFunc(checks, func(a, b record.ContainmentCheck) int { return strings.Compare(a.Name, b.Name) })

@@ -139,7 +139,7 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 	checks, un := s.selected(Plan(p, PlanOptions{Canaries: canaries, ListenPort: listen.Addr().(*net.TCPAddr).Port,
 		FreePort: freePort, WritableDir: wd, MaxSeconds: s.MaxSeconds, MemoryMB: memoryMB(),
 		NProcUnenforced: nprocUnenforced(p)}))
-	if wd != "" && slices.ContainsFunc(checks, func(c Check) bool { return len(c.Args) > 0 && c.Args[0] == "fsize" }) {
+	if slices.ContainsFunc(checks, func(c Check) bool { return c.Name == FsizeCheck }) {
 		// The fsize probe under the policy writes its file there and may
 		// not remove it (a policy without remove_file): removed here, so
 		// that a later control's O_EXCL create does not fail on it.
