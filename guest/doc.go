@@ -25,7 +25,10 @@
 //  6. runs the command with LOCKSTEP_GUEST=1, streaming its stdout and
 //     stderr as events; when it exits every other process is killed;
 //  7. packs /run/lockstep/results (tar + zstd) into one frame on the
-//     results port, sends "done" with the counts and the frame's SHA-256,
+//     results port and waits for the host's byte back saying it read all
+//     of it, sends "done" with the counts and the frame's SHA-256 and waits
+//     for the host's byte back on the events port the same way (a reboot
+//     ends QEMU, which drops what a port still holds for a slow host),
 //     prints "LOCKSTEP-STATUS <n>" on the console, waits for the UART to
 //     drain, syncs and reboots (reboot=t: a triple fault; QEMU runs with
 //     -no-reboot and exits).

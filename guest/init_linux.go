@@ -232,13 +232,9 @@ func (p *pid1) openPorts() error {
 			if !ok || *f != nil {
 				continue
 			}
-			// The results port is read too: the host's ResultsAck.
-			mode := os.O_WRONLY
-			if f == &p.resFile {
-				mode = os.O_RDWR
-			}
+			// Both ports are read too: the host's acknowledgements.
 			var err error
-			if *f, err = os.OpenFile(dev, mode, 0); err != nil {
+			if *f, err = os.OpenFile(dev, os.O_RDWR, 0); err != nil {
 				return fmt.Errorf("open virtio port %s: %w", dev, err)
 			}
 		}
@@ -416,12 +412,14 @@ func (p *pid1) finish(status int) {
 		if err != nil {
 			fmt.Fprintf(p.console, "lockstep-guest: %v\n", err)
 		} else {
-			p.awaitAck()
+			p.awaitAck(p.resFile, proto.ResultsAck, "the results frame")
 		}
 		p.mu.Lock()
 		if p.events != nil {
 			if err := p.events.Done(status, sum, int64(len(payload))); err != nil {
 				fmt.Fprintf(p.console, "lockstep-guest: %v\n", err)
+			} else {
+				p.awaitAck(p.evFile, proto.EventsAck, "the done event")
 			}
 		}
 		p.mu.Unlock()
@@ -438,29 +436,31 @@ func (p *pid1) finish(status int) {
 	}
 }
 
-// ackWait bounds PID 1's wait for the host's ResultsAck: past it the run
-// ends as it would have without one (the host names a frame cut short).
+// ackWait bounds each of PID 1's waits for an acknowledgement by the host:
+// past it the run ends as it would have without one (the host then names
+// what it missed: a frame cut short, an event stream without its end).
 const ackWait = 30 * time.Second
 
-// awaitAck waits until the host says it has read the whole results frame
-// (proto.ResultsAck), so that the reboot cannot drop its tail.
-func (p *pid1) awaitAck() {
+// awaitAck waits until the host writes want back on port, its word that it
+// has read everything PID 1 wrote there up to what (proto.ResultsAck,
+// proto.EventsAck), so that the reboot cannot drop a queued tail.
+func (p *pid1) awaitAck(port *os.File, want byte, what string) {
 	got := make(chan error, 1)
 	go func() {
 		b := make([]byte, 1)
-		_, err := io.ReadFull(p.resFile, b)
-		if err == nil && b[0] != proto.ResultsAck {
-			err = fmt.Errorf("got %q, want %q", b[0], proto.ResultsAck)
+		_, err := io.ReadFull(port, b)
+		if err == nil && b[0] != want {
+			err = fmt.Errorf("got %q, want %q", b[0], want)
 		}
 		got <- err
 	}()
 	select {
 	case err := <-got:
 		if err != nil {
-			fmt.Fprintf(p.console, "lockstep-guest: the host's acknowledgement of the results frame: %v\n", err)
+			fmt.Fprintf(p.console, "lockstep-guest: the host's acknowledgement of %s: %v\n", what, err)
 		}
 	case <-time.After(ackWait):
-		fmt.Fprintf(p.console, "lockstep-guest: no acknowledgement of the results frame in %v\n", ackWait)
+		fmt.Fprintf(p.console, "lockstep-guest: no acknowledgement of %s in %v\n", what, ackWait)
 	}
 }
 

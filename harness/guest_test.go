@@ -232,6 +232,40 @@ func TestGuestLargeOutput(t *testing.T) {
 	checkNoQEMU(t)
 }
 
+// slowWriter stands for a host that is busy elsewhere: each write waits
+// before it lands.
+type slowWriter struct {
+	bytes.Buffer
+	delay time.Duration
+}
+
+func (w *slowWriter) Write(b []byte) (int, error) {
+	time.Sleep(w.delay)
+	return w.Buffer.Write(b)
+}
+
+// TestGuestSlowHostReader reads the events channel slowly, as a loaded CI
+// machine does, so that the guest's last events are still queued in the
+// virtio port when its command ends. PID 1 must not reboot before the host
+// has read the done event: QEMU drops what it has not yet written to the
+// socket when the guest goes (the event stream then ends mid-line:
+// "event N: decode …: unexpected end of JSON input").
+func TestGuestSlowHostReader(t *testing.T) {
+	bz := needGuest(t)
+	o, _, _ := opts(t, bz, "/bin/sh", "-c", `head -c 2097152 /dev/zero`)
+	out := &slowWriter{delay: 30 * time.Millisecond}
+	o.Stdout = out
+	res, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, strings.Join(resTail(res), "\n"))
+	}
+	if out.Len() != 2<<20 {
+		t.Fatalf("received %d bytes, want %d", out.Len(), 2<<20)
+	}
+	t.Logf("2 MB in %v (job phase), %d events", res.Timings.Job, res.Events)
+	checkNoQEMU(t)
+}
+
 // TestGuestFailures boots guests that misbehave on purpose and checks that
 // none is reported as anything but indeterminate or a setup failure.
 func TestGuestFailures(t *testing.T) {

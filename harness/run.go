@@ -784,6 +784,12 @@ func (g *guestRun) readEvents(ch *guestChannels, exited <-chan struct{}) {
 			ch.evDone = er.Done()
 			return
 		}
+		if e.Type == proto.EventDone || errors.Is(err, proto.ErrBadCounts) {
+			// PID 1 reboots once it has this, and not before: every
+			// event up to done has been read by now, and a done whose
+			// counts differ gains nothing from a wait.
+			_, _ = conn.Write([]byte{proto.EventsAck})
+		}
 		if err != nil {
 			ch.evErr = err
 			return

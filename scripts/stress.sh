@@ -21,8 +21,10 @@ LOAD=${LOAD:-1}
 #   verify: TestVerifyGuest exited 137 without a cell (containment's nproc
 #           control in a guest, see docs/reliability.md);
 #   pruner/prune: TestHostGeneric's nofile 256 vs 512 (bash's fd 255);
-#   pruner/contain: the containment checks that run at once.
-TESTS=${TESTS:-./verify:^(TestVerifyGuest|TestHereHostKernel)$ ./pruner/prune:^(TestHostGeneric|TestHostBrokenAborts)$ ./pruner/contain:^(TestExecuteSmallMemLimit|TestExecuteTimeLimits|TestProbeEndsAtTimeout)$}
+#   pruner/contain: the containment checks that run at once;
+#   harness: the ports' tails dropped at the reboot under a slow host
+#            (results frame, then the last events).
+TESTS=${TESTS:-./verify:^(TestVerifyGuest|TestHereHostKernel)$ ./pruner/prune:^(TestHostGeneric|TestHostBrokenAborts)$ ./pruner/contain:^(TestExecuteSmallMemLimit|TestExecuteTimeLimits|TestProbeEndsAtTimeout)$ ./harness:^(TestResultsDiskFull|TestGuestLargeOutput|TestGuestSlowHostReader)$}
 
 if ! [[ $N =~ ^[1-9][0-9]*$ ]]; then
 	echo "stress: N=$N: want a count of rounds, 1 or more" >&2

@@ -75,6 +75,12 @@ const (
 	// the port but not yet written to the host's socket (a frame cut short
 	// under load: "read results frame payload …: unexpected EOF").
 	ResultsAck = 'A'
+	// EventsAck is the byte the host writes back on the events port once
+	// it has read the done event, for the same reason: the events port
+	// drops its queued tail at the reboot too (an event line cut short
+	// under a slow host reader: "event N: decode …: unexpected end of JSON
+	// input").
+	EventsAck = 'D'
 )
 
 // Test hooks: names accepted in [CmdlineHook]. They exist so the harness's
