@@ -254,11 +254,16 @@ func checkObserveGuest(t *testing.T, exercises string) string {
 	code, out, wall := observeGuest(t, bin, exercises, ps)
 	t.Logf("lockstep observe (%v, exit %d):\n%s", wall, code, out)
 	// observe's default two vCPUs are two lanes: round 2's last two joint
-	// runs (and the last two reference runs) run side by side.
-	for _, want := range []string{"reference run 3/3 (lane 2 of 2)", "joint run 3/3 (round 2) (lane 2 of 2)"} {
+	// runs run side by side, and the last two reference runs in the one
+	// lane the cross-check leaves, beside it (started before the second
+	// reference run ends, so before the third's line).
+	for _, want := range []string{"reference run 3/3 (lane 1 of 1)", "joint run 3/3 (round 2) (lane 2 of 2)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the progress lacks %q: the runs did not run side by side", want)
 		}
+	}
+	if c, r := strings.Index(out, "cross-check run ("), strings.Index(out, "reference run 3/3"); c < 0 || r < 0 || c > r {
+		t.Errorf("the cross-check did not start beside the reference runs (before the third's line)")
 	}
 	stem := filepath.Join(ps, "fixture_udp-fixture")
 	if page, err := os.ReadFile(filepath.Join(filepath.Dir(ps), "observe.html")); err != nil {

@@ -55,6 +55,63 @@ func TestLaneFailureHostKernel(t *testing.T) {
 	}
 }
 
+// TestCrossCheckBesideReferenceHostKernel: with two lanes and one CPU kept
+// for traced runs, the first reference run runs alone, then the cross-check
+// runs in the working directory while the other two reference runs run one
+// after the other in the one lane left, on the other CPUs; all are
+// accounted and the cross-check agrees with the audit records as it does
+// alone (TestCrossCheckHostKernel).
+func TestCrossCheckBesideReferenceHostKernel(t *testing.T) {
+	v, p := hostVerification(t, 0, nil)
+	if cpus, err := besideCPUs(); err != nil || len(cpus) == 0 {
+		t.Skipf("needs 2 CPUs: %v %v", cpus, err)
+	}
+	var progress lockedBuffer
+	v.o.opts.ReferenceRuns, v.o.opts.Lanes, v.o.opts.OneCPU, v.o.opts.Progress = 3, 2, true, &progress
+	reason, err := v.referenceAndCrossCheck(t.Context(), p)
+	if err != nil || reason != "" {
+		t.Fatalf("referenceAndCrossCheck = %q, %v\n%s", reason, err, progress.Bytes())
+	}
+	if v.es.Runs["reference"] != 3 || v.es.Runs["cross-check"] != 1 || len(v.es.Reference) != 3 || v.ref == nil {
+		t.Errorf("runs %v, %d durations, reference %v; want 3 reference runs and a cross-check accounted", v.es.Runs, len(v.es.Reference), v.ref)
+	}
+	for _, want := range []string{"udp-fixture: reference run 1/3\n", "udp-fixture: reference run 2/3 (lane 1 of 1)\n",
+		"udp-fixture: reference run 3/3 (lane 1 of 1)\n", "udp-fixture: cross-check run ("} {
+		if !strings.Contains(string(progress.Bytes()), want) {
+			t.Errorf("progress lacks %q:\n%s", want, progress.Bytes())
+		}
+	}
+	if cc := v.k.CrossCheck; cc == nil || cc.StraceDenials == 0 || cc.AuditRecords == 0 || len(cc.Mismatches) != 0 {
+		t.Errorf("cross_check = %+v, want refusals and records that agree", cc)
+	}
+	report := filepath.Join(v.o.scratch, "lanes", "1", filepath.Base(v.o.work), "test-reports", "fixture.xml")
+	if _, err := os.Stat(report); err != nil {
+		t.Errorf("the lane's runs left no report in its own copy: %v", err)
+	}
+	// Every thread has its CPUs back.
+	if _, cpus, err := allowedCPUs(); err != nil || len(cpus) < 2 {
+		t.Errorf("CPUs after the cross-check: %v, %v", cpus, err)
+	}
+}
+
+// TestCrossCheckBesideBrokenLanesHostKernel: when the lanes beside the
+// cross-check cannot start their runs (the program named as lockstep is
+// /bin/false, which stops the cross-check's run too), the reference's
+// failure is the one reported, as it would be with the runs one after
+// another, and the cross-check leaves nothing in the record.
+func TestCrossCheckBesideBrokenLanesHostKernel(t *testing.T) {
+	v, p := hostVerification(t, 0, nil)
+	v.o.opts.ReferenceRuns, v.o.opts.Lanes, v.o.exe = 3, 2, "/bin/false"
+	_, err := v.referenceAndCrossCheck(t.Context(), p)
+	var ae *AbortError
+	if !errors.As(err, &ae) || ae.Reason != "a defect of the pruner: the reference run stopped before the command started (status 1)" {
+		t.Fatalf("referenceAndCrossCheck with broken lanes = %v, want the reference's defect abort", err)
+	}
+	if v.k.CrossCheck != nil || v.trace != nil || v.ref != nil {
+		t.Errorf("a discarded cross-check left its join %+v or trace, or a reference was kept", v.k.CrossCheck)
+	}
+}
+
 // TestEarlyTimeoutCheckHostKernel: the containment's timeout check started
 // before the runs (a 3 s timeout, waited out beside a reference run) lands
 // among the other checks, held and counted; when the policy that settled

@@ -190,16 +190,18 @@ func (o *observer) write(k *record.KVM, sidecar, trace []byte) error {
 }
 
 type observer struct {
-	opts    GuestOptions
-	exe     string
-	work    string
-	scratch string
-	rmTemp  bool
-	wait    time.Duration
-	log     *slog.Logger
-	col     *audit.Collector
-	abi     int
-	prov    record.Provenance
+	opts GuestOptions
+	// progressMu keeps the progress lines of runs side by side whole.
+	progressMu sync.Mutex
+	exe        string
+	work       string
+	scratch    string
+	rmTemp     bool
+	wait       time.Duration
+	log        *slog.Logger
+	col        *audit.Collector
+	abi        int
+	prov       record.Provenance
 	// factor multiplies the exercise runs' time limits (TimeFactor).
 	factor int
 }
@@ -276,6 +278,8 @@ func (o *observer) cleanup() {
 
 func (o *observer) progress(format string, args ...any) {
 	if o.opts.Progress != nil {
+		o.progressMu.Lock()
+		defer o.progressMu.Unlock()
 		fmt.Fprintf(o.opts.Progress, "observe: "+format+"\n", args...)
 	}
 }
@@ -365,12 +369,9 @@ func (v *verification) run(ctx context.Context, f exercise.Found) (reason string
 	// it waits beside the runs (startTimeoutCheck).
 	early := v.startTimeoutCheck(ctx, p)
 	defer early.Stop()
-	// 2. The guest's own reference.
-	if err := v.reference(ctx); err != nil {
-		return "", err
-	}
-	// 3. The cross-check.
-	reason, err = v.crossCheck(ctx, p)
+	// 2. The guest's own reference and 3. the cross-check, which runs
+	// beside the reference runs after the first (referenceAndCrossCheck).
+	reason, err = v.referenceAndCrossCheck(ctx, p)
 	if err != nil {
 		return "", err
 	}
@@ -397,15 +398,86 @@ func stemOf(key, name string) string { return key + "_" + name }
 // multiplied by the time factor (Slowed). The containment checks take p.
 func (v *verification) timed(p *policy.Policy) *policy.Policy { return Slowed(p, v.o.factor) }
 
-// reference measures the guest's own reference: ReferenceRuns unsandboxed
-// runs that must run tests and agree.
-func (v *verification) reference(ctx context.Context) error {
-	n := v.o.opts.ReferenceRuns
-	results, err := v.phase(ctx, "reference", nil, n, func(i int) string { return fmt.Sprintf("reference run %d/%d", i+1, n) },
+// referenceAndCrossCheck makes the guest's own reference, ReferenceRuns
+// unsandboxed runs that must run tests and agree, and the cross-check,
+// which needs no result of theirs. The first reference run runs alone: it
+// anchors the verification, and one that cannot costs nothing more. With
+// lanes to spare (besideLanes) the cross-check then runs in the working
+// directory itself, on the CPU a traced run keeps (pinOneCPU), while the
+// other reference runs run in lanes on the other CPUs. Everything is judged
+// in the order of runs one after another: the reference first, and a
+// reference that does not hold discards the cross-check (which it stops).
+func (v *verification) referenceAndCrossCheck(ctx context.Context, p *policy.Policy) (string, error) {
+	n, name := v.o.opts.ReferenceRuns, v.referenceRun
+	v.o.progress("%s: %s", v.ex.Name, name(0))
+	first, err := v.exRun(ctx, "reference", nil)
+	if err != nil {
+		return "", err
+	}
+	done := []*exercise.Result{first}
+	lanes, cpus := v.besideLanes(n-1, first)
+	if v.referenceProblem(done) != nil || lanes == 0 {
+		if err := v.referenceFrom(ctx, done); err != nil {
+			return "", err
+		}
+		return v.crossCheck(ctx, p)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var rest []*exercise.Result
+	var restErr error
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		rest, restErr = v.laneRuns(cctx, nil, 1, n, lanes, name, cpus)
+		if restErr != nil || !referenceAgrees(append(done[:1:1], rest...)) {
+			cancel() // the cross-check is discarded: no need to finish it
+		}
+	}()
+	ob, removed, crossErr := v.crossCheckRun(cctx, p)
+	<-finished
+	// The cross-check's time-out, if any, counts after the reference's.
+	crossStopped := v.stopped
+	v.stopped = nil
+	if restErr != nil {
+		return "", restErr
+	}
+	for _, res := range rest {
+		if err := v.account("reference", true, res); err != nil {
+			return "", err
+		}
+	}
+	if err := v.settleReference(append(done, rest...)); err != nil {
+		return "", err
+	}
+	if v.stopped == nil {
+		v.stopped = crossStopped
+	}
+	return v.crossCheckJudge(ob, removed, crossErr)
+}
+
+// reference makes the reference runs with nothing beside them.
+func (v *verification) reference(ctx context.Context) error { return v.referenceFrom(ctx, nil) }
+
+// referenceFrom makes the reference runs after those done (a phase of
+// their own) and settles them.
+func (v *verification) referenceFrom(ctx context.Context, done []*exercise.Result) error {
+	results, err := v.phaseFrom(ctx, "reference", nil, done, v.o.opts.ReferenceRuns, v.referenceRun,
 		func(done []*exercise.Result) bool { return v.referenceProblem(done) != nil })
 	if err != nil {
 		return err
 	}
+	return v.settleReference(results)
+}
+
+// referenceRun names reference run i in progress lines.
+func (v *verification) referenceRun(i int) string {
+	return fmt.Sprintf("reference run %d/%d", i+1, v.o.opts.ReferenceRuns)
+}
+
+// settleReference judges the reference runs (referenceProblem) and, when
+// they hold, keeps their times and the first as the reference.
+func (v *verification) settleReference(results []*exercise.Result) error {
 	if err := v.referenceProblem(results); err != nil {
 		return err
 	}
@@ -414,6 +486,52 @@ func (v *verification) reference(ctx context.Context) error {
 	}
 	v.ref = results[0]
 	return nil
+}
+
+// referenceAgrees reports whether reference runs can hold so far: none
+// ran out of time, the first can anchor and the rest agree with it
+// (referenceProblem without its errors, for a goroutine that must not read
+// the verification's state).
+func referenceAgrees(results []*exercise.Result) bool {
+	for i, res := range results {
+		switch {
+		case res.Verdict.ExitClass == verdict.Timeout:
+			return false
+		case i == 0 && res.Verdict.ReferenceProblem() != nil:
+			return false
+		case i > 0 && !res.Verdict.Same(results[0].Verdict):
+			return false
+		}
+	}
+	return true
+}
+
+// besideLanes is how many lanes the reference runs after the first get
+// while the cross-check runs beside them, and the CPUs they may use: 0
+// when the observer has no lane to spare (one lane is the cross-check's
+// CPU), or the guest's free memory does not hold one more run, judged as
+// lanes judges it.
+func (v *verification) besideLanes(rest int, first *exercise.Result) (int, []int) {
+	if rest == 0 || v.o.opts.Lanes < 2 {
+		return 0, nil
+	}
+	avail, ok := machine.MeminfoMB("MemAvailable")["MemAvailable"]
+	if !ok {
+		return 0, nil
+	}
+	n := lanesFor(min(v.o.opts.Lanes, rest+1), avail, first.MaxRSSKiB) - 1
+	if n < 1 {
+		return 0, nil
+	}
+	if !v.o.opts.OneCPU {
+		return n, nil
+	}
+	cpus, err := besideCPUs()
+	if err != nil || len(cpus) == 0 {
+		v.o.log.Warn("observe: no CPU beside the traced run's; the reference runs go first", "err", err)
+		return 0, nil
+	}
+	return min(n, len(cpus)), cpus
 }
 
 // referenceProblem is the abort the reference runs so far call for, in
@@ -450,8 +568,16 @@ func (v *verification) referenceProblem(results []*exercise.Result) error {
 // side, all of them. The results are in order, each accounted (account).
 func (v *verification) phase(ctx context.Context, kind string, prefix []string, n int, name func(i int) string,
 	enough func(done []*exercise.Result) bool) ([]*exercise.Result, error) {
-	var done []*exercise.Result
-	for i := range n {
+	return v.phaseFrom(ctx, kind, prefix, nil, n, name, enough)
+}
+
+// phaseFrom is phase with the runs done already made.
+func (v *verification) phaseFrom(ctx context.Context, kind string, prefix []string, done []*exercise.Result, n int, name func(i int) string,
+	enough func(done []*exercise.Result) bool) ([]*exercise.Result, error) {
+	if len(done) > 0 && enough(done) {
+		return done, nil
+	}
+	for i := len(done); i < n; i++ {
 		if lanes := v.lanes(n-i, done); lanes > 1 {
 			rest, err := v.sideBySide(ctx, kind, prefix, i, n, lanes, name)
 			return append(done, rest...), err
@@ -486,11 +612,30 @@ func (v *verification) lanes(rest int, done []*exercise.Result) int {
 	return lanesFor(n, avail, done[0].MaxRSSKiB)
 }
 
-// sideBySide makes runs from to n-1 in up to lanes lanes at once: each
-// from a fresh copy of its own, seen by the command at the working
-// directory (package lane). The working directory itself must stay put
-// meanwhile.
+// sideBySide makes runs from to n-1 in up to lanes lanes at once
+// (laneRuns) and accounts for them in order.
 func (v *verification) sideBySide(ctx context.Context, kind string, prefix []string, from, n, lanes int, name func(i int) string) ([]*exercise.Result, error) {
+	results, err := v.laneRuns(ctx, prefix, from, n, lanes, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, res := range results {
+		// A lane's own failure (status lane.SetupStatus) stops the run
+		// before the command, which account takes as the defect it is.
+		if err := v.account(kind, true, res); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+// laneRuns makes runs from to n-1 in up to lanes lanes at once, on cpus
+// when not empty: each from a fresh copy of its own, seen by the command at
+// the working directory (package lane). The working directory itself must
+// stay put meanwhile. It accounts for none of them and touches no state of
+// the verification but its progress lines, so that it can run beside the
+// cross-check.
+func (v *verification) laneRuns(ctx context.Context, prefix []string, from, n, lanes int, name func(i int) string, cpus []int) ([]*exercise.Result, error) {
 	if err := os.MkdirAll(v.o.work, 0o755); err != nil {
 		return nil, fmt.Errorf("observe: the working directory the lanes bind over: %w", err)
 	}
@@ -505,7 +650,7 @@ func (v *verification) sideBySide(ctx context.Context, kind string, prefix []str
 		v.o.progress("%s: %s (lane %d of %d)", v.ex.Name, name(from+i), id+1, lanes)
 		opts := v.runOptions(prefix)
 		opts.CopyDir = filepath.Join(v.o.scratch, "lanes", strconv.Itoa(id+1), filepath.Base(v.o.work))
-		opts.Prefix = append(lane.Command([]string{v.o.exe}, opts.CopyDir, v.o.work), prefix...)
+		opts.Prefix = append(lane.Command([]string{v.o.exe}, opts.CopyDir, v.o.work, cpus), prefix...)
 		wg.Add(1)
 		go func() {
 			defer func() { free <- id; wg.Done() }()
@@ -515,13 +660,6 @@ func (v *verification) sideBySide(ctx context.Context, kind string, prefix []str
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
-	}
-	for _, res := range results {
-		// A lane's own failure (status lane.SetupStatus) stops the run
-		// before the command, which account takes as the defect it is.
-		if err := v.account(kind, true, res); err != nil {
-			return nil, err
-		}
 	}
 	return results, nil
 }
@@ -611,6 +749,14 @@ func (v *verification) observe(ctx context.Context, kind string, p *policy.Polic
 
 // crossCheck runs the narrowed policy observed and joins the two views.
 func (v *verification) crossCheck(ctx context.Context, p *policy.Policy) (string, error) {
+	ob, removed, err := v.crossCheckRun(ctx, p)
+	return v.crossCheckJudge(ob, removed, err)
+}
+
+// crossCheckRun makes the cross-check's run: the policy narrowed, observed.
+// It returns the observation, how many grants the narrowing removed, and
+// the run's error; crossCheckJudge takes them.
+func (v *verification) crossCheckRun(ctx context.Context, p *policy.Policy) (*Observed, int, error) {
 	// The exercise contract starts /bin/bash: what it needs to start is
 	// never taken away (else the run stops before the command starts).
 	needed, err := StartNeeds(exercise.Interpreter)
@@ -625,6 +771,12 @@ func (v *verification) crossCheck(ctx context.Context, p *policy.Policy) (string
 	}
 	v.o.progress("%s: cross-check run (%d of %d filesystem grants removed, strace + audit)", v.ex.Name, removed, len(p.FS))
 	ob, err := v.observe(ctx, "cross-check", narrowed)
+	return ob, removed, err
+}
+
+// crossCheckJudge records the cross-check's join and says why it fails
+// the exercise, if it does.
+func (v *verification) crossCheckJudge(ob *Observed, removed int, err error) (string, error) {
 	if err != nil {
 		return "", v.stoppedOr(ob, "cross-check", err)
 	}

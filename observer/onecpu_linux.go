@@ -27,25 +27,45 @@ import (
 // (medians of 12 and 9 runs, 3 observations each, alternating), while the
 // traced runs took 5.5 s pinned and 7.9 s unpinned.
 func pinOneCPU() (restore func() error, err error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil, fmt.Errorf("observe: the CPUs this process may run on: %w", err)
+	set, cpus, err := allowedCPUs()
+	if err != nil {
+		return nil, err
 	}
-	cpu := -1
-	for i := 0; i < len(set)*64 && cpu < 0; i++ {
-		if set.IsSet(i) {
-			cpu = i
-		}
-	}
-	if cpu < 0 || set.Count() == 1 {
+	if len(cpus) <= 1 {
 		return func() error { return nil }, nil
 	}
+	cpu := cpus[0]
 	var one unix.CPUSet
 	one.Set(cpu)
 	if err := setThreadsAffinity(&one); err != nil {
 		return nil, err
 	}
 	return func() error { return setThreadsAffinity(&set) }, nil
+}
+
+// besideCPUs are the CPUs this process may run on but the one pinOneCPU
+// keeps for a traced run: where the runs beside it go.
+func besideCPUs() ([]int, error) {
+	_, cpus, err := allowedCPUs()
+	if err != nil || len(cpus) == 0 {
+		return nil, err
+	}
+	return cpus[1:], nil
+}
+
+// allowedCPUs is this thread's CPU set and its CPUs in ascending order.
+func allowedCPUs() (unix.CPUSet, []int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return set, nil, fmt.Errorf("observe: the CPUs this process may run on: %w", err)
+	}
+	var cpus []int
+	for i := range len(set) * 64 {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	return set, cpus, nil
 }
 
 // setThreadsAffinity gives every thread of this process the CPU set.

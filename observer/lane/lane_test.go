@@ -5,6 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,14 +28,15 @@ func needRoot(t *testing.T) {
 	}
 }
 
-// laneRun runs script with bash in a lane over work from copy.
-func laneRun(t *testing.T, copy, work, script string) (string, error) {
+// laneRun runs script with bash in a lane over work from copy, on cpus
+// when not empty.
+func laneRun(t *testing.T, copy, work string, cpus []int, script string) (string, error) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv := append(Command([]string{self}, copy, work), "/bin/bash", "-euc", script)
+	argv := append(Command([]string{self}, copy, work, cpus), "/bin/bash", "-euc", script)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = work
 	out, err := cmd.CombinedOutput()
@@ -90,7 +94,7 @@ print('bound')"`
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i], errs[i] = laneRun(t, copies[i], work, script)
+			outs[i], errs[i] = laneRun(t, copies[i], work, nil, script)
 		}()
 	}
 	wg.Wait()
@@ -115,7 +119,7 @@ print('bound')"`
 func TestLaneSetupFailure(t *testing.T) {
 	needRoot(t)
 	work := t.TempDir()
-	out, err := laneRun(t, filepath.Join(work, "missing"), work, "echo ran")
+	out, err := laneRun(t, filepath.Join(work, "missing"), work, nil, "echo ran")
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != SetupStatus {
 		t.Fatalf("got %v, want exit status %d: %s", err, SetupStatus, out)
@@ -127,8 +131,57 @@ func TestLaneSetupFailure(t *testing.T) {
 
 // TestCommand pins the prefix word for word.
 func TestCommand(t *testing.T) {
-	got := strings.Join(Command([]string{"/bin/lockstep"}, "/tmp/l/1", "/var/tmp/testing-dir"), " ")
+	got := strings.Join(Command([]string{"/bin/lockstep"}, "/tmp/l/1", "/var/tmp/testing-dir", nil), " ")
 	if want := "/bin/lockstep lane-run --from /tmp/l/1 --at /var/tmp/testing-dir --"; got != want {
 		t.Errorf("Command = %q, want %q", got, want)
+	}
+	got = strings.Join(Command([]string{"/bin/lockstep"}, "/tmp/l/1", "/var/tmp/testing-dir", []int{1, 3}), " ")
+	if want := "/bin/lockstep lane-run --from /tmp/l/1 --at /var/tmp/testing-dir --cpus 1,3 --"; got != want {
+		t.Errorf("Command = %q, want %q", got, want)
+	}
+}
+
+// TestLaneCPUs: a lane given --cpus runs its command on those CPUs only,
+// whatever the CPUs of the process that started it.
+func TestLaneCPUs(t *testing.T) {
+	needRoot(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	work, copy := t.TempDir(), t.TempDir()
+	last := runtime.NumCPU() - 1
+	out, err := laneRun(t, copy, work, []int{last}, "grep Cpus_allowed_list /proc/self/status")
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got, want := strings.Fields(out), []string{"Cpus_allowed_list:", strconv.Itoa(last)}; !slices.Equal(got, want) {
+		t.Errorf("the lane's command: %q, want %q", got, want)
+	}
+	out, err = laneRun(t, copy, work, nil, "grep Cpus_allowed_list /proc/self/status")
+	if err != nil || strings.Fields(out)[1] == strconv.Itoa(last) {
+		t.Errorf("without --cpus the lane's command must keep every CPU: %v: %s", err, out)
+	}
+}
+
+// TestParseCPUs reads --cpus values and names what a bad one wants.
+func TestParseCPUs(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+		err  bool
+	}{
+		{"", nil, false}, {"1", []int{1}, false}, {"1,3", []int{1, 3}, false},
+		{"1-3", nil, true}, {"x", nil, true}, {"-1", nil, true}, {"1,", nil, true}, {"1024", nil, true},
+	} {
+		got, err := ParseCPUs(tc.in)
+		if (err != nil) != tc.err || !slices.Equal(got, tc.want) {
+			t.Errorf("ParseCPUs(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "comma-separated") {
+			t.Errorf("ParseCPUs(%q): %v does not say what is wanted", tc.in, err)
+		}
+	}
+	if f := FormatCPUs([]int{0, 2}); f != "0,2" {
+		t.Errorf("FormatCPUs = %q", f)
 	}
 }

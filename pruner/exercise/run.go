@@ -423,12 +423,19 @@ func overlaps(a, b string) bool {
 	return a == b || strings.HasPrefix(a, b+string(filepath.Separator)) || strings.HasPrefix(b, a+string(filepath.Separator))
 }
 
-// FreshCopy deletes dst and copies the tree src to it: folders, regular
-// files (with their modes and modification times) and symbolic links as
-// links, as Phobos's copytree(symlinks=True) does. Any other kind of file
-// is refused. dst's parent is created if missing.
+// FreshCopy deletes what dst holds and copies the tree src to it: folders,
+// regular files (with their modes and modification times) and symbolic
+// links as links, as Phobos's copytree(symlinks=True) does. Any other kind
+// of file is refused. dst's parent is created if missing.
+//
+// A directory at dst is emptied, not removed: the observer's lanes bind
+// copies of their own over the working directory in mount namespaces of
+// their own, and removing a mount point takes the mounts on it away in
+// every namespace, so a fresh copy for a run beside them must leave the
+// directory itself in place. Anything else at dst (a link, a file) is
+// removed.
 func FreshCopy(src, dst string) error {
-	if err := os.RemoveAll(dst); err != nil {
+	if err := emptyOut(dst); err != nil {
 		return fmt.Errorf("fresh copy: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -455,7 +462,7 @@ func FreshCopy(src, dst string) error {
 		}
 		switch mode := info.Mode(); {
 		case mode.IsDir():
-			if err := os.Mkdir(target, mode.Perm()|0o700); err != nil {
+			if err := mkdirOrKeep(target, rel == ".", mode.Perm()|0o700); err != nil {
 				return err
 			}
 			dirs = append(dirs, dirTime{target, info.ModTime(), mode.Perm()})
@@ -482,6 +489,38 @@ func FreshCopy(src, dst string) error {
 		_ = os.Chtimes(dirs[i].path, dirs[i].mod, dirs[i].mod)
 	}
 	return nil
+}
+
+// emptyOut empties the directory dst, or removes whatever else is there.
+func emptyOut(dst string) error {
+	fi, err := os.Lstat(dst)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil || !fi.IsDir() {
+		return os.RemoveAll(dst)
+	}
+	ents, err := os.ReadDir(dst)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(dst, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mkdirOrKeep makes the directory target, or, for the copy's top (kept by
+// emptyOut), gives the one there perm.
+func mkdirOrKeep(target string, top bool, perm fs.FileMode) error {
+	if top {
+		if fi, err := os.Lstat(target); err == nil && fi.IsDir() {
+			return os.Chmod(target, perm)
+		}
+	}
+	return os.Mkdir(target, perm)
 }
 
 func copyFile(src, dst string, info fs.FileInfo) error {

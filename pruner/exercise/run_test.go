@@ -316,14 +316,57 @@ func TestFreshCopy(t *testing.T) {
 	if err := FreshCopy(from, dst); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dst, "left-by-run"), nil, 0o644); err != nil {
+	for _, left := range []string{"left-by-run", "sub/deep/left", "dir-left/f"} {
+		p := filepath.Join(dst, left)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := os.Stat(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dst, 0o500); err != nil { // a run may leave it so
 		t.Fatal(err)
 	}
 	if err := FreshCopy(from, dst); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dst, "left-by-run")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a file of the previous run survived the fresh copy: %v", err)
+	for _, left := range []string{"left-by-run", "sub/deep/left", "dir-left"} {
+		if _, err := os.Lstat(filepath.Join(dst, left)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s of the previous run survived the fresh copy: %v", left, err)
+		}
+	}
+	// The directory itself stays (a lane's bind mount on it would go with
+	// it), with the copy's mode.
+	after, err := os.Stat(dst)
+	srcInfo, serr := os.Stat(from)
+	if err != nil || serr != nil || !os.SameFile(before, after) {
+		t.Errorf("the fresh copy replaced the directory at dst: %v, %v", err, serr)
+	} else if after.Mode().Perm() != srcInfo.Mode().Perm() {
+		t.Errorf("dst's mode %v, want the source's %v", after.Mode().Perm(), srcInfo.Mode().Perm())
+	}
+	// A link at dst is replaced, never followed.
+	elsewhere := t.TempDir()
+	keep := filepath.Join(elsewhere, "keep")
+	if err := os.WriteFile(keep, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	linked := filepath.Join(t.TempDir(), "testing-dir")
+	if err := os.Symlink(elsewhere, linked); err != nil {
+		t.Fatal(err)
+	}
+	if err := FreshCopy(from, linked); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("the fresh copy emptied the directory a link at dst names: %v", err)
+	}
+	if fi, err := os.Lstat(linked); err != nil || !fi.IsDir() {
+		t.Errorf("the link at dst was not replaced by the copy: %v", err)
 	}
 	if st, err := os.Stat(filepath.Join(dst, "run.sh")); err != nil || st.Mode().Perm() != 0o750 {
 		t.Errorf("run.sh mode = %v, %v; want 0750", st.Mode(), err)
