@@ -411,10 +411,10 @@ func (e *Exercise) checkWorkDir(dir string) error {
 		return fmt.Errorf("run: working directory %q is not an absolute, clean path", dir)
 	}
 	if dir == "/" || filepath.Dir(dir) == "/" {
-		return fmt.Errorf("run: working directory %q is / or a top-level directory; it is deleted before every run", dir)
+		return fmt.Errorf("run: working directory %q is / or a top-level directory; everything in it is deleted before every run", dir)
 	}
 	if overlaps(dir, e.Dir) {
-		return fmt.Errorf("run: working directory %q overlaps the exercise %q; it is deleted before every run", dir, e.Dir)
+		return fmt.Errorf("run: working directory %q overlaps the exercise %q; everything in it is deleted before every run", dir, e.Dir)
 	}
 	return nil
 }
