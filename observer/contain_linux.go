@@ -2,6 +2,7 @@ package observer
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
@@ -22,22 +23,50 @@ import (
 // abandoned and every check runs here under final.
 func (v *verification) contain(ctx context.Context, final, asRead *policy.Policy, early *contain.Early) ([]record.ContainmentCheck, []string, error) {
 	v.o.progress("%s: containment checks", v.ex.Name)
-	s := v.containSetup()
-	if final != asRead {
-		early.Stop()
-		return contain.Execute(ctx, final, s)
-	}
-	return early.Finish(ctx, final, s)
+	c := v.containUncounted(ctx, final, asRead, early)
+	return v.keepContainment(&c)
 }
 
-// containSetup is how the observer's containment checks run their probes,
-// each probe operation counted in the exercise's runs.
+// containment is the containment checks' outcome, their probe operations
+// not yet counted in the exercise's runs.
+type containment struct {
+	checks []record.ContainmentCheck
+	failed []string
+	err    error
+	probes int64
+}
+
+// containUncounted runs the containment checks under final (contain),
+// counting their probe operations in the outcome rather than the runs.
+func (v *verification) containUncounted(ctx context.Context, final, asRead *policy.Policy, early *contain.Early) containment {
+	var probes atomic.Int64
+	s := v.containSetup()
+	s.Ran = func() { probes.Add(1) }
+	var c containment
+	if final != asRead {
+		early.Stop()
+		c.checks, c.failed, c.err = contain.Execute(ctx, final, s)
+	} else {
+		c.checks, c.failed, c.err = early.Finish(ctx, final, s)
+	}
+	c.probes = probes.Load()
+	return c
+}
+
+// keepContainment counts c's probe operations in the exercise's runs and
+// returns its outcome.
+func (v *verification) keepContainment(c *containment) ([]record.ContainmentCheck, []string, error) {
+	v.es.Runs["containment probe"] += int(c.probes)
+	return c.checks, c.failed, c.err
+}
+
+// containSetup is how the observer's containment checks run their probes;
+// the caller counts them (Setup.Ran).
 func (v *verification) containSetup() contain.Setup {
 	o := v.o
 	return contain.Setup{
 		Probe: []string{o.exe, contain.Verb}, Enforcer: enforcer.Prefix(o.exe, false),
 		WorkDir: o.work, ScratchDir: o.scratch, Env: exercise.DefaultEnv(o.work),
-		Ran: func() { v.es.Runs["containment probe"]++ },
 	}
 }
 

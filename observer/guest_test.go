@@ -256,8 +256,13 @@ func checkObserveGuest(t *testing.T, exercises string) string {
 	// observe's default two vCPUs are two lanes: round 2's last two joint
 	// runs run side by side, and the last two reference runs in the one
 	// lane the cross-check leaves, beside it (started before the second
-	// reference run ends, so before the third's line).
-	for _, want := range []string{"reference run 3/3 (lane 1 of 1)", "joint run 3/3 (round 2) (lane 2 of 2)"} {
+	// reference run ends, so before the third's line). The cross-check
+	// foretells round 1's difference, so the diagnosis runs beside its
+	// first joint run, and round 2's settling, so the containment checks
+	// run beside its first.
+	for _, want := range []string{"reference run 3/3 (lane 1 of 1)", "joint run 3/3 (round 2) (lane 2 of 2)",
+		"diagnosis run (strace + audit), beside joint run 1/3 (round 1)", "the diagnosis run beside the first is kept",
+		"containment checks, beside joint run 1/3 (round 2)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the progress lacks %q: the runs did not run side by side", want)
 		}

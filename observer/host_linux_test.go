@@ -245,9 +245,9 @@ func TestABI10AndContainmentHostKernel(t *testing.T) {
 	if err := v.reference(t.Context()); err != nil {
 		t.Fatalf("reference: %v", err)
 	}
-	final, err := v.abi10(t.Context(), p)
-	if err != nil {
-		t.Fatalf("abi10: %v", err)
+	final, contained, err := v.abi10(t.Context(), p, early)
+	if err != nil || contained != nil {
+		t.Fatalf("abi10: %v, containment beside it %v (no lanes: want none)", err, contained)
 	}
 	if len(v.k.Rows) != 0 || final != p {
 		t.Errorf("rows %v on ABI %d, want none and the policy unchanged", v.k.Rows, abi)
@@ -288,7 +288,7 @@ func TestABI10AbortHostKernel(t *testing.T) {
 		t.Fatalf("reference: %v", err)
 	}
 	delete(p.FS, "/var/tmp/testing-dir/data")
-	_, err := v.abi10(t.Context(), p)
+	_, _, err := v.abi10(t.Context(), p, nil)
 	var ae *AbortError
 	if !errors.As(err, &ae) || ae.Reason != "the guest kernel differs from the default prune's in more than a UDP bind port" {
 		t.Fatalf("abi10 = %v, want the more-than-a-UDP-bind abort", err)

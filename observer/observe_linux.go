@@ -22,6 +22,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/observer/lane"
 	"github.com/lockstep-sandbox/lockstep/observer/proof"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
+	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/control"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
@@ -337,6 +338,9 @@ type verification struct {
 	// that ran into it.
 	bound   time.Duration
 	stopped *TimeoutError
+	// foretold are the UDP ports the cross-check was refused a bind to
+	// (foretold), which the ABI-10 phase's joint runs will be refused too.
+	foretold []int
 }
 
 func (v *verification) run(ctx context.Context, f exercise.Found) (reason string, err error) {
@@ -376,12 +380,19 @@ func (v *verification) run(ctx context.Context, f exercise.Found) (reason string
 		return "", err
 	}
 	// 4. The ABI-10 phase always runs; its rows land in the record.
-	final, err := v.abi10(ctx, p)
+	final, contained, err := v.abi10(ctx, p, early)
 	if err != nil {
 		return "", err
 	}
-	// 5. Containment under the verified policy.
-	checks, failed, err := v.contain(ctx, final, p, early)
+	// 5. Containment under the verified policy, unless it ran beside the
+	// last round's first joint run (besideFirstJoint).
+	var checks []record.ContainmentCheck
+	var failed []string
+	if contained != nil {
+		checks, failed, err = v.keepContainment(contained)
+	} else {
+		checks, failed, err = v.contain(ctx, final, p, early)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -716,6 +727,16 @@ func (v *verification) limit() time.Duration {
 // through the engine (RunObserved), collecting the run's records; records
 // that cannot be trusted as complete abort (JudgeAudit).
 func (v *verification) observe(ctx context.Context, kind string, p *policy.Policy) (*Observed, error) {
+	return v.observeRun(ctx, kind, v.es.Runs[kind]+1, p, func(ctx context.Context, prefix []string) (*exercise.Result, error) {
+		return v.exRun(ctx, kind, prefix)
+	})
+}
+
+// observeRun is observe with the run's number among its kind (in its
+// scratch files' names) and what runs the exercise behind the prefix:
+// exRun, or a run accounted for later.
+func (v *verification) observeRun(ctx context.Context, kind string, nth int, p *policy.Policy,
+	run func(ctx context.Context, prefix []string) (*exercise.Result, error)) (*Observed, error) {
 	o := v.o
 	if o.opts.OneCPU {
 		restore, err := pinOneCPU()
@@ -728,11 +749,11 @@ func (v *verification) observe(ctx context.Context, kind string, p *policy.Polic
 			}
 		}()
 	}
-	ob, err := RunObserved(ctx, Spec{Policy: p, Exe: o.exe, Scratch: o.scratch, Stem: fmt.Sprintf("%s.%s.%d", v.ex.Stem(), kind, v.es.Runs[kind]+1),
+	ob, err := RunObserved(ctx, Spec{Policy: p, Exe: o.exe, Scratch: o.scratch, Stem: fmt.Sprintf("%s.%s.%d", v.ex.Stem(), kind, nth),
 		Kind: kind, LogSubprocesses: true, Collector: o.col, Wait: o.wait,
 		Control: control.Options{PseudoTerminals: v.ex.Config.UsesPseudoTerminals, NoCreate: true},
 		Run: func(ctx context.Context, prefix []string) (int, string, error) {
-			res, err := v.exRun(ctx, kind, prefix)
+			res, err := run(ctx, prefix)
 			if err != nil {
 				return 0, "", err
 			}
@@ -781,6 +802,7 @@ func (v *verification) crossCheckJudge(ob *Observed, removed int, err error) (st
 		return "", v.stoppedOr(ob, "cross-check", err)
 	}
 	v.keepTrace("cross-check", ob.Trace)
+	v.foretold = foretold(ob)
 	cmp := ob.Join
 	v.k.CrossCheck = cmp.Record()
 	v.k.Mismatches, v.k.AuditOnly = cmp.Mismatches, cmp.AuditOnly
@@ -801,52 +823,67 @@ func (v *verification) crossCheckJudge(ob *Observed, removed int, err error) (st
 // abi10 is the ABI-10 phase: joint runs with every layer and the policy's
 // limits; a difference that is exactly a refused UDP bind, named by strace's
 // rule and a net.bind_udp record, becomes a row; anything else aborts. It
-// returns the policy that settled (p plus the rows).
-func (v *verification) abi10(ctx context.Context, p *policy.Policy) (*policy.Policy, error) {
+// returns the policy that settled (p plus the rows) and, when they ran
+// beside the last round's first joint run, its containment checks.
+func (v *verification) abi10(ctx context.Context, p *policy.Policy, early *contain.Early) (*policy.Policy, *containment, error) {
 	o, current := v.o, p
 	for round := 1; round <= o.opts.Rounds; round++ {
-		diff, err := v.joint(ctx, current, round)
+		r, err := v.joint(ctx, current, p, round, early)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if diff == nil {
-			return current, nil
+		if r.diff == nil {
+			return current, r.contained, nil
 		}
 		if v.stopped != nil {
-			return nil, v.stoppedJoint(ctx, current)
+			return nil, nil, v.stoppedJoint(ctx, current)
 		}
 		if round == o.opts.Rounds {
 			break
 		}
-		o.progress("%s: ABI-10 round %d: the joint runs differ from the reference; diagnosis run (strace + audit)", v.ex.Name, round)
-		ob, err := v.observe(ctx, "diagnosis", v.timed(current))
+		if r.diagnosis != nil {
+			o.progress("%s: ABI-10 round %d: the joint runs differ from the reference; the diagnosis run beside the first is kept", v.ex.Name, round)
+		} else {
+			o.progress("%s: ABI-10 round %d: the joint runs differ from the reference; diagnosis run (strace + audit)", v.ex.Name, round)
+		}
+		ob, err := v.takeDiagnosis(ctx, &r, current)
 		if err != nil {
-			return nil, v.stoppedOr(ob, "diagnosis", err)
+			return nil, nil, v.stoppedOr(ob, "diagnosis", err)
 		}
 		if v.stopped != nil {
 			v.keepTrace("diagnosis", ob.Trace)
-			return nil, v.stopped
+			return nil, nil, v.stopped
 		}
-		d := difference(ob)
-		var connect []string
-		for _, c := range d.Connect {
-			if !strings.HasSuffix(c, " udp") {
-				connect = append(connect, c)
-			}
-		}
-		rows, ports, other := Rows(d.Bind, ob.Denials, current.Bind)
-		// Filesystem and limit refusals are not differences by themselves
-		// (the default prune leaves unneeded accesses refused); they only
-		// leave the joint runs unsettled, which shows as no row.
-		if len(other) > 0 || len(connect) > 0 || len(rows) == 0 {
-			return nil, abortf(map[string]any{"other_bind_rules": nonNil(other), "connect_rules": nonNil(connect),
-				"other_refusals": nonNil(d.Other), "audit": rawRecords(ob.Audit.Records, 20)},
-				"the guest kernel differs from the default prune's in more than a UDP bind port")
+		rows, ports, err := v.diagnosed(ob, current)
+		if err != nil {
+			return nil, nil, err
 		}
 		v.k.Rows = append(v.k.Rows, rows...)
 		current = WithBind(current, ports)
 	}
-	return nil, abortf(nil, "the joint verification on the guest kernel did not settle")
+	return nil, nil, abortf(nil, "the joint verification on the guest kernel did not settle")
+}
+
+// diagnosed is the rows a diagnosis run of current found and their ports;
+// a difference other than UDP binds current holds no rule for aborts.
+func (v *verification) diagnosed(ob *Observed, current *policy.Policy) ([]record.Row, []int, error) {
+	d := difference(ob)
+	var connect []string
+	for _, c := range d.Connect {
+		if !strings.HasSuffix(c, " udp") {
+			connect = append(connect, c)
+		}
+	}
+	rows, ports, other := Rows(d.Bind, ob.Denials, current.Bind)
+	// Filesystem and limit refusals are not differences by themselves
+	// (the default prune leaves unneeded accesses refused); they only
+	// leave the joint runs unsettled, which shows as no row.
+	if len(other) > 0 || len(connect) > 0 || len(rows) == 0 {
+		return nil, nil, abortf(map[string]any{"other_bind_rules": nonNil(other), "connect_rules": nonNil(connect),
+			"other_refusals": nonNil(d.Other), "audit": rawRecords(ob.Audit.Records, 20)},
+			"the guest kernel differs from the default prune's in more than a UDP bind port")
+	}
+	return rows, ports, nil
 }
 
 // keepTrace makes trace the exercise's .abi10.observed.trace.gz.
@@ -884,27 +921,45 @@ func (v *verification) stoppedJoint(ctx context.Context, p *policy.Policy) error
 	return stopped
 }
 
-// joint runs JointRuns unobserved runs under p with its limits; nil when all
-// agree with the reference, else the first verdict that did not.
-func (v *verification) joint(ctx context.Context, p *policy.Policy, round int) (*exercise.Result, error) {
+// joint runs JointRuns unobserved runs under p with its limits (asRead is
+// the policy as read); the round's diff is nil when all agree with the
+// reference, else the first verdict that did not. The diagnosis or the
+// containment checks may run beside its first run (besideFirstJoint), and
+// the round keeps what it called for (jointRound.settled).
+func (v *verification) joint(ctx context.Context, p, asRead *policy.Policy, round int, early *contain.Early) (jointRound, error) {
+	var r jointRound
 	path := filepath.Join(v.o.scratch, fmt.Sprintf("%s.joint.%d.cfg", v.ex.Stem(), round))
 	if err := os.WriteFile(path, v.timed(p).Render(), 0o644); err != nil {
-		return nil, err
+		return r, err
 	}
-	n := v.o.opts.JointRuns
+	n, prefix := v.o.opts.JointRuns, enforcer.Command(enforcer.Prefix(v.o.exe, false), path)
+	name := func(i int) string { return fmt.Sprintf("joint run %d/%d (round %d)", i+1, n, round) }
 	differs := func(res *exercise.Result) bool { return !res.Verdict.Same(v.ref.Verdict) }
-	results, err := v.phase(ctx, "joint", enforcer.Command(enforcer.Prefix(v.o.exe, false), path), n,
-		func(i int) string { return fmt.Sprintf("joint run %d/%d (round %d)", i+1, n, round) },
-		func(done []*exercise.Result) bool { return differs(done[len(done)-1]) })
+	var done []*exercise.Result
+	if job := v.besideFirstJoint(p, asRead, round, early, &r); job != nil {
+		first, err := v.firstJointBeside(ctx, prefix, name(0), job)
+		if err != nil {
+			return r, err
+		}
+		if first != nil {
+			r.job, done = job, []*exercise.Result{first}
+		}
+	}
+	results, err := v.phaseFrom(ctx, "joint", prefix, done, n, name, func(done []*exercise.Result) bool { return differs(done[len(done)-1]) })
 	if err != nil {
-		return nil, err
+		if r.job != nil {
+			r.job.stop()
+		}
+		return r, err
 	}
 	for _, res := range results {
 		if differs(res) {
-			return res, nil
+			r.diff = res
+			break
 		}
 	}
-	return nil, nil
+	r.settled()
+	return r, nil
 }
 
 // difference sorts a diagnosis run's confirmed refusals into network rules

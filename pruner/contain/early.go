@@ -45,15 +45,27 @@ func StartEarly(ctx context.Context, p *policy.Policy, s Setup, names ...string)
 // Finish runs every other check under p (Execute with s.Skip = the early
 // names), waits for the early ones and returns all of them in Execute's
 // order (by name), the names of those that did not hold after; s.Ran is
-// then called once more for each early probe operation.
+// then called once more for each early probe operation. On nil (no early
+// checks) it is Execute.
 func (e *Early) Finish(ctx context.Context, p *policy.Policy, s Setup) ([]record.ContainmentCheck, []string, error) {
+	if e == nil {
+		return Execute(ctx, p, s)
+	}
 	s.Skip = append(slices.Clone(s.Skip), e.names...)
 	checks, failed, err := Execute(ctx, p, s)
 	if err != nil {
 		e.Stop()
 		return nil, nil, err
 	}
-	<-e.done
+	// A caller that stops waiting (a containment made beside other runs
+	// and then not wanted) must not wait out the early checks: the
+	// timeout check may sleep for minutes.
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		e.Stop()
+		return nil, nil, ctx.Err()
+	}
 	if e.err != nil {
 		return nil, nil, e.err
 	}

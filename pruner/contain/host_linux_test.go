@@ -154,3 +154,39 @@ func TestExecuteOnlyAndSkip(t *testing.T) {
 		t.Errorf("Skip timeout ran %v; want every check but the timeout's", names)
 	}
 }
+
+// TestFinishStopsWhenCancelled: Finish whose context ends while the early
+// timeout check still sleeps (a 60 s timeout) returns at once with the
+// context's error and ends the early check, instead of waiting it out.
+func TestFinishStopsWhenCancelled(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the canaries live in /root: needs root")
+	}
+	if abi, err := enforcer.HostABI(); err != nil || abi < 1 {
+		t.Skipf("no Landlock here (ABI %d, %v)", abi, err)
+	}
+	bin := lockstepbin.Build(t)
+	p, err := policy.Parse("t.cfg", []byte("[read]\n/usr\n/etc\n[execute]\n/usr/bin\n/usr/lib\n/usr/lib64\n[limits]\ntimeout=60\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := Setup{Probe: []string{bin, Verb}, Enforcer: []string{bin, "run", "-q"}, ScratchDir: t.TempDir(), WorkDir: t.TempDir()}
+	early := StartEarly(t.Context(), p, setup, TimeoutCheck)
+	// Long enough for the other checks to end first on a quiet machine,
+	// so that Finish is waiting for the early one when it is cancelled.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, _, err = early.Finish(ctx, p, setup)
+	// On a quiet machine the error is the deadline; on a slow one the
+	// other checks may still have been running, and their error is theirs.
+	if took := time.Since(start); err == nil || took > 30*time.Second {
+		t.Fatalf("Finish = %v after %v; want an error well before the 60 s timeout check ends", err, took)
+	}
+	t.Logf("Finish: %v after %v", err, time.Since(start).Round(time.Millisecond))
+	select {
+	case <-early.done:
+	default:
+		t.Errorf("the early timeout check still runs after Finish returned")
+	}
+}

@@ -1,0 +1,143 @@
+package observer
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/pruner/contain"
+)
+
+// besideVerification is hostVerification with two lanes, one CPU kept for
+// traced runs, two joint runs a round and the reference made; it skips
+// where the fixture's UDP bind is refused (ABI 10: the guest test's case)
+// or there is one CPU.
+func besideVerification(t *testing.T) (*verification, *policy.Policy, *lockedBuffer) {
+	t.Helper()
+	v, p := hostVerification(t, 0, nil)
+	if abi, _ := ll.LandlockGetABIVersion(); abi >= 10 {
+		t.Skip("on ABI 10 the fixture's UDP bind is refused: the guest test covers it")
+	}
+	if cpus, err := besideCPUs(); err != nil || len(cpus) == 0 {
+		t.Skipf("needs 2 CPUs: %v %v", cpus, err)
+	}
+	progress := &lockedBuffer{}
+	v.o.opts.Lanes, v.o.opts.OneCPU, v.o.opts.JointRuns, v.o.opts.Progress = 2, true, 2, progress
+	if err := v.reference(t.Context()); err != nil {
+		t.Fatalf("reference: %v", err)
+	}
+	return v, p, progress
+}
+
+// wantProgress fails t for each line missing from progress.
+func wantProgress(t *testing.T, progress *lockedBuffer, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(string(progress.Bytes()), w) {
+			t.Errorf("progress lacks %q:\n%s", w, progress.Bytes())
+		}
+	}
+}
+
+// TestContainBesideJointHostKernel: when the cross-check foretells no
+// difference, the containment checks run beside round 1's first joint run
+// (which runs in a lane); the round settles, so they are kept, and their
+// probes are counted only then, as many as a containment after the runs.
+func TestContainBesideJointHostKernel(t *testing.T) {
+	v, p, progress := besideVerification(t)
+	early := v.startTimeoutCheck(t.Context(), p)
+	defer early.Stop()
+	final, contained, err := v.abi10(t.Context(), p, early)
+	if err != nil || final != p || contained == nil {
+		t.Fatalf("abi10 = %v, %v, containment %v; want the policy as read and the containment made beside", final != p, err, contained)
+	}
+	if v.es.Runs["joint"] != 2 || v.es.Runs["containment probe"] != 0 {
+		t.Errorf("runs %v: want 2 joint runs and no probe counted before the containment is kept", v.es.Runs)
+	}
+	wantProgress(t, progress, "udp-fixture: containment checks, beside joint run 1/2 (round 1)\n",
+		"udp-fixture: joint run 1/2 (round 1) (lane 1 of 1)\n")
+	_, failed, err := v.keepContainment(contained)
+	if err != nil || len(failed) > 0 {
+		t.Fatalf("containment beside the joint run: %v, failed %v", err, failed)
+	}
+	whole := v.containSetup()
+	ops := 0
+	whole.Ran = func() { ops++ }
+	if _, _, err := contain.Execute(t.Context(), p, whole); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.es.Runs["containment probe"]; got != ops {
+		t.Errorf("probe operations counted %d, want %d (those of a containment after the runs)", got, ops)
+	}
+	if _, cpus, err := allowedCPUs(); err != nil || len(cpus) < 2 {
+		t.Errorf("CPUs after the round: %v, %v", cpus, err)
+	}
+}
+
+// TestDiagnosisBesideJointHostKernel: when the cross-check foretells a
+// difference (here a refused UDP bind to 5000 stands in for it) and the
+// first joint run does differ (the policy lacks the fixture's data
+// directory, so a test fails), the diagnosis that ran beside it is the
+// round's: counted once, and its refusals give the abort the diagnosis run
+// after the joint run gives (TestABI10AbortHostKernel).
+func TestDiagnosisBesideJointHostKernel(t *testing.T) {
+	v, p, progress := besideVerification(t)
+	v.foretold = []int{5000}
+	delete(p.FS, "/var/tmp/testing-dir/data")
+	_, _, err := v.abi10(t.Context(), p, nil)
+	var ae *AbortError
+	if !errors.As(err, &ae) || ae.Reason != "the guest kernel differs from the default prune's in more than a UDP bind port" {
+		t.Fatalf("abi10 = %v, want the more-than-a-UDP-bind abort\n%s", err, progress.Bytes())
+	}
+	if v.es.Runs["diagnosis"] != 1 || v.es.Runs["joint"] != 1 || len(v.k.Rows) != 0 {
+		t.Errorf("runs %v, rows %v; want one joint run, one diagnosis run and no row", v.es.Runs, v.k.Rows)
+	}
+	if o, _ := ae.Evidence["other_refusals"].([]string); !strings.Contains(strings.Join(o, "\n"), "/var/tmp/testing-dir/data") {
+		t.Errorf("evidence %v does not name the refused data directory", ae.Evidence)
+	}
+	wantProgress(t, progress, "udp-fixture: diagnosis run (strace + audit), beside joint run 1/2 (round 1)\n",
+		"udp-fixture: joint run 1/2 (round 1) (lane 1 of 1)\n")
+	if _, cpus, err := allowedCPUs(); err != nil || len(cpus) < 2 {
+		t.Errorf("CPUs after the diagnosis: %v, %v", cpus, err)
+	}
+}
+
+// TestBesideDiscardedHostKernel: a foretelling the first joint run proves
+// wrong costs nothing but the job's time. A diagnosis foretold (a refused
+// UDP bind stands in) beside a first joint run that agrees is stopped and
+// counts no run; a containment foretold beside one that differs is stopped,
+// counts no probe, and the diagnosis then runs after the joint run.
+func TestBesideDiscardedHostKernel(t *testing.T) {
+	t.Run("diagnosis", func(t *testing.T) {
+		v, p, progress := besideVerification(t)
+		v.foretold = []int{5000}
+		final, contained, err := v.abi10(t.Context(), p, nil)
+		if err != nil || final != p || contained != nil {
+			t.Fatalf("abi10 = changed %v, %v, containment %v; want the policy as read and no containment", final != p, err, contained)
+		}
+		if v.es.Runs["diagnosis"] != 0 || v.es.Runs["joint"] != 2 || v.stopped != nil || v.trace != nil {
+			t.Errorf("runs %v, stopped %v, trace kept %v: want 2 joint runs and nothing of the diagnosis", v.es.Runs, v.stopped, v.trace != nil)
+		}
+		wantProgress(t, progress, "udp-fixture: diagnosis run (strace + audit) discarded: joint run 1/2 (round 1) did not call for it\n")
+		if _, cpus, err := allowedCPUs(); err != nil || len(cpus) < 2 {
+			t.Errorf("CPUs after the stopped diagnosis: %v, %v", cpus, err)
+		}
+	})
+	t.Run("containment", func(t *testing.T) {
+		v, p, progress := besideVerification(t)
+		delete(p.FS, "/var/tmp/testing-dir/data")
+		_, _, err := v.abi10(t.Context(), p, nil)
+		var ae *AbortError
+		if !errors.As(err, &ae) || ae.Reason != "the guest kernel differs from the default prune's in more than a UDP bind port" {
+			t.Fatalf("abi10 = %v, want the more-than-a-UDP-bind abort\n%s", err, progress.Bytes())
+		}
+		if v.es.Runs["containment probe"] != 0 || v.es.Runs["diagnosis"] != 1 || v.es.Runs["joint"] != 1 {
+			t.Errorf("runs %v: want one joint run, one diagnosis run after it and no probe", v.es.Runs)
+		}
+		wantProgress(t, progress, "udp-fixture: containment checks discarded: joint run 1/2 (round 1) did not call for it\n",
+			"udp-fixture: ABI-10 round 1: the joint runs differ from the reference; diagnosis run (strace + audit)\n")
+	})
+}
