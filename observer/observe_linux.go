@@ -571,18 +571,13 @@ func (v *verification) referenceProblem(results []*exercise.Result) error {
 	return nil
 }
 
-// phase makes the n runs of one kind behind prefix that need no result of
-// each other, until enough says the runs so far settle the phase. The first
-// runs alone (it anchors the phase, and a first run that settles it, a
-// reference that cannot anchor or a joint run that differs, costs no more
-// runs); when the observer has more than one lane, the rest run side by
-// side, all of them. The results are in order, each accounted (account).
-func (v *verification) phase(ctx context.Context, kind string, prefix []string, n int, name func(i int) string,
-	enough func(done []*exercise.Result) bool) ([]*exercise.Result, error) {
-	return v.phaseFrom(ctx, kind, prefix, nil, n, name, enough)
-}
-
-// phaseFrom is phase with the runs done already made.
+// phaseFrom makes the n runs of one kind behind prefix that need no result
+// of each other, after the runs done (accounted already), until enough
+// says the runs so far settle the phase. The first runs alone (it anchors
+// the phase, and a first run that settles it, a reference that cannot
+// anchor or a joint run that differs, costs no more runs); when the
+// observer has more than one lane, the rest run side by side, all of them.
+// The results are in order, each accounted (account).
 func (v *verification) phaseFrom(ctx context.Context, kind string, prefix []string, done []*exercise.Result, n int, name func(i int) string,
 	enough func(done []*exercise.Result) bool) ([]*exercise.Result, error) {
 	if len(done) > 0 && enough(done) {
