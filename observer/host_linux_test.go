@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -89,7 +90,7 @@ func hostVerification(t *testing.T, backlog uint32, raw io.Writer) (*verificatio
 		t.Fatal(err)
 	}
 	o := &observer{opts: GuestOptions{Key: "fixture", ReferenceRuns: 1, JointRuns: 1, Rounds: 3}, exe: bin,
-		work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10}
+		work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10, log: slog.New(slog.DiscardHandler)}
 	o.opts.Progress = testWriter{t}
 	es := &ExerciseSummary{Runs: map[string]int{}}
 	v := &verification{o: o, k: &record.KVM{}, es: es, ex: ex}

@@ -57,8 +57,10 @@ func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 	defer col.Close()
 	o.col = col
 	o.progress("proving the kernel (Landlock ABI %d or more, one refusal per right → one record)", opts.WantABI)
+	stopWarmUp := o.warmUp(ctx)
 	rep, err := proof.Run(ctx, proof.Options{WantRelease: opts.WantRelease, WantABI: opts.WantABI,
 		Exe: o.exe, Collector: col, Wait: o.wait, Log: o.log})
+	stopWarmUp()
 	if err != nil {
 		sum.Status, sum.Reason = StatusIndeterminate, fmt.Sprintf("the kernel proof could not run: %v", err)
 		return sum, nil
