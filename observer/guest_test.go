@@ -259,10 +259,13 @@ func checkObserveGuest(t *testing.T, exercises string) string {
 	// reference run ends, so before the third's line). The cross-check
 	// foretells round 1's difference, so the diagnosis runs beside its
 	// first joint run, and round 2's settling, so the containment checks
-	// run beside its first.
+	// run beside its first, and round 2's first run follows in the lane,
+	// under the rows foretold; then the containment checks run beside
+	// round 2's other runs.
 	for _, want := range []string{"reference run 3/3 (lane 1 of 1)", "joint run 3/3 (round 2) (lane 2 of 2)",
 		"diagnosis run (strace + audit), beside joint run 1/3 (round 1)", "the diagnosis run beside the first is kept",
-		"containment checks, beside joint run 1/3 (round 2)", "a warm-up run in a lane beside the kernel proof (not counted)"} {
+		"joint run 1/3 (round 2), beside the diagnosis, under the rows the cross-check foretells",
+		"containment checks, beside joint runs 2 to 3 (round 2)", "a warm-up run in a lane beside the kernel proof (not counted)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the progress lacks %q: the runs did not run side by side", want)
 		}

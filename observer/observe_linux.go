@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/machine"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
@@ -22,7 +21,6 @@ import (
 	"github.com/lockstep-sandbox/lockstep/observer/lane"
 	"github.com/lockstep-sandbox/lockstep/observer/proof"
 	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
-	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/control"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
@@ -817,72 +815,6 @@ func (v *verification) crossCheckJudge(ob *Observed, removed int, err error) (st
 	return "", nil
 }
 
-// abi10 is the ABI-10 phase: joint runs with every layer and the policy's
-// limits; a difference that is exactly a refused UDP bind, named by strace's
-// rule and a net.bind_udp record, becomes a row; anything else aborts. It
-// returns the policy that settled (p plus the rows) and, when they ran
-// beside the last round's first joint run, its containment checks.
-func (v *verification) abi10(ctx context.Context, p *policy.Policy, early *contain.Early) (*policy.Policy, *containment, error) {
-	o, current := v.o, p
-	for round := 1; round <= o.opts.Rounds; round++ {
-		r, err := v.joint(ctx, current, p, round, early)
-		if err != nil {
-			return nil, nil, err
-		}
-		if r.diff == nil {
-			return current, r.contained, nil
-		}
-		if v.stopped != nil {
-			return nil, nil, v.stoppedJoint(ctx, current)
-		}
-		if round == o.opts.Rounds {
-			break
-		}
-		if r.diagnosis != nil {
-			o.progress("%s: ABI-10 round %d: the joint runs differ from the reference; the diagnosis run beside the first is kept", v.ex.Name, round)
-		} else {
-			o.progress("%s: ABI-10 round %d: the joint runs differ from the reference; diagnosis run (strace + audit)", v.ex.Name, round)
-		}
-		ob, err := v.takeDiagnosis(ctx, &r, current)
-		if err != nil {
-			return nil, nil, v.stoppedOr(ob, "diagnosis", err)
-		}
-		if v.stopped != nil {
-			v.keepTrace("diagnosis", ob.Trace)
-			return nil, nil, v.stopped
-		}
-		rows, ports, err := v.diagnosed(ob, current)
-		if err != nil {
-			return nil, nil, err
-		}
-		v.k.Rows = append(v.k.Rows, rows...)
-		current = WithBind(current, ports)
-	}
-	return nil, nil, abortf(nil, "the joint verification on the guest kernel did not settle")
-}
-
-// diagnosed is the rows a diagnosis run of current found and their ports;
-// a difference other than UDP binds current holds no rule for aborts.
-func (v *verification) diagnosed(ob *Observed, current *policy.Policy) ([]record.Row, []int, error) {
-	d := difference(ob)
-	var connect []string
-	for _, c := range d.Connect {
-		if !strings.HasSuffix(c, " udp") {
-			connect = append(connect, c)
-		}
-	}
-	rows, ports, other := Rows(d.Bind, ob.Denials, current.Bind)
-	// Filesystem and limit refusals are not differences by themselves
-	// (the default prune leaves unneeded accesses refused); they only
-	// leave the joint runs unsettled, which shows as no row.
-	if len(other) > 0 || len(connect) > 0 || len(rows) == 0 {
-		return nil, nil, abortf(map[string]any{"other_bind_rules": nonNil(other), "connect_rules": nonNil(connect),
-			"other_refusals": nonNil(d.Other), "audit": rawRecords(ob.Audit.Records, 20)},
-			"the guest kernel differs from the default prune's in more than a UDP bind port")
-	}
-	return rows, ports, nil
-}
-
 // keepTrace makes trace the exercise's .abi10.observed.trace.gz.
 func (v *verification) keepTrace(run string, trace []byte) {
 	v.trace = trace
@@ -916,47 +848,6 @@ func (v *verification) stoppedJoint(ctx context.Context, p *policy.Policy) error
 		v.keepTrace("observed", ob.Trace)
 	}
 	return stopped
-}
-
-// joint runs JointRuns unobserved runs under p with its limits (asRead is
-// the policy as read); the round's diff is nil when all agree with the
-// reference, else the first verdict that did not. The diagnosis or the
-// containment checks may run beside its first run (besideFirstJoint), and
-// the round keeps what it called for (jointRound.settled).
-func (v *verification) joint(ctx context.Context, p, asRead *policy.Policy, round int, early *contain.Early) (jointRound, error) {
-	var r jointRound
-	path := filepath.Join(v.o.scratch, fmt.Sprintf("%s.joint.%d.cfg", v.ex.Stem(), round))
-	if err := os.WriteFile(path, v.timed(p).Render(), 0o644); err != nil {
-		return r, err
-	}
-	n, prefix := v.o.opts.JointRuns, enforcer.Command(enforcer.Prefix(v.o.exe, false), path)
-	name := func(i int) string { return fmt.Sprintf("joint run %d/%d (round %d)", i+1, n, round) }
-	differs := func(res *exercise.Result) bool { return !res.Verdict.Same(v.ref.Verdict) }
-	var done []*exercise.Result
-	if job := v.besideFirstJoint(p, asRead, round, early, &r); job != nil {
-		first, err := v.firstJointBeside(ctx, prefix, name(0), job)
-		if err != nil {
-			return r, err
-		}
-		if first != nil {
-			r.job, done = job, []*exercise.Result{first}
-		}
-	}
-	results, err := v.phaseFrom(ctx, "joint", prefix, done, n, name, func(done []*exercise.Result) bool { return differs(done[len(done)-1]) })
-	if err != nil {
-		if r.job != nil {
-			r.job.stop()
-		}
-		return r, err
-	}
-	for _, res := range results {
-		if differs(res) {
-			r.diff = res
-			break
-		}
-	}
-	r.settled()
-	return r, nil
 }
 
 // difference sorts a diagnosis run's confirmed refusals into network rules

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
+	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 )
 
 // besideVerification is hostVerification with two lanes, one CPU kept for
@@ -82,7 +83,8 @@ func TestContainBesideJointHostKernel(t *testing.T) {
 // first joint run does differ (the policy lacks the fixture's data
 // directory, so a test fails), the diagnosis that ran beside it is the
 // round's: counted once, and its refusals give the abort the diagnosis run
-// after the joint run gives (TestABI10AbortHostKernel).
+// after the joint run gives (TestABI10AbortHostKernel). Round 2's first run,
+// made beside it under the rows foretold, is not counted.
 func TestDiagnosisBesideJointHostKernel(t *testing.T) {
 	v, p, progress := besideVerification(t)
 	v.foretold = []int{5000}
@@ -98,8 +100,11 @@ func TestDiagnosisBesideJointHostKernel(t *testing.T) {
 	if o, _ := ae.Evidence["other_refusals"].([]string); !strings.Contains(strings.Join(o, "\n"), "/var/tmp/testing-dir/data") {
 		t.Errorf("evidence %v does not name the refused data directory", ae.Evidence)
 	}
+	// Round 2's first run followed in the lane, under the rows foretold,
+	// and is counted nowhere: the diagnosis aborted.
 	wantProgress(t, progress, "udp-fixture: diagnosis run (strace + audit), beside joint run 1/2 (round 1)\n",
-		"udp-fixture: joint run 1/2 (round 1) (lane 1 of 1)\n")
+		"udp-fixture: joint run 1/2 (round 1) (lane 1 of 1)\n",
+		"udp-fixture: joint run 1/2 (round 2), beside the diagnosis, under the rows the cross-check foretells\n")
 	if _, cpus, err := allowedCPUs(); err != nil || len(cpus) < 2 {
 		t.Errorf("CPUs after the diagnosis: %v, %v", cpus, err)
 	}
@@ -140,4 +145,31 @@ func TestBesideDiscardedHostKernel(t *testing.T) {
 		wantProgress(t, progress, "udp-fixture: containment checks discarded: joint run 1/2 (round 1) did not call for it\n",
 			"udp-fixture: ABI-10 round 1: the joint runs differ from the reference; diagnosis run (strace + audit)\n")
 	})
+}
+
+// TestNextFor: round 2's first joint run, made beside round 1's diagnosis
+// under the rows the cross-check foretold, is the round's only when the
+// diagnosis settled on the same policy.
+func TestNextFor(t *testing.T) {
+	p, err := policy.Parse("p.cfg", []byte("[read]\n/usr\n[limits]\ntimeout=60\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress lockedBuffer
+	v := &verification{o: &observer{factor: 10, opts: GuestOptions{JointRuns: 3, Progress: &progress}},
+		ex: &exercise.Exercise{Name: "ex"}, foretold: []int{5000}}
+	made := &exercise.Result{Status: 0}
+	r := &jointRound{next: &nextFirst{policy: WithBind(p, v.foretold), res: made}}
+	if got := v.nextFor(r, WithBind(p, []int{5000}), 2); got != made {
+		t.Errorf("nextFor(the rows foretold) = %v, want the run made beside the diagnosis", got)
+	}
+	if got := v.nextFor(r, WithBind(p, []int{5000, 5001}), 2); got != nil {
+		t.Errorf("nextFor(other rows) = %v, want nil", got)
+	}
+	if !strings.Contains(string(progress.Bytes()), "ex: joint run 1/3 (round 2) discarded: the diagnosis found other rows than the cross-check foretold\n") {
+		t.Errorf("progress: %s", progress.Bytes())
+	}
+	if got := v.nextFor(&jointRound{}, p, 2); got != nil {
+		t.Errorf("nextFor(nothing made) = %v", got)
+	}
 }
