@@ -23,8 +23,10 @@ LOAD=${LOAD:-1}
 #   pruner/prune: TestHostGeneric's nofile 256 vs 512 (bash's fd 255);
 #   pruner/contain: the containment checks that run at once;
 #   harness: the ports' tails dropped at the reboot under a slow host
-#            (results frame, then the last events).
-TESTS=${TESTS:-./verify:^(TestVerifyGuest|TestHereHostKernel)$ ./pruner/prune:^(TestHostGeneric|TestHostBrokenAborts)$ ./pruner/contain:^(TestExecuteSmallMemLimit|TestExecuteTimeLimits|TestProbeEndsAtTimeout)$ ./harness:^(TestResultsDiskFull|TestGuestLargeOutput|TestGuestSlowHostReader)$}
+#            (results frame, then the last events);
+#   observer: runs side by side, work started on a foretelling and stopped
+#             when the run it waits on does not call for it.
+TESTS=${TESTS:-./verify:^(TestVerifyGuest|TestHereHostKernel)$ ./pruner/prune:^(TestHostGeneric|TestHostBrokenAborts)$ ./pruner/contain:^(TestExecuteSmallMemLimit|TestExecuteTimeLimits|TestProbeEndsAtTimeout|TestFinishStopsWhenCancelled)$ ./harness:^(TestResultsDiskFull|TestGuestLargeOutput|TestGuestSlowHostReader)$ ./observer:^(TestObserveGuest|TestContainBesideJointHostKernel|TestDiagnosisBesideJointHostKernel|TestBesideDiscardedHostKernel|TestCrossCheckBesideReferenceHostKernel)$}
 
 if ! [[ $N =~ ^[1-9][0-9]*$ ]]; then
 	echo "stress: N=$N: want a count of rounds, 1 or more" >&2
