@@ -367,19 +367,24 @@ type jointRound struct {
 	next      *nextFirst
 }
 
-// settled ends the round: it waits for a job still running and keeps its
-// outcome only when the round called for it (a containment when all runs
-// agreed, a diagnosis when the first differed).
+// settled ends the round: it keeps the outcome of the job beside it only
+// when the round called for it (a containment when all runs agreed, a
+// diagnosis when the first differed), waiting for the job to end, and
+// stops a job still running that the round did not call for (a
+// containment beside a round whose later run differed).
 func (r *jointRound) settled() {
-	if r.job == nil || !r.job.kept {
-		r.diagnosis, r.contained, r.next = nil, nil, nil
-		return
-	}
-	r.job.wait()
 	if r.diff != nil {
 		r.contained = nil
 	} else {
 		r.diagnosis, r.next = nil, nil
+	}
+	switch {
+	case r.job == nil || !r.job.kept:
+		r.diagnosis, r.contained, r.next = nil, nil, nil
+	case r.diagnosis == nil && r.contained == nil:
+		r.job.stop()
+	default:
+		r.job.wait()
 	}
 }
 

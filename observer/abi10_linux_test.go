@@ -1,6 +1,7 @@
 package observer
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -171,5 +172,61 @@ func TestNextFor(t *testing.T) {
 	}
 	if got := v.nextFor(&jointRound{}, p, 2); got != nil {
 		t.Errorf("nextFor(nothing made) = %v", got)
+	}
+}
+
+// TestSettled: a round keeps the containment made beside it only when it
+// settles, and stops one the round did not call for instead of waiting it
+// out; it keeps a diagnosis (and the next round's first run) only when it
+// differs.
+func TestSettled(t *testing.T) {
+	blocking := func() (*besideJob, chan struct{}) {
+		ended := make(chan struct{})
+		j := &besideJob{kept: true, run: func(ctx context.Context) {
+			defer close(ended)
+			<-ctx.Done()
+		}}
+		j.start(t.Context())
+		return j, ended
+	}
+	differs := &exercise.Result{}
+
+	j, ended := blocking()
+	r := &jointRound{job: j, contained: &containment{}, diff: differs}
+	r.settled()
+	select {
+	case <-ended:
+	default:
+		t.Fatalf("a containment beside a round that differs was not stopped")
+	}
+	if r.contained != nil {
+		t.Errorf("a round that differs kept the containment beside it")
+	}
+
+	done := &besideJob{kept: true, run: func(context.Context) {}}
+	done.start(t.Context())
+	r = &jointRound{job: done, contained: &containment{probes: 3}}
+	if r.settled(); r.contained == nil || r.contained.probes != 3 {
+		t.Errorf("a round that settles dropped its containment: %+v", r.contained)
+	}
+
+	done = &besideJob{kept: true, run: func(context.Context) {}}
+	done.start(t.Context())
+	r = &jointRound{job: done, diagnosis: &besideDiagnosis{}, next: &nextFirst{}, diff: differs}
+	if r.settled(); r.diagnosis == nil || r.next == nil {
+		t.Errorf("a round that differs dropped the diagnosis or the next round's first run")
+	}
+	done = &besideJob{kept: true, run: func(context.Context) {}}
+	done.start(t.Context())
+	r = &jointRound{job: done, diagnosis: &besideDiagnosis{}, next: &nextFirst{}}
+	if r.settled(); r.diagnosis != nil || r.next != nil {
+		t.Errorf("a round that settles kept a diagnosis or a next round's run")
+	}
+	stopped := &besideJob{run: func(context.Context) {}}
+	stopped.start(t.Context())
+	stopped.stop()
+	r = &jointRound{job: stopped, contained: &containment{}}
+	if r.settled(); r.contained != nil {
+		t.Errorf("a job its first run did not call for was kept")
 	}
 }
