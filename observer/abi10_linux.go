@@ -104,7 +104,10 @@ func (v *verification) joint(ctx context.Context, p, asRead *policy.Policy, roun
 	if err != nil {
 		return r, err
 	}
-	results, err := v.phaseFrom(ctx, "joint", prefix, done, n, name, func(done []*exercise.Result) bool { return differs(done[len(done)-1]) })
+	// The containment checks beside the round need the working directory
+	// as it is: the other runs go to lanes.
+	busy := r.job != nil && r.job.kept && r.contained != nil
+	results, err := v.phaseBeside(ctx, "joint", prefix, done, n, name, func(done []*exercise.Result) bool { return differs(done[len(done)-1]) }, busy)
 	if err != nil {
 		if r.job != nil {
 			r.job.stop()
@@ -144,7 +147,7 @@ func (v *verification) jointFirst(ctx context.Context, r *jointRound, p, asRead 
 		if err := v.account("joint", true, pre); err != nil {
 			return nil, err
 		}
-		if n := v.o.opts.JointRuns; n > 1 && pre.Verdict.Same(v.ref.Verdict) && !v.foretellsRow(p) {
+		if n := v.o.opts.JointRuns; n > 1 && pre.Verdict.Same(v.ref.Verdict) && !v.foretellsRow(p) && v.restSideBySide(pre) {
 			r.job = v.containBeside(p, asRead, early, r)
 			r.job.kept = true
 			v.o.progress("%s: containment checks, beside joint runs 2 to %d (round %d)", v.ex.Name, n, round)
@@ -271,19 +274,33 @@ func (v *verification) foretellsRow(p *policy.Policy) bool {
 // is the policy as read, for the containment), or nil:
 // the diagnosis when the cross-check foretells a difference and a later
 // round could use its rows, the containment checks when it foretells none;
-// nil when it foretells a difference in the last round (which aborts), or
-// the guest has no lane to spare or too little memory for one more run.
+// nil when it foretells a difference in the last round (which aborts), the
+// guest has no lane to spare or too little memory for one more run, or, for
+// the containment, the round's other runs would not run in lanes
+// (restSideBySide).
 func (v *verification) besideFirstJoint(p, asRead *policy.Policy, round int, early *contain.Early, r *jointRound) *besideJob {
 	if v.o.opts.Lanes < 2 || v.ref == nil {
 		return nil
 	}
 	if !v.foretellsRow(p) {
+		if !v.restSideBySide(v.ref) {
+			return nil
+		}
 		return v.containBeside(p, asRead, early, r)
 	}
 	if round == v.o.opts.Rounds {
 		return nil
 	}
 	return v.diagnosisBeside(p, r)
+}
+
+// restSideBySide says whether a round's runs after the first will run side
+// by side in lanes, judged by a run of the exercise (lanes): a containment
+// beside them needs the working directory, which a run one after another
+// would empty for its fresh copy. A round of one run has no rest.
+func (v *verification) restSideBySide(run *exercise.Result) bool {
+	n := v.o.opts.JointRuns
+	return n == 1 || v.lanes(n-1, []*exercise.Result{run}) > 1
 }
 
 // diagnosisBeside is the diagnosis run under p as a job: wanted when the

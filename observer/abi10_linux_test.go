@@ -3,6 +3,9 @@ package observer
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,17 +53,20 @@ func wantProgress(t *testing.T, progress *lockedBuffer, want ...string) {
 // probes are counted only then, as many as a containment after the runs.
 func TestContainBesideJointHostKernel(t *testing.T) {
 	v, p, progress := besideVerification(t)
+	// Three runs: the two after the first run side by side in lanes, so
+	// the working directory stays the containment's.
+	v.o.opts.JointRuns = 3
 	early := v.startTimeoutCheck(t.Context(), p)
 	defer early.Stop()
 	final, contained, err := v.abi10(t.Context(), p, early)
 	if err != nil || final != p || contained == nil {
 		t.Fatalf("abi10 = %v, %v, containment %v; want the policy as read and the containment made beside", final != p, err, contained)
 	}
-	if v.es.Runs["joint"] != 2 || v.es.Runs["containment probe"] != 0 {
-		t.Errorf("runs %v: want 2 joint runs and no probe counted before the containment is kept", v.es.Runs)
+	if v.es.Runs["joint"] != 3 || v.es.Runs["containment probe"] != 0 {
+		t.Errorf("runs %v: want 3 joint runs and no probe counted before the containment is kept", v.es.Runs)
 	}
-	wantProgress(t, progress, "udp-fixture: containment checks, beside joint run 1/2 (round 1)\n",
-		"udp-fixture: joint run 1/2 (round 1) (lane 1 of 1)\n")
+	wantProgress(t, progress, "udp-fixture: containment checks, beside joint run 1/3 (round 1)\n",
+		"udp-fixture: joint run 1/3 (round 1) (lane 1 of 1)\n", "udp-fixture: joint run 3/3 (round 1) (lane 2 of 2)\n")
 	_, failed, err := v.keepContainment(contained)
 	if err != nil || len(failed) > 0 {
 		t.Fatalf("containment beside the joint run: %v, failed %v", err, failed)
@@ -134,6 +140,7 @@ func TestBesideDiscardedHostKernel(t *testing.T) {
 	})
 	t.Run("containment", func(t *testing.T) {
 		v, p, progress := besideVerification(t)
+		v.o.opts.JointRuns = 3 // the rest in lanes (restSideBySide)
 		delete(p.FS, "/var/tmp/testing-dir/data")
 		_, _, err := v.abi10(t.Context(), p, nil)
 		var ae *AbortError
@@ -143,7 +150,7 @@ func TestBesideDiscardedHostKernel(t *testing.T) {
 		if v.es.Runs["containment probe"] != 0 || v.es.Runs["diagnosis"] != 1 || v.es.Runs["joint"] != 1 {
 			t.Errorf("runs %v: want one joint run, one diagnosis run after it and no probe", v.es.Runs)
 		}
-		wantProgress(t, progress, "udp-fixture: containment checks discarded: joint run 1/2 (round 1) did not call for it\n",
+		wantProgress(t, progress, "udp-fixture: containment checks discarded: joint run 1/3 (round 1) did not call for it\n",
 			"udp-fixture: ABI-10 round 1: the joint runs differ from the reference; diagnosis run (strace + audit)\n")
 	})
 }
@@ -228,5 +235,45 @@ func TestSettled(t *testing.T) {
 	r = &jointRound{job: stopped, contained: &containment{}}
 	if r.settled(); r.contained != nil {
 		t.Errorf("a job its first run did not call for was kept")
+	}
+}
+
+// TestContainNotBesideRunsInTheWorkDirHostKernel: with two joint runs a
+// round, the second would run alone in the working directory, whose fresh
+// copy empties it under the containment's probes (their policy names the
+// exercise's files there: "populating ruleset for
+// /var/tmp/testing-dir/build_script.sh …: no such file or directory", once
+// in six make stress rounds): the containment does not run beside it.
+func TestContainNotBesideRunsInTheWorkDirHostKernel(t *testing.T) {
+	v, p, progress := besideVerification(t)
+	early := v.startTimeoutCheck(t.Context(), p)
+	defer early.Stop()
+	final, contained, err := v.abi10(t.Context(), p, early)
+	if err != nil || final != p || contained != nil {
+		t.Fatalf("abi10 = changed %v, %v, containment %v; want the policy as read and no containment beside", final != p, err, contained)
+	}
+	if strings.Contains(string(progress.Bytes()), "containment checks, beside") {
+		t.Errorf("the containment ran beside runs in the working directory:\n%s", progress.Bytes())
+	}
+}
+
+// TestPhaseBesideBusyHostKernel: with the working directory busy, the
+// rest of a phase runs in a lane even when there is only one, and leaves
+// the working directory as it was.
+func TestPhaseBesideBusyHostKernel(t *testing.T) {
+	v, _, progress := besideVerification(t)
+	mark := filepath.Join(v.o.work, "busy-mark")
+	if err := os.WriteFile(mark, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	never := func([]*exercise.Result) bool { return false }
+	name := func(i int) string { return fmt.Sprintf("run %d of 2", i+1) }
+	results, err := v.phaseBeside(t.Context(), "reference", nil, []*exercise.Result{v.ref}, 2, name, never, true)
+	if err != nil || len(results) != 2 {
+		t.Fatalf("phaseBeside = %d results, %v", len(results), err)
+	}
+	wantProgress(t, progress, "udp-fixture: run 2 of 2 (lane 1 of 1)\n")
+	if _, err := os.Stat(mark); err != nil {
+		t.Errorf("a run emptied the busy working directory: %v", err)
 	}
 }

@@ -580,11 +580,19 @@ func (v *verification) referenceProblem(results []*exercise.Result) error {
 // The results are in order, each accounted (account).
 func (v *verification) phaseFrom(ctx context.Context, kind string, prefix []string, done []*exercise.Result, n int, name func(i int) string,
 	enough func(done []*exercise.Result) bool) ([]*exercise.Result, error) {
+	return v.phaseBeside(ctx, kind, prefix, done, n, name, enough, false)
+}
+
+// phaseBeside is phaseFrom; with busy (the working directory is another
+// job's: the containment checks beside a round's runs) the rest run in
+// lanes even when there is only one, never in the working directory.
+func (v *verification) phaseBeside(ctx context.Context, kind string, prefix []string, done []*exercise.Result, n int, name func(i int) string,
+	enough func(done []*exercise.Result) bool, busy bool) ([]*exercise.Result, error) {
 	if len(done) > 0 && enough(done) {
 		return done, nil
 	}
 	for i := len(done); i < n; i++ {
-		if lanes := v.lanes(n-i, done); lanes > 1 {
+		if lanes := v.lanes(n-i, done); lanes > 1 || (busy && len(done) > 0) {
 			rest, err := v.sideBySide(ctx, kind, prefix, i, n, lanes, name)
 			return append(done, rest...), err
 		}
