@@ -20,7 +20,8 @@
 //  5. mounts the 9p root read-only (cache=loose, msize=512000), or the
 //     root image's block device (waiting for it to appear), puts a tmpfs
 //     overlayfs upper on top, moves /dev, /proc and /sys in, mounts fresh
-//     tmpfs on /run and /tmp, copies itself to /run/lockstep/lockstep,
+//     tmpfs on /run, /tmp and /var/tmp (the exercises' working directory
+//     must not show the host's), copies itself to /run/lockstep/lockstep,
 //     mounts the shares and switches root (MS_MOVE onto /, chroot);
 //  6. runs the command with LOCKSTEP_GUEST=1, streaming its stdout and
 //     stderr as events; when it exits every other process is killed;

@@ -126,7 +126,7 @@ func mountLower(s syscaller, r *proto.Root) error {
 }
 
 // switchRoot mounts the root (9p or a block device) read-only under a tmpfs overlay, moves the
-// kernel file systems into it, gives it fresh tmpfs /run and /tmp, copies
+// kernel file systems into it, gives it fresh tmpfs /run, /tmp and /var/tmp, copies
 // the init binary to proto.GuestBinary, mounts the shares and the extras,
 // and makes it the root (the switch_root dance: MS_MOVE onto /, chroot).
 func switchRoot(s syscaller, job *proto.Job, self string) error {
@@ -187,10 +187,16 @@ func moveKernelFS(s syscaller) error {
 	return nil
 }
 
-// mountScratch gives the new root fresh tmpfs /run and /tmp, and the
-// results and share directories.
+// mountScratch gives the new root fresh tmpfs /run, /tmp and /var/tmp, and
+// the results and share directories. /var/tmp holds the exercises' working
+// directory (/var/tmp/testing-dir): under the overlay its lower layer would
+// be the host's live /var/tmp over 9p, and a directory emptied in place
+// there (the runs' fresh copies keep it for the observer's lanes) is no
+// opaque one, so what host processes put in or took from the host's
+// directory showed through (a guest prune's run found the host's
+// test-reports listed and then gone: docs/reliability.md).
 func mountScratch(s syscaller) error {
-	for _, m := range []struct{ dir, mode string }{{"/run", "0755"}, {"/tmp", "1777"}} {
+	for _, m := range []struct{ dir, mode string }{{"/run", "0755"}, {"/tmp", "1777"}, {"/var/tmp", "1777"}} {
 		if err := s.MkdirAll(newRoot+m.dir, 0o755); err != nil {
 			return fmt.Errorf("mkdir %s in the new root: %w", m.dir, err)
 		}

@@ -71,13 +71,7 @@ func TestContainBesideJointHostKernel(t *testing.T) {
 	if err != nil || len(failed) > 0 {
 		t.Fatalf("containment beside the joint run: %v, failed %v", err, failed)
 	}
-	whole := v.containSetup()
-	ops := 0
-	whole.Ran = func() { ops++ }
-	if _, _, err := contain.Execute(t.Context(), p, whole); err != nil {
-		t.Fatal(err)
-	}
-	if got := v.es.Runs["containment probe"]; got != ops {
+	if got, ops := v.es.Runs["containment probe"], probeOps(t, v, p); got != ops {
 		t.Errorf("probe operations counted %d, want %d (those of a containment after the runs)", got, ops)
 	}
 	if _, cpus, err := allowedCPUs(); err != nil || len(cpus) < 2 {
@@ -276,4 +270,17 @@ func TestPhaseBesideBusyHostKernel(t *testing.T) {
 	if _, err := os.Stat(mark); err != nil {
 		t.Errorf("a run emptied the busy working directory: %v", err)
 	}
+}
+
+// probeOps is how many probe operations one containment of every check
+// under p makes: what an observation counts for its containment.
+func probeOps(t *testing.T, v *verification, p *policy.Policy) int {
+	t.Helper()
+	whole := v.containSetup()
+	ops := 0
+	whole.Ran = func() { ops++ }
+	if _, _, err := contain.Execute(t.Context(), p, whole); err != nil {
+		t.Fatal(err)
+	}
+	return ops
 }

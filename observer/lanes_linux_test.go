@@ -143,13 +143,7 @@ func TestEarlyTimeoutCheckHostKernel(t *testing.T) {
 	t.Logf("containment after the early check: %v", time.Since(start).Round(time.Millisecond))
 	// The early check's probe operation is counted like the others: as
 	// many as one containment of every check at once.
-	whole := v.containSetup()
-	ops := 0
-	whole.Ran = func() { ops++ }
-	if _, _, err := contain.Execute(t.Context(), p, whole); err != nil {
-		t.Fatal(err)
-	}
-	if got := v.es.Runs["containment probe"]; got != ops {
+	if got, ops := v.es.Runs["containment probe"], probeOps(t, v, p); got != ops {
 		t.Errorf("probe operations counted %d, want %d (those of all checks run at once)", got, ops)
 	}
 

@@ -27,8 +27,8 @@ bzImage file) in QEMU with this lockstep binary as PID 1. The guest's root is
 --root (default: this host's /) shared read-only over 9p, or --root-image (an
 ext4 disk image attached read-only; the kernel needs virtio-blk and ext4, so a
 distribution kernel with --modules), with a tmpfs overlay on top: the command
-sees the host's files (or the image's), and nothing it writes reaches them.
---share adds read-only directories (at /run/lockstep/share/<n>, or the given
+sees the host's files (or the image's), and nothing it writes reaches them;
+/run, /tmp and /var/tmp are empty tmpfs of the guest's own. --share adds read-only directories (at /run/lockstep/share/<n>, or the given
 guest path). The command runs as root with LOCKSTEP_GUEST=1 and LOCKSTEP_ACCEL
 (kvm or tcg: the accelerator), in the current directory when it exists in the
 guest. Its stdout and stderr stream back live; what it writes under

@@ -208,3 +208,28 @@ $s/lockstep run -q --config $s/n3.cfg -- /usr/bin/bash -c 'for i in 1 2 3 4 5; d
 		t.Errorf("stderr does not name the passed cap:\n%s", stderr)
 	}
 }
+
+// TestBootScratchIsOwn: the guest's /tmp and /var/tmp are its own, not the
+// host's under the overlay: a file the host has there is not in the guest.
+// (/var/tmp holds the exercises' working directory; under the overlay a
+// directory the guest emptied in place showed what host processes put in
+// the host's, and a guest prune's run found the host's test-reports listed
+// and then gone.)
+func TestBootScratchIsOwn(t *testing.T) {
+	bin, bz, tmp := bootEnv(t)
+	var marks []string
+	for _, dir := range []string{"/tmp", "/var/tmp"} {
+		f, err := os.CreateTemp(dir, "lockstep-host-only-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		t.Cleanup(func() { os.Remove(f.Name()) })
+		marks = append(marks, f.Name())
+	}
+	script := `for f in "$@"; do if [ -e "$f" ]; then echo "the guest sees the host's $f"; exit 1; fi; done; touch /var/tmp/x && rm /var/tmp/x`
+	cmd, stdout, stderr := bootCmd(t.Context(), bin, tmp, append([]string{"--kernel", bz, "--accel", "tcg", "--", "/bin/sh", "-c", script, "sh"}, marks...)...)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lockstep boot: %v\n%s%s", err, stdout, stderr)
+	}
+}
