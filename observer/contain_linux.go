@@ -2,10 +2,14 @@ package observer
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/observer/lane"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
@@ -73,7 +77,33 @@ func (v *verification) containSetup() contain.Setup {
 // startTimeoutCheck starts the containment's timeout check under p, the
 // policy as read, before the exercise's first run (contain.StartEarly): the
 // limits it checks are the policy's own, which the ABI-10 rows never
-// change.
+// change. Its probe runs in a lane of its own, from a copy of the exercise
+// made here (earlyCopy): the enforcer stats, then opens, every path the
+// policy names to build the ruleset, and the first run's fresh copy
+// empties the working directory in place, so a probe started there could
+// lose a path between the two and never start. Without lanes (no CAP_SYS_ADMIN) or a copy it returns nil: the
+// check then runs with the others, after the runs (contain.Early.Finish).
 func (v *verification) startTimeoutCheck(ctx context.Context, p *policy.Policy) *contain.Early {
-	return contain.StartEarly(ctx, p, v.containSetup(), contain.TimeoutCheck)
+	if v.o.opts.Lanes < 1 {
+		return nil
+	}
+	copyDir, err := v.earlyCopy()
+	if err != nil {
+		v.o.log.Warn("observe: the timeout check runs with the other checks", "err", err)
+		return nil
+	}
+	s := v.containSetup()
+	s.Enforcer = append(lane.Command([]string{v.o.exe}, copyDir, v.o.work, nil), s.Enforcer...)
+	return contain.StartEarly(ctx, p, s, contain.TimeoutCheck)
+}
+
+// earlyCopy makes the early timeout check's copy of the exercise, apart
+// from the lanes the runs use, and the working directory its lane binds it
+// over.
+func (v *verification) earlyCopy() (string, error) {
+	if err := os.MkdirAll(v.o.work, 0o755); err != nil {
+		return "", fmt.Errorf("the working directory the early check's lane binds over: %w", err)
+	}
+	copyDir := filepath.Join(v.o.scratch, "lanes", "early", filepath.Base(v.o.work))
+	return copyDir, exercise.FreshCopy(v.ex.Dir, copyDir)
 }

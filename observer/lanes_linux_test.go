@@ -119,6 +119,7 @@ func TestCrossCheckBesideBrokenLanesHostKernel(t *testing.T) {
 // the check runs again under the settled policy.
 func TestEarlyTimeoutCheckHostKernel(t *testing.T) {
 	v, p := hostVerification(t, 0, nil)
+	v.o.opts.Lanes = 1
 	p.Limits[policy.Timeout] = policy.Limit{Value: 3000}
 	early := v.startTimeoutCheck(t.Context(), p)
 	defer early.Stop()
@@ -161,5 +162,49 @@ func TestEarlyTimeoutCheckHostKernel(t *testing.T) {
 	}
 	if v.es.Runs["containment probe"] <= probes {
 		t.Errorf("probes counted %d then %d", probes, v.es.Runs["containment probe"])
+	}
+}
+
+// TestEarlyTimeoutCheckOwnCopyHostKernel: the early timeout check's probe
+// builds its ruleset from a copy of its own, in a lane, whatever state the
+// working directory is in, and leaves that directory alone. While a fresh
+// copy empties the working directory, a path the policy names can vanish
+// between the enforcer's stat and its open (status 125, "the probe did not
+// start under the policy"); here a working directory whose
+// build_script.sh, which the fixture's policy names, is a symlink loop
+// stands for any state the enforcer cannot build from: a probe started
+// there never starts. Without lanes there is no early check: it runs with
+// the others, after the runs.
+func TestEarlyTimeoutCheckOwnCopyHostKernel(t *testing.T) {
+	v, p := hostVerification(t, 0, nil)
+	p.Limits[policy.Timeout] = policy.Limit{Value: 2000}
+	if err := os.RemoveAll(v.o.work); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(v.o.work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	loop := filepath.Join(v.o.work, "build_script.sh")
+	if err := os.Symlink("build_script.sh", loop); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(loop) })
+	v.o.opts.Lanes = 1
+	early := v.startTimeoutCheck(t.Context(), p)
+	defer early.Stop()
+	s := v.containSetup()
+	s.Only = []string{contain.TimeoutCheck}
+	checks, failed, err := early.Finish(t.Context(), p, s)
+	if err != nil || len(failed) != 0 || len(checks) != 1 || !checks[0].Refused {
+		t.Fatalf("the early timeout check beside a working directory it cannot build from: %+v, failed %v, %v", checks, failed, err)
+	}
+	if left, err := os.ReadDir(v.o.work); err != nil || len(left) != 1 || left[0].Name() != "build_script.sh" {
+		t.Errorf("the working directory after the early check: %v, %v; want it as it was", left, err)
+	}
+
+	v.o.opts.Lanes = 0
+	if e := v.startTimeoutCheck(t.Context(), p); e != nil {
+		e.Stop()
+		t.Errorf("without lanes the timeout check started early")
 	}
 }
