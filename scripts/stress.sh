@@ -26,7 +26,7 @@ LOAD=${LOAD:-1}
 #            (results frame, then the last events);
 #   observer: runs side by side, work started on a foretelling and stopped
 #             when the run it waits on does not call for it.
-TESTS=${TESTS:-./verify:^(TestVerifyGuest|TestHereHostKernel)$ ./pruner/prune:^(TestHostGeneric|TestHostBrokenAborts)$ ./pruner/contain:^(TestExecuteSmallMemLimit|TestExecuteTimeLimits|TestProbeEndsAtTimeout|TestFinishStopsWhenCancelled)$ ./harness:^(TestResultsDiskFull|TestGuestLargeOutput|TestGuestSlowHostReader)$ ./observer:^(TestObserveGuest|TestContainBesideJointHostKernel|TestContainNotBesideRunsInTheWorkDirHostKernel|TestPhaseBesideBusyHostKernel|TestDiagnosisBesideJointHostKernel|TestBesideDiscardedHostKernel|TestCrossCheckBesideReferenceHostKernel|TestEarlyTimeoutCheckHostKernel|TestEarlyTimeoutCheckOwnCopyHostKernel)$}
+TESTS=${TESTS:-./verify:^(TestVerifyGuest|TestHereHostKernel)$ ./pruner/prune:^(TestHostGeneric|TestHostBrokenAborts)$ ./pruner/contain:^(TestExecuteSmallMemLimit|TestExecuteTimeLimits|TestProbeEndsAtTimeout|TestFinishStopsWhenCancelled|TestExecuteCancelledIsAnError)$ ./harness:^(TestResultsDiskFull|TestGuestLargeOutput|TestGuestSlowHostReader)$ ./observer:^(TestObserveGuest|TestContainBesideJointHostKernel|TestContainNotBesideRunsInTheWorkDirHostKernel|TestPhaseBesideBusyHostKernel|TestDiagnosisBesideJointHostKernel|TestBesideDiscardedHostKernel|TestCrossCheckBesideReferenceHostKernel|TestEarlyTimeoutCheckHostKernel|TestEarlyTimeoutCheckOwnCopyHostKernel)$}
 
 if ! [[ $N =~ ^[1-9][0-9]*$ ]]; then
 	echo "stress: N=$N: want a count of rounds, 1 or more" >&2

@@ -2,6 +2,7 @@ package contain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -188,5 +189,31 @@ func TestFinishStopsWhenCancelled(t *testing.T) {
 	case <-early.done:
 	default:
 		t.Errorf("the early timeout check still runs after Finish returned")
+	}
+}
+
+// TestExecuteCancelledIsAnError: checks their caller stopped are an error,
+// never an outcome. The cpu check's probe, killed by the cancellation
+// (SIGKILL, status 137), looks like one the cpu limit killed, and so
+// counted as held.
+func TestExecuteCancelledIsAnError(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the containment's cgroup needs root")
+	}
+	if abi, err := enforcer.HostABI(); err != nil || abi < 1 {
+		t.Skipf("no Landlock here (ABI %d, %v)", abi, err)
+	}
+	bin := lockstepbin.Build(t)
+	p, err := policy.Parse("t.cfg", []byte("[read]\n/usr\n/etc\n[execute]\n/usr/bin\n/usr/lib\n/usr/lib64\n[limits]\ncpu=30\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := Setup{Probe: []string{bin, Verb}, Enforcer: []string{bin, "run", "-q"}, ScratchDir: t.TempDir(),
+		Only: []string{"limit cpu"}}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	res, failed, err := Execute(ctx, p, setup)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Execute stopped after 3 s of a 30 s cpu check = %+v, failed %v, %v; want the deadline as the error", res, failed, err)
 	}
 }
