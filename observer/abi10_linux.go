@@ -104,9 +104,10 @@ func (v *verification) joint(ctx context.Context, p, asRead *policy.Policy, roun
 	if err != nil {
 		return r, err
 	}
-	// The containment checks beside the round need the working directory
-	// as it is: the other runs go to lanes.
-	busy := r.job != nil && r.job.kept && r.contained != nil
+	// A job kept beside the round (the containment checks, or the
+	// diagnosis, whose differing run ends the phase before another run)
+	// uses the working directory as it is: the other runs go to lanes.
+	busy := r.job != nil && r.job.kept
 	results, err := v.phaseBeside(ctx, "joint", prefix, done, n, name, func(done []*exercise.Result) bool { return differs(done[len(done)-1]) }, busy)
 	if err != nil {
 		if r.job != nil {
