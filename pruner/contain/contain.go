@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
@@ -63,6 +64,11 @@ type Check struct {
 	// so only the limit under test can end the probe (the CPU check: on a
 	// busy machine the wall-clock timeout could come first).
 	WithoutTimeout bool
+	// Cap, when longer than the setup's probe timeout, bounds this
+	// check's probe instead: the cpu probe may spin CPUSpinBound seconds
+	// of CPU, and a wall-clock cap that stopped it first would leave the
+	// check without an outcome.
+	Cap time.Duration
 }
 
 // PlanOptions are the facts Plan needs besides the policy.
@@ -312,7 +318,8 @@ func (pl *plan) timeLimits() {
 	} else if v > int64(maxS) {
 		pl.skip("limit cpu", fmt.Sprintf("%d s is beyond the probe's cap %d s", v, maxS))
 	} else {
-		pl.check(Check{Name: "limit cpu", Args: []string{"spin", strconv.FormatInt(CPUSpinBound(v), 10)}, WantStatus: []int{137, 152}, WithoutTimeout: true})
+		pl.check(Check{Name: "limit cpu", Args: []string{"spin", strconv.FormatInt(CPUSpinBound(v), 10)}, WantStatus: []int{137, 152}, WithoutTimeout: true,
+			Cap: time.Duration(2*CPUSpinBound(v)) * time.Second}) // the spin at half a CPU
 	}
 }
 

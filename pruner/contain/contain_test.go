@@ -36,6 +36,11 @@ func TestPlan(t *testing.T) {
 	if got := names(cs); got != want {
 		t.Errorf("Plan checks:\n got %s\nwant %s", got, want)
 	}
+	// The cpu probe's wall-clock cap outlasts its spin (100 s of CPU) at
+	// half a CPU, so only the limit or the spin's own end can stop it.
+	if c := cs[len(cs)-1]; c.Cap != 200*time.Second {
+		t.Errorf("the cpu check's cap %v; want 200 s, twice its 100 s spin", c.Cap)
+	}
 	if len(un) != 1 || un[0].Name != "limit mem_mb" {
 		t.Errorf("Plan unchecked = %+v, want only mem_mb (not set)", un)
 	}

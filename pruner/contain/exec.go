@@ -17,7 +17,9 @@ import (
 // and returns its status (128+signal when a signal ended it) and stdout with
 // stderr after it (ParseOutput reads only START and OP lines; stderr says
 // why a probe did not start, e.g. the enforcer's refusal). An
-// error means the command could not be run at all, never that it failed.
+// error means the command could not be run at all, or was stopped by the
+// timeout or by ctx, never that it failed: a probe killed that way ends by
+// SIGKILL (137), which the cpu and nproc checks take for their limit's.
 func ExecProbe(ctx context.Context, argv, env []string, timeout time.Duration) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -32,6 +34,9 @@ func ExecProbe(ctx context.Context, argv, env []string, timeout time.Duration) (
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		return 0, nil, fmt.Errorf("%s: stopped, no outcome (its cap is %v): %w", strings.Join(argv, " "), timeout, ctx.Err())
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

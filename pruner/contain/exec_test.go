@@ -11,17 +11,22 @@ func TestExecProbe(t *testing.T) {
 	tests := []struct {
 		Name    string
 		Argv    []string
+		Cap     time.Duration
 		Status  int
 		Out     string
 		WantErr bool
 	}{
-		{"Exit", []string{"/bin/sh", "-c", "echo hi; exit 3"}, 3, "hi\n", false},
-		{"Killed", []string{"/bin/sh", "-c", "kill -9 $$"}, 137, "", false},
-		{"Missing", []string{"/nonexistent/probe"}, 0, "", true},
+		{"Exit", []string{"/bin/sh", "-c", "echo hi; exit 3"}, 10 * time.Second, 3, "hi\n", false},
+		{"Killed", []string{"/bin/sh", "-c", "kill -9 $$"}, 10 * time.Second, 137, "", false},
+		{"Missing", []string{"/nonexistent/probe"}, 10 * time.Second, 0, "", true},
+		// Killed by its cap (SIGKILL, as the cpu and nproc limits kill):
+		// no status, or a cpu limit that never stops the probe would
+		// count as held.
+		{"PastItsCap", []string{"/bin/sleep", "5"}, 200 * time.Millisecond, 0, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.Name, func(t *testing.T) {
-			st, out, err := ExecProbe(t.Context(), tt.Argv, nil, 10*time.Second)
+			st, out, err := ExecProbe(t.Context(), tt.Argv, nil, tt.Cap)
 			if (err != nil) != tt.WantErr || st != tt.Status || string(out) != tt.Out {
 				t.Errorf("ExecProbe(%q) = %d, %q, %v; want %d, %q, error %v", tt.Argv, st, out, err, tt.Status, tt.Out, tt.WantErr)
 			}

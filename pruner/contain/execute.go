@@ -200,7 +200,7 @@ func (s Setup) prober(cfg, cfgNoTimeout string) Probe {
 			}
 			ranMu.Unlock()
 		}
-		return ExecProbe(ctx, argv, s.Env, timeout)
+		return ExecProbe(ctx, argv, s.Env, max(timeout, c.Cap))
 	}
 }
 
