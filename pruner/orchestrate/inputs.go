@@ -66,17 +66,24 @@ func listDir(dir string, probs *problems) map[string]bool {
 		return out
 	}
 	for _, e := range ents {
-		switch {
-		case e.Type().IsRegular():
+		if isFile(dir, e) {
 			out[e.Name()] = true
-		case e.Type()&fs.ModeSymlink != 0:
-			// A link to a regular file counts (CI steps copy with links).
-			if fi, err := os.Stat(filepath.Join(dir, e.Name())); err == nil && fi.Mode().IsRegular() {
-				out[e.Name()] = true
-			}
 		}
 	}
 	return out
+}
+
+// isFile reports whether the entry e of dir is a regular file or a link to
+// one (CI steps copy with links): the files an input directory offers.
+func isFile(dir string, e fs.DirEntry) bool {
+	switch {
+	case e.Type().IsRegular():
+		return true
+	case e.Type()&fs.ModeSymlink != 0:
+		fi, err := os.Stat(filepath.Join(dir, e.Name()))
+		return err == nil && fi.Mode().IsRegular()
+	}
+	return false
 }
 
 // sha is the hex SHA-256 of data, as records carry it.

@@ -207,6 +207,7 @@ func Run(o Options) (*Summary, error) {
 		perLang[l] = exs
 		log.Info("checked", "language", l, "exercises", len(exs))
 	}
+	checkKVMRecords(o, names, perLang, &probs)
 	if len(probs) > 0 {
 		return nil, &Refusal{Problems: probs}
 	}
@@ -259,7 +260,7 @@ func compareKVMDirs(dirs []string, probs *problems) {
 			return nil
 		}
 		for _, e := range ents {
-			if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), abi10CFG) {
+			if !isFile(dir, e) || !strings.HasSuffix(e.Name(), abi10CFG) {
 				continue
 			}
 			data, err := safefile.ReadFile(filepath.Join(dir, e.Name()), policy.MaxFileBytes)

@@ -473,10 +473,34 @@ func splitKVM(t *testing.T, e *env, n int) {
 	for i := 0; i < n; i++ {
 		d := filepath.Join(dir, fmt.Sprintf("kvm-%d", i))
 		copyTree(t, e.path, d, func(name string) bool { return strings.Contains(name, ".abi10.") })
+		verifiedNoRows(t, e, d, "python", "basic")
 		e.kvm = append(e.kvm, d)
 	}
 	for _, name := range []string{"java_one.abi10.json", "java_two.abi10.json", "java_two.abi10.cfg"} {
 		e.remove(t, name)
+	}
+}
+
+// verifiedNoRows writes into dir the record of a KVM run that verified
+// lang_ex's policy of the path directory and found no ABI-10 row (as
+// java_one's of the fixture): with --kvm-dir every exercise needs one.
+func verifiedNoRows(t *testing.T, e *env, dir, lang, ex string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(e.path, "java_one.abi10.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	rec["key"], rec["exercise"] = lang, ex
+	rec["verified_cfg_sha256"] = fileHex(t, filepath.Join(e.path, lang+"_"+ex+".cfg"))
+	if data, err = json.MarshalIndent(rec, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, lang+"_"+ex+".abi10.json"), data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -525,6 +549,43 @@ func TestKVMDirs(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "the guests disagree on java_one: %1 has java_one.abi10.cfg, %0 has none"},
+		{"no record in the second guest (a failed observation)", func(t *testing.T, e *env) {
+			for _, n := range []string{"java_two.abi10.json", "java_two.abi10.cfg"} {
+				if err := os.Remove(filepath.Join(e.kvm[1], n)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, "java_two has no java_two.abi10.json in %1; with --kvm-dir, every exercise needs the record of a KVM run that verified it"},
+		{"no record in either guest", func(t *testing.T, e *env) {
+			for _, d := range e.kvm {
+				if err := os.Remove(filepath.Join(d, "python_basic.abi10.json")); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, "python_basic has no python_basic.abi10.json in %0"},
+		{"the second guest did not verify", func(t *testing.T, e *env) {
+			p := filepath.Join(e.kvm[1], "java_one.abi10.json")
+			data, _ := os.ReadFile(p)
+			data = []byte(strings.Replace(string(data), `"verified": true`, `"verified": false`, 1))
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "in %1: java_one.abi10.json records a KVM run that did not verify the policy"},
+		{"differing sidecars, both links", func(t *testing.T, e *env) {
+			for i, port := range []string{"5000", "5001"} {
+				real := filepath.Join(filepath.Dir(e.kvm[i]), "side-"+port)
+				if err := os.WriteFile(real, []byte("[bind]\nallow "+port+" udp\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				link := filepath.Join(e.kvm[i], "java_two.abi10.cfg")
+				if err := os.Remove(link); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(real, link); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, `the guests disagree on java_two: %0 has rows ["[bind]", "allow 5000 udp"], %1 has rows ["[bind]", "allow 5001 udp"]`},
 		{"abi10 files in path dir too", func(t *testing.T, e *env) {
 			e.write(t, "java_two.abi10.cfg", "[bind]\nallow 5000 udp\n")
 		}, "java_two.abi10.cfg is in the path directory while a KVM directory is given"},

@@ -46,7 +46,7 @@ const (
 func rootEnv(t *testing.T) *env {
 	e := newEnv(t)
 	splitKVM(t, e, 2)
-	for _, stem := range []string{"java_one", "java_two", "python_one"} {
+	for _, stem := range []string{"java_one", "java_two", "python_basic"} {
 		if _, err := os.Stat(filepath.Join(e.path, stem+".json")); err == nil {
 			setRootDigest(t, filepath.Join(e.path, stem+".json"), pruneRoot)
 		}
