@@ -69,18 +69,31 @@ type HostOptions struct {
 	Log      *slog.Logger
 }
 
-// Host is verify's host side: it verifies every exercise of the key on every
-// kernel, a fresh guest per cell (running Guest), through a harness.Pool.
-func Host(ctx context.Context, opts HostOptions) (*Result, error) {
-	t0 := time.Now()
+// setDefaults refuses options Host cannot verify with and fills in the zero
+// fields that stand for a default.
+func (opts *HostOptions) setDefaults() error {
 	if opts.Policy == nil || len(opts.Kernels) == 0 || opts.Exercises == "" || opts.Key == "" {
-		return nil, fmt.Errorf("verify: a policy, kernels, exercises and a key are required")
+		return fmt.Errorf("verify: a policy, kernels, exercises and a key are required")
+	}
+	if opts.JointRuns < 0 {
+		// No joint run would leave nothing to disagree: every cell a pass.
+		return fmt.Errorf("verify: %d joint runs; want at least 1 (0: the default, %d)", opts.JointRuns, DefaultJointRuns)
+	}
+	if opts.JointRuns == 0 {
+		opts.JointRuns = DefaultJointRuns
 	}
 	if opts.Progress == nil {
 		opts.Progress = func(string, ...any) {}
 	}
-	if opts.JointRuns == 0 {
-		opts.JointRuns = DefaultJointRuns
+	return nil
+}
+
+// Host is verify's host side: it verifies every exercise of the key on every
+// kernel, a fresh guest per cell (running Guest), through a harness.Pool.
+func Host(ctx context.Context, opts HostOptions) (*Result, error) {
+	t0 := time.Now()
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
 	}
 	names, err := exerciseNames(opts)
 	if err != nil {

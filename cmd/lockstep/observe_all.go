@@ -46,6 +46,27 @@ func worstStatus(a, b int) int {
 	return max(a, b)
 }
 
+// eachKey runs one for each of keys in order (a line `key K: …` first,
+// from head), prints the summary line and returns the worst status. An
+// interruption stops it; a key it leaves unvisited makes the status at
+// least indeterminate (3), even when the key interrupted ended well.
+func eachKey(ctx context.Context, io *stdio, verb string, keys []string, head func(k string) string, one func(k string) int) int {
+	status := exitOK
+	for i, k := range keys {
+		fmt.Fprintf(io.out, "key %s: %s\n", k, head(k))
+		status = worstStatus(status, one(k))
+		if ctx.Err() != nil {
+			if left := keys[i+1:]; len(left) > 0 {
+				fmt.Fprintf(io.err, "lockstep %s: interrupted after key %s; not run: %s\n", verb, k, strings.Join(left, ", "))
+				status = worstStatus(status, exitIndeterminate)
+			}
+			break
+		}
+	}
+	fmt.Fprintf(io.out, "every key (%s): status %d\n", strings.Join(keys, ", "), status)
+	return status
+}
+
 // keyedReport is the HTML report's file for one key of --key all: the
 // key before the extension ("" stays "").
 func keyedReport(html, key string) string {
@@ -67,21 +88,13 @@ func observeAll(ctx context.Context, io *stdio, kernelArg, html string, opts obs
 	if err != nil {
 		return fail(io, "observe", exitIndeterminate, err)
 	}
-	status := exitOK
-	for _, k := range keys {
+	return eachKey(ctx, io, "observe", keys, func(k string) string { return "path set " + filepath.Join(opts.PathSets, k) }, func(k string) int {
 		o := opts
 		o.Key, o.PathSets = k, filepath.Join(opts.PathSets, k)
-		fmt.Fprintf(io.out, "key %s: path set %s\n", k, o.PathSets)
 		if fi, err := os.Stat(o.PathSets); err != nil || !fi.IsDir() {
 			fmt.Fprintf(io.err, "lockstep observe: key %s: %s is not a directory; want the key's path set there\n", k, o.PathSets)
-			status = worstStatus(status, exitIndeterminate)
-			continue
+			return exitIndeterminate
 		}
-		status = worstStatus(status, observeHost(ctx, io, kernelArg, keyedReport(html, k), o))
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	fmt.Fprintf(io.out, "every key (%s): status %d\n", strings.Join(keys, ", "), status)
-	return status
+		return observeHost(ctx, io, kernelArg, keyedReport(html, k), o)
+	})
 }

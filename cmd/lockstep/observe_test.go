@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,5 +86,32 @@ func TestWorstStatus(t *testing.T) {
 	}
 	if got := keyedReport("/tmp/observe.html", "c"); got != "/tmp/observe-c.html" {
 		t.Errorf("keyedReport = %q", got)
+	}
+}
+
+// TestEachKeyInterrupted: an interruption during a key that then ends well
+// stops the walk, and the keys left unvisited make the status
+// indeterminate, never 0 (pruneAll and observeAll share eachKey).
+func TestEachKeyInterrupted(t *testing.T) {
+	const root = "../../testdata/exercises"
+	keys, err := exerciseKeys(root)
+	if err != nil || len(keys) < 2 {
+		t.Fatalf("keys of %s: %v, %v; want two or more", root, keys, err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var ran []string
+	var out, errb bytes.Buffer
+	code := pruneAll(ctx, &stdio{out: &out, err: &errb}, root, t.TempDir(), func(key, _ string) int {
+		ran = append(ran, key)
+		cancel() // the signal arrives while the first key ends well
+		return exitOK
+	})
+	if code != exitIndeterminate || strings.Join(ran, ",") != keys[0] {
+		t.Errorf("status %d after keys %v; want %d after %s alone", code, ran, exitIndeterminate, keys[0])
+	}
+	if !strings.Contains(errb.String(), "interrupted after key "+keys[0]+"; not run: "+strings.Join(keys[1:], ", ")) ||
+		!strings.Contains(out.String(), "every key ("+strings.Join(keys, ", ")+"): status 3") {
+		t.Errorf("stdout %q, stderr %q", out.String(), errb.String())
 	}
 }

@@ -127,7 +127,7 @@ func (o *orchestrateArgs) refused(io *stdio, md *os.File, ref *orchestrate.Refus
 		return code
 	}
 	if *o.asJSON {
-		return writeJSON(io, map[string]any{"schema_version": orchestrate.SummarySchema, "refused": true, "problems": ref.Problems}, exitFail)
+		return writeJSON(io, "orchestrate", map[string]any{"schema_version": orchestrate.SummarySchema, "refused": true, "problems": ref.Problems}, exitFail, exitFail)
 	}
 	return exitFail
 }
@@ -147,7 +147,7 @@ func (o *orchestrateArgs) merged(io *stdio, md *os.File, sum *orchestrate.Summar
 			Refused  bool     `json:"refused"`
 			Problems []string `json:"problems"`
 		}{sum, false, []string{}}
-		return writeJSON(io, doc, exitOK)
+		return writeJSON(io, "orchestrate", doc, exitOK, exitFail)
 	}
 	for _, l := range sum.Languages {
 		fmt.Fprintf(io.out, "%s: %d exercises, base %d rows, %d ABI-10 rows, %s\n", l.Name, len(l.Exercises), l.BaseRows, len(l.ABI10Rows), l.BaseHash)

@@ -208,7 +208,7 @@ func policyCheck(io *stdio, o *policyOpts, files []string) int {
 		}
 	}
 	if o.json {
-		return writeJSON(io, rep, code)
+		return writeJSON(io, "policy", rep, code, exitFail)
 	}
 	return code
 }
@@ -221,11 +221,15 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-func writeJSON(io *stdio, v any, code int) int {
+// writeJSON prints v as indented JSON and returns code, the verb's status;
+// when the output cannot be written whole (a full disk, a closed pipe) it
+// says so and returns the worse of code and failed: a reader of a cut
+// document must not take the status for the result.
+func writeJSON(io *stdio, verb string, v any, code, failed int) int {
 	enc := json.NewEncoder(io.out)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return fail(io, "policy", exitFail, err)
+		return fail(io, verb, worstStatus(code, failed), fmt.Errorf("the JSON result was not written whole: %w", err))
 	}
 	return code
 }
@@ -291,7 +295,7 @@ func policyHash(io *stdio, o *policyOpts, files []string) int {
 		fmt.Fprintf(io.out, "%s  %s\n", p.Hash(), f)
 	}
 	if o.json {
-		return writeJSON(io, rep, code)
+		return writeJSON(io, "policy", rep, code, exitFail)
 	}
 	return code
 }

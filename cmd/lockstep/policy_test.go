@@ -82,3 +82,25 @@ func TestPolicyVerb(t *testing.T) {
 		t.Fatalf("check --json = %v %+v", err, rep)
 	}
 }
+
+// TestWriteJSONFullDisk: a JSON result that cannot be written whole (here
+// to /dev/full: ENOSPC) is never a clean status: the verb says so, and a
+// pass becomes the failure status given, while a finding (1) stays one.
+func TestWriteJSONFullDisk(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	defer full.Close()
+	for _, tc := range []struct{ code, failed, want int }{
+		{exitOK, exitIndeterminate, exitIndeterminate},
+		{exitFail, exitIndeterminate, exitFail},
+		{exitOK, exitFail, exitFail},
+	} {
+		var errb bytes.Buffer
+		got := writeJSON(&stdio{out: full, err: &errb}, "verify", map[string]int{"status": tc.code}, tc.code, tc.failed)
+		if got != tc.want || !strings.Contains(errb.String(), "lockstep verify: the JSON result was not written whole") {
+			t.Errorf("writeJSON(code %d, failed %d) to /dev/full = %d, stderr %q; want %d and the reason", tc.code, tc.failed, got, errb.String(), tc.want)
+		}
+	}
+}

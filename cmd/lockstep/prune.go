@@ -200,17 +200,8 @@ func pruneAll(ctx context.Context, io *stdio, root, out string, pruneKey func(ke
 	if err != nil {
 		return fail(io, "prune", exitFail, err)
 	}
-	status := exitOK
-	for _, k := range keys {
-		dir := filepath.Join(out, k)
-		fmt.Fprintf(io.out, "key %s: out %s\n", k, dir)
-		status = worstStatus(status, pruneKey(k, dir))
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	fmt.Fprintf(io.out, "every key (%s): status %d\n", strings.Join(keys, ", "), status)
-	return status
+	return eachKey(ctx, io, "prune", keys, func(k string) string { return "out " + filepath.Join(out, k) },
+		func(k string) int { return pruneKey(k, filepath.Join(out, k)) })
 }
 
 // pruneExercises are the key's exercises under root (only the one named

@@ -199,7 +199,7 @@ func (a *recordArgs) recordRun(ctx context.Context, io *stdio, cmd []string) int
 		return fail(io, "record", exitIndeterminate, err)
 	}
 	if *a.asJSON {
-		return writeJSON(io, res, res.Status)
+		return writeJSON(io, "record", res, res.Status, exitIndeterminate)
 	}
 	switch res.Status {
 	case recorder.StatusOK:
@@ -308,7 +308,7 @@ func (a *recordArgs) recordCheck(ctx context.Context, io *stdio, cmd []string) i
 		return fail(io, "record", exitIndeterminate, err)
 	}
 	if *a.asJSON {
-		return writeJSON(io, res, res.Status)
+		return writeJSON(io, "record", res, res.Status, exitIndeterminate)
 	}
 	printCheck(io, res)
 	return res.Status

@@ -22,6 +22,10 @@ func TestReproVerifyUsage(t *testing.T) {
 		{"VerifyNoBase", []string{"verify", "--kernel", "7.2.13", "--exercises", "../../verify/testdata/exercises"}, "--base, --exercises and at least one --kernel"},
 		{"VerifyNoKernel", []string{"verify", "--base", cfg, "--exercises", "../../verify/testdata/exercises"}, "at least one --kernel"},
 		{"VerifyArgs", []string{"verify", "--base", cfg, "--kernel", "7.2.13", "--exercises", "x", "extra"}, "unexpected arguments"},
+		// No joint run would leave nothing to disagree: a pass everywhere.
+		{"VerifyNoJointRuns", []string{"verify", "--base", cfg, "--kernel", "7.2.13", "--exercises", "x", "--joint-runs", "-1"}, "want at least 1 joint run"},
+		{"VerifyNoJointRunsInGuest", []string{"verify", "--in-guest", "--config", cfg, "--exercises", "x", "--key", "k", "--joint-runs", "0"}, "want at least 1 joint run"},
+		{"VerifyNegativeParallel", []string{"verify", "--base", cfg, "--kernel", "7.2.13", "--exercises", "x", "--parallel", "-2"}, "0 or more guests at once"},
 		{"VerifyInGuestOneExercise", []string{"verify", "--in-guest", "--config", cfg, "--exercises", "x", "--key", "k"}, "one --exercise"},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {

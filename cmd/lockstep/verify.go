@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -124,6 +123,9 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 	if len(args) > 0 {
 		return usageExit(io, v, usagef("unexpected arguments %q", args))
 	}
+	if *a.joint < 1 || *a.parallel < 0 {
+		return usageExit(io, v, usagef("--joint-runs %d, --parallel %d: want at least 1 joint run and 0 or more guests at once", *a.joint, *a.parallel))
+	}
 	if *a.inGuest {
 		return verifyInGuest(ctx, io, *a.name, *a.out, a.configs, *a.exercises, *a.key, a.only, *a.joint)
 	}
@@ -168,11 +170,9 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 		return fail(io, "verify", exitIndeterminate, err)
 	}
 	if *a.asJSON {
-		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintf(io.out, "%s\n", b)
-	} else {
-		printVerify(io, res)
+		return writeJSON(io, "verify", res, res.Status, exitIndeterminate)
 	}
+	printVerify(io, res)
 	return res.Status
 }
 

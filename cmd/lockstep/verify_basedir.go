@@ -59,7 +59,7 @@ func (a *verifyArgs) runBaseDir(ctx context.Context, io *stdio) int {
 		out.Status = verify.WorseStatus(out.Status, res.Status)
 	}
 	if *a.asJSON {
-		return writeJSON(io, out, out.Status)
+		return writeJSON(io, "verify", out, out.Status, exitIndeterminate)
 	}
 	for _, res := range out.Bases {
 		fmt.Fprintf(io.out, "== %s (key %s)\n", strings.Join(res.Policies, " + "), res.Key)
