@@ -277,6 +277,10 @@ func cellOf(results string, res *Result, i int, run *harness.Result, err error) 
 		}
 	} else if err != nil && c.Verdict == Pass {
 		c.Verdict, c.Why = Indeterminate, fmt.Sprintf("the guest failed after reporting: %v", err)
+	} else if run != nil && run.Status != 0 && c.Verdict == Pass {
+		// The role exits 0 once its cell is written: a pass beside
+		// another status was not written by a role that ended well.
+		c.Verdict, c.Why = Indeterminate, fmt.Sprintf("the guest exited %d after writing a passing cell", run.Status)
 	}
 	if run != nil {
 		c.Guest = observer.NewGuestInfo(k.Pin, k.BzImage, run)

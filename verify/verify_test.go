@@ -61,7 +61,8 @@ func TestCellOfOOMKill(t *testing.T) {
 }
 
 // TestCellOfReadsCell: a reported cell is taken as the guest wrote it; a
-// pass from a guest whose run then failed is not kept as a pass.
+// pass from a guest whose run then failed, or whose job did not exit 0
+// (the role exits 0 once its cell is written), is not kept as a pass.
 func TestCellOfReadsCell(t *testing.T) {
 	dir := t.TempDir()
 	doc := `{"schema":1,"kernel":"7.2.13","exercise":"a","verdict":"pass","release":"7.2.13","abi":10,"reference":"ok","joint":[],"unenforceable":[],"containment":[],"seconds":1}`
@@ -74,6 +75,9 @@ func TestCellOfReadsCell(t *testing.T) {
 	}
 	if c := cellOf(dir, res, 0, &harness.Result{}, errors.New("results archive checksum mismatch")); c.Verdict != Indeterminate {
 		t.Errorf("cellOf after a failed run = %+v, want indeterminate", c)
+	}
+	if c := cellOf(dir, res, 0, &harness.Result{Status: 137}, nil); c.Verdict != Indeterminate || !strings.Contains(c.Why, "exited 137 after writing a passing cell") {
+		t.Errorf("cellOf of a pass from a job that died = %+v, want indeterminate", c)
 	}
 }
 
