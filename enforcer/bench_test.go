@@ -37,7 +37,8 @@ func BenchmarkCompile(b *testing.B) {
 }
 
 // BenchmarkRunTrue measures Run of /usr/bin/true under a small policy from
-// this process (direct path: one fork+exec, no second Go start-up).
+// this process: the re-executed enforcer child (a second Go start-up),
+// then the command.
 func BenchmarkRunTrue(b *testing.B) {
 	p := mustParse(b, baseRules)
 	b.ReportAllocs()

@@ -228,7 +228,7 @@ func (c *caps) setupV1(name string) error {
 // that (nproc=1 killed the child's runtime, "failed to create new OS
 // thread", when the parent capped right after the start). So the child
 // writes it, once its threads are up and just before it restricts itself
-// and execs. (The direct path never has a cap: nproc sets an rlimit too.)
+// and execs.
 func (c *caps) pidsMax() (file, value string) {
 	if !c.ok() || !c.v2 || c.nproc == 0 {
 		return "", ""

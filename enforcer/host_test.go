@@ -32,7 +32,6 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv("LOCKSTEP_TEST_RUNLOG") != "" {
 		// Run one command with --log-subprocesses, for TestLogFlagReachesKernel.
-		forceReexec = os.Getenv("LOCKSTEP_TEST_REEXEC") == "1"
 		p := &policy.Policy{FS: map[string]map[policy.Section]bool{"/usr": {policy.Read: true, policy.Execute: true}}}
 		status, err := Run(context.Background(), Options{Policy: p, Command: []string{"/usr/bin/true"}, LogSubprocesses: true, Quiet: true})
 		if err != nil {
@@ -590,24 +589,14 @@ func TestLogSubprocessesStatusLine(t *testing.T) {
 	}
 }
 
-// eachPath runs f on both of Run's ways to start a command: direct (a
-// restricted thread forks it) and through the re-executed child.
+// eachPath runs f as a subtest "reexec": the one way Run starts a command
+// (a re-executed child; the direct path is gone, docs/security.md).
 func eachPath(t *testing.T, f func(t *testing.T)) {
-	for _, re := range []bool{false, true} {
-		name := "direct"
-		if re {
-			name = "reexec"
-		}
-		t.Run(name, func(t *testing.T) {
-			forceReexec = re
-			defer func() { forceReexec = false }()
-			f(t)
-		})
-	}
+	t.Run("reexec", f)
 }
 
-// TestCallerStaysUnrestricted: after direct runs (a thread of this process
-// restricted itself and forked), no thread of the caller is restricted: every
+// TestCallerStaysUnrestricted: after runs, no thread of the caller is
+// restricted (none ever is now; a direct path once restricted one): every
 // one can still open a file no policy granted and has no_new_privs unset.
 func TestCallerStaysUnrestricted(t *testing.T) {
 	needHostLandlock(t)
@@ -663,7 +652,7 @@ func TestMemoryCap(t *testing.T) {
 
 // TestLogFlagReachesKernel traces this test binary running one command with
 // LogSubprocesses and checks that landlock_restrict_self got
-// LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON (0x2), on both start paths.
+// LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON (0x2).
 func TestLogFlagReachesKernel(t *testing.T) {
 	needABI(t, landlock.ABIAuditRecords, "audit log flags")
 	strace, err := exec.LookPath("strace")
@@ -671,20 +660,18 @@ func TestLogFlagReachesKernel(t *testing.T) {
 		t.Skip("strace not on PATH")
 	}
 	self, _ := os.Executable()
-	for _, re := range []string{"", "1"} {
-		out := filepath.Join(t.TempDir(), "trace")
-		cmd := exec.Command(strace, "-f", "-qq", "-e", "trace=landlock_restrict_self", "-o", out, self)
-		cmd.Env = append(os.Environ(), "LOCKSTEP_TEST_RUNLOG=1", "LOCKSTEP_TEST_REEXEC="+re)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("strace run (reexec=%q): %v\n%s", re, err, b)
-		}
-		trace, _ := os.ReadFile(out)
-		if !bytes.Contains(trace, []byte("landlock_restrict_self(")) ||
-			!(bytes.Contains(trace, []byte("LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON")) || bytes.Contains(trace, []byte(", 0x2)"))) {
-			t.Errorf("reexec=%q: trace has no landlock_restrict_self with LOG_NEW_EXEC_ON:\n%s", re, trace)
-		}
-		t.Logf("reexec=%q: %s", re, bytes.TrimSpace(trace))
+	out := filepath.Join(t.TempDir(), "trace")
+	cmd := exec.Command(strace, "-f", "-qq", "-e", "trace=landlock_restrict_self", "-o", out, self)
+	cmd.Env = append(os.Environ(), "LOCKSTEP_TEST_RUNLOG=1")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("strace run: %v\n%s", err, b)
 	}
+	trace, _ := os.ReadFile(out)
+	if !bytes.Contains(trace, []byte("landlock_restrict_self(")) ||
+		!(bytes.Contains(trace, []byte("LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON")) || bytes.Contains(trace, []byte(", 0x2)"))) {
+		t.Errorf("trace has no landlock_restrict_self with LOG_NEW_EXEC_ON:\n%s", trace)
+	}
+	t.Logf("%s", bytes.TrimSpace(trace))
 }
 
 // TestCgroupV2OnHybrid exercises the cgroup v2 code on this machine's
@@ -825,9 +812,9 @@ func TestSetsidEscapeIsKilled(t *testing.T) {
 	})
 }
 
-// TestContainmentFallback: when cloning into the containment cgroup fails
-// (here: the cgroup is removed after it was opened), the command still runs,
-// started without it.
+// TestContainmentFallback: when cloning the enforcer child into the
+// containment cgroup fails (here: the clone is given a directory that is no
+// cgroup), the child joins the cgroup itself and the command runs.
 func TestContainmentFallback(t *testing.T) {
 	needHostLandlock(t)
 	if c := setupContainment(nil); c == nil {
@@ -835,15 +822,20 @@ func TestContainmentFallback(t *testing.T) {
 	} else {
 		c.remove()
 	}
-	removed := false
-	directStartHook = func(dir string) { removed = os.Remove(dir) == nil }
-	defer func() { directStartHook = nil }()
-	r := runUnder(t, baseRules, nil, "/bin/sh", "-c", "exit 7")
-	if !removed {
-		t.Fatal("the hook did not remove the containment cgroup; the fallback was not exercised")
+	notCgroup, err := unix.Open(t.TempDir(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(notCgroup)
+	hooked := false
+	startHook = func(attr *syscall.SysProcAttr) { attr.CgroupFD, hooked = notCgroup, true }
+	defer func() { startHook = nil }()
+	r := runUnder(t, baseRules+"[read]\n/proc\n", nil, "/bin/sh", "-c", "grep -q lockstep- /proc/self/cgroup && exit 7")
+	if !hooked {
+		t.Fatal("the hook did not run; the fallback was not exercised")
 	}
 	if r.status != 7 || r.err != nil {
-		t.Errorf("Run with a broken containment cgroup = %d, %v; want the command's 7", r.status, r.err)
+		t.Errorf("Run after a refused clone into the cgroup = %d, %v; want the command's 7 (it ran, in the containment cgroup)\nstderr: %s", r.status, r.err, r.stderr)
 	}
 }
 
@@ -881,13 +873,9 @@ func TestSmallMemLimitStarts(t *testing.T) {
 
 // TestInheritedDescriptorsStayOut: on the re-executed path a descriptor
 // the caller holds without close-on-exec (here one this test opens so) does
-// not reach the command; stdin, stdout and stderr do. (The direct path
-// forks from the caller, so a library caller keeps its own descriptors
-// close-on-exec; cmd/lockstep marks its inherited ones so at start.)
+// not reach the command; stdin, stdout and stderr do.
 func TestInheritedDescriptorsStayOut(t *testing.T) {
 	needHostLandlock(t)
-	forceReexec = true
-	defer func() { forceReexec = false }()
 	fd, err := unix.Open("/dev/null", unix.O_RDONLY, 0) // no O_CLOEXEC: inherited by children
 	if err != nil {
 		t.Fatal(err)

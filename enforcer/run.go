@@ -3,13 +3,11 @@ package enforcer
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -335,45 +333,28 @@ func withoutRole(env []string) []string {
 	return out
 }
 
-// forceReexec makes Run take the re-executed child even when the direct path
-// would do (tests run both paths).
-var forceReexec = false
-
-// directStartHook, when set (tests only), runs after the direct path opened
-// the containment cgroup, before the command is cloned into it.
-var directStartHook func(cgroupDir string)
+// startHook, when set (tests only), may change how the enforcer child is
+// cloned into its cgroup (clone3 CLONE_INTO_CGROUP) before it is.
+var startHook func(attr *syscall.SysProcAttr)
 
 // noContainment turns off the containment cgroup (tests of the process-group
 // kill alone).
 var noContainment = false
 
-// startChild starts the command and waits for it. Two ways lead to the same
-// restricted exec:
-//
-//   - direct (no rlimits, no cgroup): a goroutine locks its OS thread,
-//     restricts that thread alone (Landlock, no_new_privs and the seccomp
-//     filter are per thread) and forks the command from it; the thread is
-//     never unlocked, so the Go runtime ends it with the goroutine. One Go
-//     start-up fewer.
-//   - re-executed: rlimits and cgroup membership are per process and must be
-//     in place before the command's first instruction, so a re-executed
-//     child sets them, restricts itself and execs (ChildMain).
-//
-// Either way the forking thread lives until the command has ended: the
-// command's parent-death signal (SIGKILL, so that it dies with lockstep)
-// fires when that thread ends, not when the process does.
+// startChild starts the command and waits for it. A re-executed child
+// (ChildMain) sets the rlimits, joins or is born in the cgroup, restricts
+// itself and execs the command in place, so no thread of lockstep is ever
+// in the command's Landlock domain: the signal and ptrace scopes keep the
+// command from lockstep. (A direct path once restricted a thread of
+// lockstep and forked the command from it, one Go start-up fewer; that
+// thread had to live until the command ended, for the parent-death
+// signal, and the command could SIGSTOP it, and so the whole of lockstep,
+// to outlive its timeout, or ptrace it. docs/security.md.) The forking
+// thread lives until the command has ended: the command's parent-death
+// signal (SIGKILL, so that it dies with lockstep) fires when that thread
+// ends, not when the process does.
 func startChild(ctx context.Context, opts Options, prep *Prepared, cg *caps, spec *childSpec) (int, error) {
-	var cmd *exec.Cmd
-	var release func()
-	var status int
-	var err error
-	// A cap (nproc, mem_mb) always comes with its rlimit, so the direct
-	// path only ever has the containment cgroup, which caps nothing.
-	if len(spec.Rlimits) == 0 && (len(spec.Cgroups) == 0 || cg.bornIn()) && !forceReexec {
-		cmd, release, status, err = startDirect(opts, spec)
-	} else {
-		cmd, release, status, err = startReexec(opts, spec, cg)
-	}
+	cmd, release, status, err := startReexec(opts, spec, cg)
 	if err != nil {
 		return status, err
 	}
@@ -441,98 +422,12 @@ func commandStreams(opts Options, cmd *exec.Cmd) {
 	}
 }
 
-func startDirect(opts Options, spec *childSpec) (*exec.Cmd, func(), int, error) {
-	name := spec.Command[0]
-	if spec.Dir != "" && strings.Contains(name, "/") && !filepath.IsAbs(name) {
-		name = filepath.Join(spec.Dir, name)
-	}
-	path, status, err := lookPath(name, spec.Env)
-	if err != nil {
-		kind := ErrNotFound
-		if status == StatusCannotExec {
-			kind = ErrCannotExec
-		}
-		return nil, nil, status, errorf(kind, "%v", err)
-	}
-	cmd := &exec.Cmd{
-		Path:      path,
-		Args:      spec.Command,
-		Env:       spec.Env,
-		Dir:       spec.Dir,
-		WaitDelay: time.Second,
-	}
-	commandStreams(opts, cmd)
-	if len(spec.Cgroups) == 1 {
-		// Born in the cgroup (clone3 CLONE_INTO_CGROUP): no instruction
-		// of the command runs outside it.
-		fd, err := unix.Open(spec.Cgroups[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return nil, nil, StatusRefused, errorf(ErrRefused, "open cgroup %s: %v. Nothing ran.", spec.Cgroups[0], err)
-		}
-		defer unix.Close(fd)
-		cmd.SysProcAttr.UseCgroupFD = true
-		cmd.SysProcAttr.CgroupFD = fd
-		if directStartHook != nil {
-			directStartHook(spec.Cgroups[0])
-		}
-	}
-	if cmd.Stdin == nil {
-		// os/exec would open /dev/null on the restricted thread.
-		devNull, err := os.Open(os.DevNull)
-		if err != nil {
-			return nil, nil, StatusRefused, errorf(ErrRefused, "open %s: %v", os.DevNull, err)
-		}
-		defer devNull.Close()
-		cmd.Stdin = devNull
-	}
-	release, err := onLockedThread(func() error {
-		if err := restrictSelf(spec.Ruleset); err != nil {
-			return errorf(ErrRefused, "%v. Nothing ran.", err)
-		}
-		if err := blockTerminalInjection(); err != nil {
-			return errorf(ErrRefused, "%v. Nothing ran.", err)
-		}
-		if spec.Status != "" {
-			fmt.Fprintln(cmd.Stderr, spec.Status)
-		}
-		err := cmd.Start()
-		if err != nil && cmd.SysProcAttr.UseCgroupFD {
-			// A failure of clone3 into the containment cgroup (an
-			// unusual cgroup setup) has the same errnos as one of
-			// execve (ENOENT, …): try once more without the cgroup, on
-			// this same restricted thread. A failed execve ran nothing
-			// of the command, so this never runs it twice; if the exec
-			// itself fails, the retry reports it.
-			attr := *cmd.SysProcAttr
-			attr.UseCgroupFD, attr.CgroupFD = false, 0
-			retry := &exec.Cmd{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir,
-				Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr, SysProcAttr: &attr, WaitDelay: cmd.WaitDelay}
-			if err = retry.Start(); err == nil {
-				cmd = retry
-			}
-		}
-		return err
-	})
-	switch {
-	case err == nil:
-		return cmd, release, 0, nil
-	case errors.Is(err, ErrRefused):
-		return nil, nil, StatusRefused, err
-	case errors.Is(err, syscall.ENOENT):
-		return nil, nil, StatusNotFound, errorf(ErrNotFound, "%v", err)
-	case errors.Is(err, syscall.EACCES):
-		return nil, nil, StatusCannotExec, errorf(ErrCannotExec, "%v (is it granted in [execute] and [read], and its interpreter and libraries too?)", err)
-	}
-	return nil, nil, StatusCannotExec, errorf(ErrCannotExec, "%v", err)
-}
-
 // startReexec starts this executable as the enforcer child (ChildMain) and
 // sends it its instructions. With one v2 cgroup the child is born in it
 // (clone3 CLONE_INTO_CGROUP) and does not join: a write to cgroup.procs
 // migrates a running process, which waits for an RCU grace period under the
-// cgroup threadgroup lock (9.5 to 18 ms per run measured here, most of what
-// a run of a policy with [limits] cost over the direct path); a clone into
-// the cgroup does not.
+// cgroup threadgroup lock (9.5 to 18 ms per run measured here); a clone
+// into the cgroup does not.
 func startReexec(opts Options, spec *childSpec, cg *caps) (*exec.Cmd, func(), int, error) {
 	self := selfPath(opts)
 	if self == "" {
@@ -581,6 +476,9 @@ func startReexec(opts Options, spec *childSpec, cg *caps) (*exec.Cmd, func(), in
 		defer unix.Close(fd)
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
 		sent.Cgroups = nil
+		if startHook != nil {
+			startHook(cmd.SysProcAttr)
+		}
 	}
 	release, err := onLockedThread(func() error {
 		err := cmd.Start()

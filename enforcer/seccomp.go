@@ -119,8 +119,8 @@ func terminalFilter(abis []syscallABI) ([]unix.SockFilter, error) {
 }
 
 // blockTerminalInjection installs the filter on the calling thread (no
-// TSYNC: on the direct path only the restricted thread that forks the
-// command gets it). It needs no_new_privs, which restrictSelf set.
+// TSYNC: only the thread that then execs the command, in the enforcer
+// child or with --exec, gets it). It needs no_new_privs, which restrictSelf set.
 func blockTerminalInjection() error {
 	prog, err := terminalFilter(syscallABIs[runtime.GOARCH])
 	if err != nil {
