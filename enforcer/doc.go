@@ -13,9 +13,9 @@
 // is cloned into the command's v2 cgroup (clone3 CLONE_INTO_CGROUP; v1
 // cgroups it joins), writes the cgroup's pids.max once its own threads are
 // up, restricts itself with go-landlock and executes the
-// command in its own process group. Without rlimits or caps the parent
-// skips the re-execution: a goroutine restricts its own locked OS thread and
-// forks the command from it. The parent waits, enforces the timeout, watches
+// command in its own process group; no thread of the parent is ever in the
+// command's Landlock domain, so its scopes keep the command from the
+// parent (signals, ptrace). The parent waits, enforces the timeout, watches
 // the cgroup caps, and kills whatever the command leaves behind, in its
 // process group and in its cgroup (a containment cgroup v2 when no cap needs
 // one, so even a setsid escape dies).
