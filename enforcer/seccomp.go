@@ -19,13 +19,23 @@ import (
 // ruleset (the inherited stdin). A seccomp filter does, for root too.
 var BlockedIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX}
 
+// clone3 answers ENOSYS under the filter, as in Docker's default seccomp
+// profile: its CLONE_INTO_CGROUP puts the child in any cgroup the caller
+// may write by DAC, and Landlock neither checks the O_PATH open of the
+// cgroup's directory nor the clone. So a command run as root, granted
+// nothing under /sys, could start a child in the root cgroup, out of its
+// containment cgroup and its caps, and leave it running after lockstep.
+// C libraries fall back to clone(2) on ENOSYS, which has no cgroup option.
+const clone3Nr = 435 // the same number in every convention of syscallABIs
+
 // syscallABI is one system call convention a process of this architecture
 // may use, and its ioctl numbers there. A 64-bit kernel also runs 32-bit
 // code (int 0x80 on x86-64, AArch32 on arm64), whose ioctl has another
 // number: a filter that knew only the native one would be walked round.
 type syscallABI struct {
-	audit uint32
-	ioctl []uint32
+	audit  uint32
+	ioctl  []uint32
+	clone3 []uint32
 }
 
 // x32Bit marks a system call of the x32 ABI (native audit architecture).
@@ -36,12 +46,12 @@ var syscallABIs = map[string][]syscallABI{
 	"amd64": {
 		// 514 is x32's own ioctl; 16 with the x32 bit is refused by the
 		// kernel, and filtered too in case it ever is not.
-		{unix.AUDIT_ARCH_X86_64, []uint32{unix.SYS_IOCTL, x32Bit | unix.SYS_IOCTL, x32Bit | 514}},
-		{unix.AUDIT_ARCH_I386, []uint32{54}},
+		{unix.AUDIT_ARCH_X86_64, []uint32{unix.SYS_IOCTL, x32Bit | unix.SYS_IOCTL, x32Bit | 514}, []uint32{clone3Nr, x32Bit | clone3Nr}},
+		{unix.AUDIT_ARCH_I386, []uint32{54}, []uint32{clone3Nr}},
 	},
 	"arm64": {
-		{unix.AUDIT_ARCH_AARCH64, []uint32{unix.SYS_IOCTL}},
-		{unix.AUDIT_ARCH_ARM, []uint32{54}},
+		{unix.AUDIT_ARCH_AARCH64, []uint32{unix.SYS_IOCTL}, []uint32{clone3Nr}},
+		{unix.AUDIT_ARCH_ARM, []uint32{54}, []uint32{clone3Nr}},
 	},
 }
 
@@ -61,8 +71,8 @@ const (
 )
 
 // terminalFilter builds the seccomp program: for each calling convention,
-// an ioctl whose request is in BlockedIoctls fails with EPERM; every other
-// system call is allowed. A system call of an architecture not listed fails
+// an ioctl whose request is in BlockedIoctls fails with EPERM, clone3 with
+// ENOSYS (clone3Nr); every other system call is allowed. A system call of an architecture not listed fails
 // with ENOSYS (none exists on the architectures listed).
 func terminalFilter(abis []syscallABI) ([]unix.SockFilter, error) {
 	if len(abis) == 0 {
@@ -85,9 +95,13 @@ func terminalFilter(abis []syscallABI) ([]unix.SockFilter, error) {
 		for _, nr := range a.ioctl {
 			emit(bpfJumpIfEqual, nr, "request", "")
 		}
+		for _, nr := range a.clone3 {
+			emit(bpfJumpIfEqual, nr, "nosys", "")
+		}
 		emit(bpfReturn, seccompAllow, "", "")
 		labels[next] = len(prog)
 	}
+	labels["nosys"] = len(prog)
 	emit(bpfReturn, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS), "", "")
 	labels["request"] = len(prog)
 	emit(bpfLoadAbs, seccompArg1Low, "", "")

@@ -73,6 +73,14 @@ func TestTerminalFilter(t *testing.T) {
 					}
 				}
 			}
+			for _, nr := range a.clone3 {
+				if got := runBPF(t, prog, seccompData(a.audit, nr, 0)); got != nosys {
+					t.Errorf("%s arch %#x clone3 nr %#x: verdict %#x, want ENOSYS", goarch, a.audit, nr, got)
+				}
+			}
+			if len(a.clone3) == 0 {
+				t.Errorf("%s arch %#x: clone3 not filtered", goarch, a.audit)
+			}
 			// Another system call with a TIOCSTI-looking argument passes.
 			if got := runBPF(t, prog, seccompData(a.audit, 1, unix.TIOCSTI)); got != allow {
 				t.Errorf("%s arch %#x syscall 1: verdict %#x, want allow", goarch, a.audit, got)

@@ -55,3 +55,55 @@ func TestRunCommandCannotReachLockstep(t *testing.T) {
 		}
 	}
 }
+
+// cloneIntoCgroup starts a child with clone3(CLONE_INTO_CGROUP) in the
+// cgroup2 directory argv[1] (opened O_PATH, which Landlock does not check)
+// and prints the cgroup each process ends up in, or clone3's errno.
+const cloneIntoCgroup = `
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open(sys.argv[1], os.O_PATH | os.O_DIRECTORY)
+args = struct.pack("<11Q", 0x200000000, 0, 0, 0, 17, 0, 0, 0, 0, 0, fd)
+pid = libc.syscall(435, ctypes.create_string_buffer(args, len(args)), len(args))
+if pid == 0:
+    os.write(1, b"child in " + open("/proc/self/cgroup", "rb").read().split(b"\n")[-2] + b"\n")
+    os._exit(0)
+if pid < 0:
+    print("clone3 errno", ctypes.get_errno())
+else:
+    os.waitpid(pid, 0)
+`
+
+// TestRunCommandStaysInItsCgroup: a command run as root, granted nothing
+// under /sys, cannot start a child outside its containment cgroup with
+// clone3(CLONE_INTO_CGROUP): the seccomp filter answers clone3 with ENOSYS
+// (C libraries fall back to clone). Before, the child landed in the root
+// cgroup ("child in 0::/"), out of reach of the cgroup kill.
+func TestRunCommandStaysInItsCgroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the escape needs root (DAC on the root cgroup)")
+	}
+	const py = "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	root := ""
+	for _, d := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		if _, err := os.Stat(filepath.Join(d, "cgroup.procs")); err == nil {
+			root = d
+			break
+		}
+	}
+	if root == "" {
+		t.Skip("no cgroup2 mount")
+	}
+	bin := lockstepbin.Build(t)
+	cfg := filepath.Join(t.TempDir(), "p.cfg")
+	if err := os.WriteFile(cfg, []byte(truePolicy+"[read]\n/proc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "run", "-q", "--config", cfg, "--", py, "-S", "-c", cloneIntoCgroup, root).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "clone3 errno 38" {
+		t.Errorf("clone3 into %s under lockstep run: %v\n%s\nwant clone3 refused with ENOSYS (38)", root, err, out)
+	}
+}
