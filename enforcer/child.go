@@ -255,10 +255,7 @@ func restrictSelf(rs *Ruleset) error {
 	if rs.Flags&landlock.RestrictLogNewExecOn != 0 {
 		cfg = cfg.EnableLoggingForSubprocesses()
 	}
-	rules := make([]golandlock.Rule, 0, len(rs.Paths)+len(rs.Ports))
-	for _, p := range rs.Paths {
-		rules = append(rules, golandlock.PathAccess(golandlock.AccessFSSet(p.Access), p.Path))
-	}
+	rules := make([]golandlock.Rule, 0, len(rs.Ports))
 	for _, p := range rs.Ports {
 		for bit := uint64(1); bit <= p.Access; bit <<= 1 {
 			switch p.Access & bit {
@@ -281,11 +278,47 @@ func restrictSelf(rs *Ruleset) error {
 		return errors.New("build the Landlock ruleset: nothing to restrict (BUG: Compile handles every right of the ABI)")
 	}
 	defer unix.Close(fd)
+	for _, p := range rs.Paths {
+		if err := addPathRule(fd, p); err != nil {
+			return fmt.Errorf("build the Landlock ruleset: %w", err)
+		}
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
 	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
 		return fmt.Errorf("landlock_restrict_self(flags=%#x): %w", flags, err)
+	}
+	return nil
+}
+
+// addPathRule adds p to the ruleset fd. A rule Compile marked NoFollow (a
+// section that changes files, checked then not to name a symlink) is
+// opened without following a final symlink, and refused if it is one now:
+// a path swapped for a link since the check would otherwise grant its
+// rights on the link's target.
+func addPathRule(fd int, p PathRule) error {
+	flags := unix.O_PATH | unix.O_CLOEXEC
+	if p.NoFollow {
+		flags |= unix.O_NOFOLLOW
+	}
+	pfd, err := unix.Open(p.Path, flags, 0)
+	if err != nil {
+		return fmt.Errorf("populating ruleset for %q: open: %w", p.Path, err)
+	}
+	defer unix.Close(pfd)
+	if p.NoFollow {
+		var st unix.Stat_t
+		if err := unix.Fstat(pfd, &st); err != nil {
+			return fmt.Errorf("populating ruleset for %q: fstat: %w", p.Path, err)
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return fmt.Errorf("populating ruleset for %q: it became a symbolic link after it was checked; a section that changes files must name the target itself", p.Path)
+		}
+	}
+	attr := ll.PathBeneathAttr{AllowedAccess: p.Access, ParentFd: pfd}
+	if err := ll.LandlockAddPathBeneathRule(fd, &attr, 0); err != nil {
+		return fmt.Errorf("populating ruleset for %q with access %#x: %w", p.Path, p.Access, err)
 	}
 	return nil
 }

@@ -890,3 +890,30 @@ func TestInheritedDescriptorsStayOut(t *testing.T) {
 		t.Errorf("under the enforcer: status %d, stdout %q, stderr %q; want fd %s closed, stdout and stderr kept", r.status, r.stdout, r.stderr, n)
 	}
 }
+
+// TestRestrictRefusesSwappedSymlink: a rule Compile marked NoFollow (a
+// section that changes files, checked not to name a symlink) whose path is
+// a symlink by the time the ruleset is built, as if swapped in after the
+// check, is refused; go-landlock's open followed it and granted the rights
+// on the link's target. The restricted thread dies with its goroutine.
+func TestRestrictRefusesSwappedSymlink(t *testing.T) {
+	abi := needHostLandlock(t)
+	d := t.TempDir()
+	target, link := filepath.Join(d, "target"), filepath.Join(d, "link")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	row, _ := landlock.Row(abi)
+	rs := &Ruleset{HandledFS: row.FS, Paths: []PathRule{{Path: link, Access: SectionRights[policy.Write] & row.FS, NoFollow: true}}}
+	errc := make(chan error)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the restricted thread dies with the goroutine
+		errc <- restrictSelf(rs)
+	}()
+	if err := <-errc; err == nil || !strings.Contains(err.Error(), "became a symbolic link") {
+		t.Errorf("restrictSelf with a [write] rule on a symlink = %v; want a refusal naming the link", err)
+	}
+}
