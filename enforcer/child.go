@@ -283,6 +283,9 @@ func restrictSelf(rs *Ruleset) error {
 			return fmt.Errorf("build the Landlock ruleset: %w", err)
 		}
 	}
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}

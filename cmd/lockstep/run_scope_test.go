@@ -107,3 +107,46 @@ func TestRunCommandStaysInItsCgroup(t *testing.T) {
 		t.Errorf("clone3 into %s under lockstep run: %v\n%s\nwant clone3 refused with ENOSYS (38)", root, err, out)
 	}
 }
+
+// rootPowers tries what a root command could do past its policy: raise
+// the policy's nofile hard limit, and open a raw socket (which sends past
+// the [connect] rules). It prints what each gave.
+const rootPowers = `
+import resource, socket
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+try:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard * 4, hard * 4))
+    print("raised nofile to", resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+except (ValueError, OSError) as e:
+    print("nofile stays", hard)
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    print("raw socket opened")
+except OSError as e:
+    print("raw socket refused")
+`
+
+// TestRunRootLosesCapabilities: a command run as root loses the
+// capabilities that act past Landlock and the limits
+// (enforcer.DroppedCapabilities): it cannot raise its nofile hard limit
+// (CAP_SYS_RESOURCE) nor open a raw socket (CAP_NET_RAW). Before, the raw
+// socket opened (and the limit rose where root has CAP_SYS_RESOURCE; the
+// container this was written in had it out of its bounding set).
+func TestRunRootLosesCapabilities(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the capabilities are root's")
+	}
+	const py = "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	bin := lockstepbin.Build(t)
+	cfg := filepath.Join(t.TempDir(), "p.cfg")
+	if err := os.WriteFile(cfg, []byte(truePolicy+"[limits]\nnofile=64\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "run", "-q", "--config", cfg, "--", py, "-S", "-c", rootPowers).CombinedOutput()
+	if got := strings.TrimSpace(string(out)); err != nil || got != "nofile stays 64\nraw socket refused" {
+		t.Errorf("root powers under lockstep run: %v\n%s\nwant nofile to stay 64 and the raw socket refused", err, out)
+	}
+}
