@@ -21,6 +21,17 @@ p = os.getppid()
 print("signalable", sum(1 for t in range(p, p + 4096) if libc.syscall(234, p, t, 0) == 0))
 `
 
+// needPython is the system's python3, which the policies below grant
+// under /usr (a pyenv shim elsewhere on PATH would not be).
+func needPython(t *testing.T) string {
+	t.Helper()
+	const py = "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	return py
+}
+
 // TestRunCommandCannotReachLockstep: no thread of lockstep is in the
 // command's Landlock domain, so the signal scope (ABI 6) keeps the command
 // from signalling lockstep, or stopping it to outlive its timeout, and the
@@ -31,10 +42,7 @@ func TestRunCommandCannotReachLockstep(t *testing.T) {
 	if abi, err := enforcer.HostABI(); err != nil || abi < 6 {
 		t.Skipf("no Landlock signal scope here (ABI %d, %v)", abi, err)
 	}
-	const py = "/usr/bin/python3"
-	if _, err := os.Stat(py); err != nil {
-		t.Skip("no /usr/bin/python3")
-	}
+	py := needPython(t)
 	bin := lockstepbin.Build(t)
 	d := t.TempDir()
 	for _, path := range []string{"direct", "limits"} {
@@ -83,10 +91,7 @@ func TestRunCommandStaysInItsCgroup(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the escape needs root (DAC on the root cgroup)")
 	}
-	const py = "/usr/bin/python3"
-	if _, err := os.Stat(py); err != nil {
-		t.Skip("no /usr/bin/python3")
-	}
+	py := needPython(t)
 	root := ""
 	for _, d := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
 		if _, err := os.Stat(filepath.Join(d, "cgroup.procs")); err == nil {
@@ -136,10 +141,7 @@ func TestRunRootLosesCapabilities(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the capabilities are root's")
 	}
-	const py = "/usr/bin/python3"
-	if _, err := os.Stat(py); err != nil {
-		t.Skip("no /usr/bin/python3")
-	}
+	py := needPython(t)
 	bin := lockstepbin.Build(t)
 	cfg := filepath.Join(t.TempDir(), "p.cfg")
 	if err := os.WriteFile(cfg, []byte(truePolicy+"[limits]\nnofile=64\n"), 0o644); err != nil {
