@@ -176,11 +176,9 @@ type runFunc func(prefix []string) (*exercise.Result, error)
 
 // setDefaults fills in the zero fields that stand for a default.
 func (opts *HereOptions) setDefaults() error {
-	if opts.JointRuns < 0 {
-		return fmt.Errorf("verify: %d joint runs; want at least 1 (0: the default, %d)", opts.JointRuns, DefaultJointRuns)
-	}
-	if opts.JointRuns == 0 {
-		opts.JointRuns = DefaultJointRuns
+	var err error
+	if opts.JointRuns, err = jointRuns(opts.JointRuns); err != nil {
+		return err
 	}
 	if opts.WorkDir == "" {
 		opts.WorkDir = exercise.DefaultWorkDir

@@ -75,12 +75,9 @@ func (opts *HostOptions) setDefaults() error {
 	if opts.Policy == nil || len(opts.Kernels) == 0 || opts.Exercises == "" || opts.Key == "" {
 		return fmt.Errorf("verify: a policy, kernels, exercises and a key are required")
 	}
-	if opts.JointRuns < 0 {
-		// No joint run would leave nothing to disagree: every cell a pass.
-		return fmt.Errorf("verify: %d joint runs; want at least 1 (0: the default, %d)", opts.JointRuns, DefaultJointRuns)
-	}
-	if opts.JointRuns == 0 {
-		opts.JointRuns = DefaultJointRuns
+	var err error
+	if opts.JointRuns, err = jointRuns(opts.JointRuns); err != nil {
+		return err
 	}
 	if opts.Progress == nil {
 		opts.Progress = func(string, ...any) {}

@@ -39,6 +39,19 @@ const (
 // DefaultJointRuns is how many runs under the policy each exercise gets.
 const DefaultJointRuns = 2
 
+// jointRuns is the joint-run count n stands for (0: DefaultJointRuns); a
+// negative one is refused, since no joint run would leave nothing to
+// disagree and every cell a pass.
+func jointRuns(n int) (int, error) {
+	switch {
+	case n < 0:
+		return 0, fmt.Errorf("verify: %d joint runs; want at least 1 (0: the default, %d)", n, DefaultJointRuns)
+	case n == 0:
+		return DefaultJointRuns, nil
+	}
+	return n, nil
+}
+
 // Cell is one exercise on one kernel.
 type Cell struct {
 	Schema   int    `json:"schema"`

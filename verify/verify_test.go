@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/harness"
 )
 
@@ -88,5 +89,21 @@ func TestReadCellSchema(t *testing.T) {
 	}
 	if _, err := ReadCell(f); err == nil || !strings.Contains(err.Error(), "schema 2, want 1") {
 		t.Errorf("ReadCell(schema 2) = %v, want a schema error", err)
+	}
+}
+
+// TestJointRuns: 0 is the default, a count is itself, and a negative one
+// is refused (no joint run would pass every cell), for Host and Here alike.
+func TestJointRuns(t *testing.T) {
+	for _, tc := range []struct{ in, want int }{{0, DefaultJointRuns}, {1, 1}, {3, 3}} {
+		if got, err := jointRuns(tc.in); got != tc.want || err != nil {
+			t.Errorf("jointRuns(%d) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	if _, err := jointRuns(-1); err == nil || !strings.Contains(err.Error(), "want at least 1") {
+		t.Errorf("jointRuns(-1) = %v; want a refusal", err)
+	}
+	if _, err := Host(t.Context(), HostOptions{Policy: &policy.Policy{}, Kernels: []Kernel{{Name: "k"}}, Exercises: "e", Key: "k", JointRuns: -1}); err == nil {
+		t.Error("Host with -1 joint runs: no error")
 	}
 }
