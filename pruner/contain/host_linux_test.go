@@ -16,13 +16,14 @@ import (
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
 )
 
-// executeHere runs every containment check on this machine, with the real
-// binary as probe and enforcer, for a policy of the system's directories
-// and the given [limits] lines; every check that ran must have held.
-func executeHere(t *testing.T, limits string) []record.ContainmentCheck {
+// hostSetup is the policy of the system's directories with the given
+// [limits] lines, and a Setup with the real binary as probe and enforcer,
+// for containment checks on this machine (as root: the canaries live in
+// /root, the caps are cgroups).
+func hostSetup(t *testing.T, limits string) (*policy.Policy, Setup) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("the canaries live in /root: needs root")
+		t.Skip("the canaries live in /root and the caps are cgroups: needs root")
 	}
 	if abi, err := enforcer.HostABI(); err != nil || abi < 1 {
 		t.Skipf("no Landlock here (ABI %d, %v)", abi, err)
@@ -32,7 +33,16 @@ func executeHere(t *testing.T, limits string) []record.ContainmentCheck {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, failed, err := Execute(t.Context(), p, Setup{Probe: []string{bin, Verb}, Enforcer: []string{bin, "run", "-q"}, ScratchDir: t.TempDir()})
+	return p, Setup{Probe: []string{bin, Verb}, Enforcer: []string{bin, "run", "-q"}, ScratchDir: t.TempDir()}
+}
+
+// executeHere runs every containment check on this machine, with the real
+// binary as probe and enforcer, for a policy of the system's directories
+// and the given [limits] lines; every check that ran must have held.
+func executeHere(t *testing.T, limits string) []record.ContainmentCheck {
+	t.Helper()
+	p, setup := hostSetup(t, limits)
+	res, failed, err := Execute(t.Context(), p, setup)
 	if err != nil {
 		t.Fatalf("Execute with [limits] %q: %v", limits, err)
 	}
@@ -160,25 +170,15 @@ func TestExecuteOnlyAndSkip(t *testing.T) {
 // timeout check still sleeps (a 60 s timeout) returns at once with the
 // context's error and ends the early check, instead of waiting it out.
 func TestFinishStopsWhenCancelled(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the canaries live in /root: needs root")
-	}
-	if abi, err := enforcer.HostABI(); err != nil || abi < 1 {
-		t.Skipf("no Landlock here (ABI %d, %v)", abi, err)
-	}
-	bin := lockstepbin.Build(t)
-	p, err := policy.Parse("t.cfg", []byte("[read]\n/usr\n/etc\n[execute]\n/usr/bin\n/usr/lib\n/usr/lib64\n[limits]\ntimeout=60\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	setup := Setup{Probe: []string{bin, Verb}, Enforcer: []string{bin, "run", "-q"}, ScratchDir: t.TempDir(), WorkDir: t.TempDir()}
+	p, setup := hostSetup(t, "timeout=60\n")
+	setup.WorkDir = t.TempDir()
 	early := StartEarly(t.Context(), p, setup, TimeoutCheck)
 	// Long enough for the other checks to end first on a quiet machine,
 	// so that Finish is waiting for the early one when it is cancelled.
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	start := time.Now()
-	_, _, err = early.Finish(ctx, p, setup)
+	_, _, err := early.Finish(ctx, p, setup)
 	// On a quiet machine the error is the deadline; on a slow one the
 	// other checks may still have been running, and their error is theirs.
 	if took := time.Since(start); err == nil || took > 30*time.Second {
@@ -197,19 +197,8 @@ func TestFinishStopsWhenCancelled(t *testing.T) {
 // (SIGKILL, status 137), looks like one the cpu limit killed, and so
 // counted as held.
 func TestExecuteCancelledIsAnError(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the containment's cgroup needs root")
-	}
-	if abi, err := enforcer.HostABI(); err != nil || abi < 1 {
-		t.Skipf("no Landlock here (ABI %d, %v)", abi, err)
-	}
-	bin := lockstepbin.Build(t)
-	p, err := policy.Parse("t.cfg", []byte("[read]\n/usr\n/etc\n[execute]\n/usr/bin\n/usr/lib\n/usr/lib64\n[limits]\ncpu=30\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	setup := Setup{Probe: []string{bin, Verb}, Enforcer: []string{bin, "run", "-q"}, ScratchDir: t.TempDir(),
-		Only: []string{"limit cpu"}}
+	p, setup := hostSetup(t, "cpu=30\n")
+	setup.Only = []string{"limit cpu"}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()
 	res, failed, err := Execute(ctx, p, setup)
