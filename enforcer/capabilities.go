@@ -27,8 +27,8 @@ var DroppedCapabilities = []uintptr{
 // bounding and inheritable sets and clears its ambient set, so that the
 // command it executes next does not have them: root's capabilities after
 // execve are its inheritable set and its bounding set. A thread without
-// CAP_SETPCAP (not root) has none of them to lose after an exec under
-// no_new_privs, so its EPERM is no failure.
+// CAP_SETPCAP (not root) could not drop them, and has none of them to
+// gain by an exec under no_new_privs: it is left as it is.
 func dropCapabilities() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData

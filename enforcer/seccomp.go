@@ -72,8 +72,9 @@ const (
 
 // terminalFilter builds the seccomp program: for each calling convention,
 // an ioctl whose request is in BlockedIoctls fails with EPERM, clone3 with
-// ENOSYS (clone3Nr); every other system call is allowed. A system call of an architecture not listed fails
-// with ENOSYS (none exists on the architectures listed).
+// ENOSYS (clone3Nr); every other system call is allowed. A system call of
+// an architecture not listed fails with ENOSYS (none exists on the
+// architectures listed).
 func terminalFilter(abis []syscallABI) ([]unix.SockFilter, error) {
 	if len(abis) == 0 {
 		return nil, fmt.Errorf("no seccomp table for %s: the terminal-injection filter cannot be built", runtime.GOARCH)
@@ -134,7 +135,8 @@ func terminalFilter(abis []syscallABI) ([]unix.SockFilter, error) {
 
 // blockTerminalInjection installs the filter on the calling thread (no
 // TSYNC: only the thread that then execs the command, in the enforcer
-// child or with --exec, gets it). It needs no_new_privs, which restrictSelf set.
+// child or with --exec, gets it). It needs no_new_privs, which
+// restrictSelf set.
 func blockTerminalInjection() error {
 	prog, err := terminalFilter(syscallABIs[runtime.GOARCH])
 	if err != nil {

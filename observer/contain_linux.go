@@ -81,8 +81,9 @@ func (v *verification) containSetup() contain.Setup {
 // made here (earlyCopy): the enforcer stats, then opens, every path the
 // policy names to build the ruleset, and the first run's fresh copy
 // empties the working directory in place, so a probe started there could
-// lose a path between the two and never start. Without lanes (no CAP_SYS_ADMIN) or a copy it returns nil: the
-// check then runs with the others, after the runs (contain.Early.Finish).
+// lose a path between the two and never start. Without lanes (no
+// CAP_SYS_ADMIN) or a copy it returns nil: the check then runs with the
+// others, after the runs (contain.Early.Finish).
 func (v *verification) startTimeoutCheck(ctx context.Context, p *policy.Policy) *contain.Early {
 	if v.o.opts.Lanes < 1 {
 		return nil
