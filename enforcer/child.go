@@ -295,37 +295,6 @@ func restrictSelf(rs *Ruleset) error {
 	return nil
 }
 
-// addPathRule adds p to the ruleset fd. A rule Compile marked NoFollow (a
-// section that changes files, checked then not to name a symlink) is
-// opened without following a final symlink, and refused if it is one now:
-// a path swapped for a link since the check would otherwise grant its
-// rights on the link's target.
-func addPathRule(fd int, p PathRule) error {
-	flags := unix.O_PATH | unix.O_CLOEXEC
-	if p.NoFollow {
-		flags |= unix.O_NOFOLLOW
-	}
-	pfd, err := unix.Open(p.Path, flags, 0)
-	if err != nil {
-		return fmt.Errorf("populating ruleset for %q: open: %w", p.Path, err)
-	}
-	defer unix.Close(pfd)
-	if p.NoFollow {
-		var st unix.Stat_t
-		if err := unix.Fstat(pfd, &st); err != nil {
-			return fmt.Errorf("populating ruleset for %q: fstat: %w", p.Path, err)
-		}
-		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			return fmt.Errorf("populating ruleset for %q: it became a symbolic link after it was checked; a section that changes files must name the target itself", p.Path)
-		}
-	}
-	attr := ll.PathBeneathAttr{AllowedAccess: p.Access, ParentFd: pfd}
-	if err := ll.LandlockAddPathBeneathRule(fd, &attr, 0); err != nil {
-		return fmt.Errorf("populating ruleset for %q with access %#x: %w", p.Path, p.Access, err)
-	}
-	return nil
-}
-
 // lookPath finds name as execve would through a shell: a name with a slash
 // as is, else the first executable regular file of that name in env's PATH.
 // The status is 127 when nothing is found, 126 when what is found cannot be

@@ -109,6 +109,10 @@ type PathRule struct {
 	// NoFollow opens the path without following a final symlink (a
 	// changeable section names it).
 	NoFollow bool `json:"nofollow,omitempty"`
+	// Open is the path the child opens, with no symbolic link allowed:
+	// Path with its links resolved when the policy was checked
+	// (resolvePathRules); "" opens Path itself.
+	Open string `json:"open,omitempty"`
 }
 
 // PortRule is one net-port rule of a ruleset.

@@ -140,6 +140,9 @@ func Prepare(opts Options) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := resolvePathRules(rs); err != nil {
+		return nil, err
+	}
 	rs.ABI = abi
 	p := &Prepared{Ruleset: rs, Hash: hash}
 	if opts.Policy != nil {

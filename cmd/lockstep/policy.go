@@ -169,6 +169,10 @@ func checkOne(file string, exercise, strict bool) policyFileResult {
 	}
 	home, _ := os.UserHomeDir()
 	for _, w := range wide.Check(p, wide.Options{Home: home}) {
+		if w.Code.Refused() {
+			r.Problems = append(r.Problems, policyProblem{file, 0, w.String()})
+			continue
+		}
 		r.Warnings = append(r.Warnings, w.String())
 	}
 	data, _ := policy.ReadFile(file)

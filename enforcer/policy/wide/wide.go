@@ -1,6 +1,7 @@
 package wide
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -22,6 +23,7 @@ const (
 	CodeHome        Code = "W004"
 	CodeCredentials Code = "W005"
 	CodeNesting     Code = "W006"
+	CodeMagicLink   Code = "W007"
 )
 
 // CodeInfo is one row of the warning table.
@@ -29,17 +31,31 @@ type CodeInfo struct {
 	Code Code
 	Name string
 	When string // when the warning is given
+	// Refused marks a code whose row `lockstep run` refuses (exit 125):
+	// `policy check` reports it as a problem, not a warning.
+	Refused bool
+}
+
+// Refused reports whether `lockstep run` refuses a row with warning c.
+func (c Code) Refused() bool {
+	for _, i := range Codes {
+		if i.Code == c {
+			return i.Refused
+		}
+	}
+	return false
 }
 
 // Codes is the warning table, in code order. docs/policy.md holds its
 // rendering (Table), which a test keeps equal to it.
 var Codes = []CodeInfo{
-	{CodeSymlink, "symlink", "a row's last component is a symbolic link to a directory outside the row's own directory: Landlock grants the target and everything beneath it (a link to a file grants that one file and is not warned about)"},
-	{CodeRoot, "root", "a row is `/`, or resolves to it: the whole file system"},
-	{CodeProcSys, "proc-sys", "a row is `/proc` or `/sys` whole, or resolves to one: every process's `environ`, `cmdline` and descriptors this user may see; every kernel and device setting"},
-	{CodeHome, "home", "a row is `$HOME` (the invoking user's home) or a directory above it other than `/`: every credential kept there"},
-	{CodeCredentials, "credentials", "a row is, lies within or (below `$HOME` or the location's own directory) holds a credential location of `Credentials`: `~/.ssh`, `~/.aws`, `/etc/shadow`, `/root`…"},
-	{CodeNesting, "nesting", "a row's sections are a strict subset of an ancestor row's: Landlock grants the ancestor's wider rights there anyway"},
+	{CodeSymlink, "symlink", "a row's last component is a symbolic link to a directory outside the row's own directory: Landlock grants the target and everything beneath it (a link to a file grants that one file and is not warned about)", false},
+	{CodeRoot, "root", "a row is `/`, or resolves to it: the whole file system", false},
+	{CodeProcSys, "proc-sys", "a row is `/proc` or `/sys` whole, or resolves to one: every process's `environ`, `cmdline` and descriptors this user may see; every kernel and device setting", false},
+	{CodeHome, "home", "a row is `$HOME` (the invoking user's home) or a directory above it other than `/`: every credential kept there", false},
+	{CodeCredentials, "credentials", "a row is, lies within or (below `$HOME` or the location's own directory) holds a credential location of `Credentials`: `~/.ssh`, `~/.aws`, `/etc/shadow`, `/root`…", false},
+	{CodeNesting, "nesting", "a row's sections are a strict subset of an ancestor row's: Landlock grants the ancestor's wider rights there anyway", false},
+	{CodeMagicLink, "magic-link", "a row is, or resolves through, a `/proc` magic link (`root`, `cwd`, `exe`, `fd/*`, `map_files/*`, `ns/*` of `/proc/self`, `/proc/thread-self`, `/proc/<pid>` or a task): it grants whatever that process's root, working directory or open file is (`/proc/self/root` is `/`). `lockstep run` refuses the row, so `policy check` counts it as a problem", true},
 }
 
 // Table renders Codes as the Markdown table of docs/policy.md.
@@ -140,6 +156,10 @@ func Check(p *policy.Policy, o Options) []Warning {
 
 func checkRow(row, secs, home string) []Warning {
 	target, err := Resolve(row)
+	var magic *MagicLinkError
+	if errors.As(err, &magic) {
+		return []Warning{{Code: CodeMagicLink, Path: row, Target: magic.Link, Msg: fmt.Sprintf("%s %s; lockstep run refuses it: grant the directory or file itself", secs, magic)}}
+	}
 	if err != nil {
 		target = row
 	}

@@ -141,7 +141,7 @@ func TestResolve(t *testing.T) {
 		{filepath.Join(d, "ab"), filepath.Join(d, "a", "b")},
 		{filepath.Join(d, "chain", "up", "b"), filepath.Join(d, "a", "b")},
 		{filepath.Join(d, "ab", "missing", "deeper"), filepath.Join(d, "a", "b", "missing", "deeper")},
-		{"/proc/self/exe", "/proc/self/exe"},
+		{"/proc/self/status", "/proc/self/status"},
 		{"/proc/thread-self", "/proc/thread-self"},
 		{"/", "/"},
 	} {
@@ -183,5 +183,50 @@ func TestCodesDocumented(t *testing.T) {
 		if want := Code("W00" + string(rune('1'+i))); c.Code != want {
 			t.Errorf("Codes[%d] = %s; want %s (codes are never renumbered: append)", i, c.Code, want)
 		}
+	}
+}
+
+// TestMagicLinks judges rows that are, or resolve through, a /proc magic
+// link: each is W007 naming the link, a refused code; the /proc/self rows
+// that name the command's own entries are not.
+func TestMagicLinks(t *testing.T) {
+	d := t.TempDir()
+	self := symlink(t, "/proc/self", filepath.Join(d, "me"))
+	stdin := symlink(t, "/proc/self/fd/0", filepath.Join(d, "stdin"))
+	for _, tc := range []struct{ Row, Link string }{
+		{"/proc/self/root", "/proc/self/root"},
+		{"/proc/self/root/etc", "/proc/self/root"},
+		{"/proc/self/cwd", "/proc/self/cwd"},
+		{"/proc/self/exe", "/proc/self/exe"},
+		{"/proc/self/fd/3", "/proc/self/fd/3"},
+		{"/proc/self/map_files/400000-401000", "/proc/self/map_files/400000-401000"},
+		{"/proc/self/ns/mnt", "/proc/self/ns/mnt"},
+		{"/proc/thread-self/root", "/proc/thread-self/root"},
+		{"/proc/self/task/1/cwd", "/proc/self/task/1/cwd"},
+		{"/proc/1/root", "/proc/1/root"},
+		{"/proc/1/task/1/fd/0", "/proc/1/task/1/fd/0"},
+		{"/proc/999999999/root", "/proc/999999999/root"},
+		{filepath.Join(self, "root"), "/proc/self/root"},
+		{filepath.Join(self, "root", "etc", "shadow"), "/proc/self/root"},
+		{stdin, "/proc/self/fd/0"},
+		{"/dev/stdin", "/proc/self/fd/0"},
+	} {
+		t.Run(tc.Row, func(t *testing.T) {
+			got := codes(t, policy.Read, tc.Row, "")
+			if want := "W007 " + tc.Link; strings.Join(got, ",") != want {
+				t.Errorf("Check([read] %s) = %q; want %q", tc.Row, got, want)
+			}
+			if _, err := Resolve(tc.Row); !IsMagicLink(err) {
+				t.Errorf("Resolve(%s) = %v; want a *MagicLinkError", tc.Row, err)
+			}
+		})
+	}
+	for _, row := range []string{"/proc/self", "/proc/self/cgroup", "/proc/self/fd", "/proc/self/ns", "/proc/self/task", "/proc/thread-self/stat", filepath.Join(self, "status")} {
+		if got := codes(t, policy.Read, row, ""); got != nil {
+			t.Errorf("Check([read] %s) = %q; want nothing", row, got)
+		}
+	}
+	if !CodeMagicLink.Refused() || CodeSymlink.Refused() {
+		t.Error("W007 is not the refused code, or W001 is")
 	}
 }
