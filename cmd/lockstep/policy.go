@@ -241,6 +241,12 @@ func writeJSON(io *stdio, verb string, v any, code, failed int) int {
 func policyFmt(io *stdio, o *policyOpts, files []string) int {
 	code := exitOK
 	for _, f := range files {
+		if o.write {
+			if !fmtWrite(io, f) {
+				code = exitFail
+			}
+			continue
+		}
 		data, err := policy.ReadFile(f)
 		if err != nil {
 			printProblems(io, err)
@@ -254,27 +260,63 @@ func policyFmt(io *stdio, o *policyOpts, files []string) int {
 			continue
 		}
 		out := p.Render()
-		switch {
-		case o.list:
+		if o.list {
 			if !bytes.Equal(out, data) {
 				fmt.Fprintln(io.out, f)
 				code = exitFail
 			}
-		case o.write:
-			if bytes.Equal(out, data) {
-				continue
-			}
-			if err := safefile.WriteFile(f, out, 0o644); err != nil {
-				fmt.Fprintf(io.err, "lockstep policy: fmt -w %s: %v\n", f, err)
-				code = exitFail
-			}
-		default:
-			if _, err := io.out.Write(out); err != nil {
-				return fail(io, "policy", exitFail, err)
-			}
+			continue
+		}
+		if _, err := io.out.Write(out); err != nil {
+			return fail(io, "policy", exitFail, err)
 		}
 	}
 	return code
+}
+
+// fmtParsed, when set, is called by fmt -w between parsing a file and
+// replacing it. Tests only: it stands for a parse long enough to swap the
+// file's path meanwhile.
+var fmtParsed func(file string)
+
+// fmtWrite rewrites f in canonical form. The file is opened once: it is
+// read through that descriptor, and the file replaced is the one read
+// (safefile.Replacer), so a link swapped in while the policy is parsed
+// never turns the write to another file. It reports whether f is fine.
+func fmtWrite(io *stdio, f string) bool {
+	r, err := safefile.OpenReplace(f)
+	if err != nil {
+		// policy.ReadFile names the common refusals as check does.
+		if _, perr := policy.ReadFile(f); perr != nil {
+			printProblems(io, perr)
+		} else {
+			fmt.Fprintf(io.err, "lockstep policy: fmt -w %s: %v\n", f, err)
+		}
+		return false
+	}
+	defer r.Close()
+	data, err := r.Read(policy.MaxFileBytes)
+	if err != nil {
+		fmt.Fprintf(io.err, "lockstep policy: %v\n", err)
+		return false
+	}
+	p, err := policy.Parse(f, data)
+	if err != nil {
+		printProblems(io, err)
+		return false
+	}
+	out := p.Render()
+	if bytes.Equal(out, data) {
+		return true
+	}
+	if fmtParsed != nil {
+		fmtParsed(f)
+	}
+	if err := r.Replace(out); err != nil {
+		fmt.Fprintf(io.err, "lockstep policy: fmt -w %s: %v\n", f, err)
+		return false
+	}
+	return true
 }
 
 func policyHash(io *stdio, o *policyOpts, files []string) int {
