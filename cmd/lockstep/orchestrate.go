@@ -79,6 +79,9 @@ func (o *orchestrateArgs) run(ctx context.Context, io *stdio, args []string) int
 	if *o.langs == "" || *o.pathDir == "" || *o.coreDir == "" {
 		return usageExit(io, v, usagef("--langs, --path-dir and --core-dir are required"))
 	}
+	if err := orchestrate.RepeatedDir(o.kvmDirs); err != nil {
+		return usageExit(io, v, usagef("%v", err))
+	}
 	var keys []string
 	for _, k := range strings.Split(*o.langs, ",") {
 		if k = strings.TrimSpace(k); k != "" {

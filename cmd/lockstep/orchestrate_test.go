@@ -97,3 +97,19 @@ func TestOrchestrateVerb(t *testing.T) {
 		}
 	}
 }
+
+// TestOrchestrateKVMDirTwice: `--kvm-dir kvmA --kvm-dir ./kvmA/` merged as
+// "the sidecars of 2 observer runs agreed". It is a usage error now,
+// naming both spellings.
+func TestOrchestrateKVMDirTwice(t *testing.T) {
+	d := t.TempDir()
+	kvm := filepath.Join(d, "kvmA")
+	if err := os.Mkdir(kvm, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	code := run(t.Context(), []string{"orchestrate", "--langs", "java", "--path-dir", d, "--core-dir", filepath.Join(d, "core"), "--kvm-dir", kvm, "--kvm-dir", kvm + "/./"}, &stdio{out: &out, err: &errb})
+	if code != exitUsage || !strings.Contains(errb.String(), "--kvm-dir "+kvm+" and --kvm-dir "+kvm+"/./ are one directory") {
+		t.Errorf("orchestrate with one KVM directory twice = %d, stderr %q; want 2 naming both spellings", code, errb.String())
+	}
+}

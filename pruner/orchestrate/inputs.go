@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy/wide"
 	"github.com/lockstep-sandbox/lockstep/internal/lazyre"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/landlock"
@@ -100,8 +101,10 @@ func sameDigest(recorded any, hex string) bool {
 	return strings.TrimPrefix(s, "sha256:") == hex
 }
 
-// readRecord reads a JSON object; numbers stay json.Number.
-func readRecord(path string) (map[string]any, error) {
+// readRecord reads a JSON object; numbers stay json.Number. typed, when not
+// nil, is the record struct whose field types every member must have
+// (checkFieldTypes).
+func readRecord(path string, typed any) (map[string]any, error) {
 	data, err := safefile.ReadFile(path, 0)
 	if err != nil {
 		return nil, err
@@ -118,6 +121,11 @@ func readRecord(path string) (map[string]any, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, errors.New("is not a JSON object")
+	}
+	if typed != nil {
+		if err := checkFieldTypes(data, typed); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }
@@ -160,7 +168,7 @@ func checkLanguage(lang, pathDir, kvmDir string, names, kvmNames map[string]bool
 		switch {
 		case strings.HasSuffix(n, abortedSuffix):
 			reason := "no reason recorded"
-			if m, err := readRecord(filepath.Join(pathDir, n)); err != nil {
+			if m, err := readRecord(filepath.Join(pathDir, n), nil); err != nil {
 				reason = "its record " + err.Error()
 			} else if s, ok := m["aborted"].(string); ok {
 				reason = s
@@ -242,7 +250,7 @@ func checkExercise(lang, stem, dir string, names map[string]bool, probs *problem
 		probs.add("%s.cfg cannot be read: %v", stem, err)
 		return nil
 	}
-	rec, err := readRecord(filepath.Join(dir, stem+".json"))
+	rec, err := readRecord(filepath.Join(dir, stem+".json"), &layerFields{})
 	if err != nil {
 		probs.add("%s.json %v", stem, err)
 		return nil
@@ -277,12 +285,27 @@ func checkExercise(lang, stem, dir string, names map[string]bool, probs *problem
 		}
 		return nil
 	}
+	for _, row := range fsRows(pol) {
+		if l := wide.MagicPath(row); l != "" {
+			probs.add("%s.cfg (exercise %s) has the row %s, which is or passes through the /proc magic link %s: it grants whatever that process's root, working directory or open file is, and lockstep run refuses it; a base never carries it", stem, name, row, l)
+		}
+	}
 	for _, r := range pol.Bind {
 		if r.Transport == policy.UDP && r.Port != 0 {
 			probs.add("%s.cfg holds [bind] %s, which only Landlock ABI %d enforces; such a row belongs in %s.abi10.cfg, never in a base", stem, r, ABI10Landlock, stem)
 		}
 	}
 	return &exercise{lang: lang, name: name, stem: stem, cfg: cfg, cfgSHA: digest, pol: pol}
+}
+
+// fsRows lists the filesystem rows of p in order.
+func fsRows(p *policy.Policy) []string {
+	rows := make([]string, 0, len(p.FS))
+	for row := range p.FS {
+		rows = append(rows, row)
+	}
+	sort.Strings(rows)
+	return rows
 }
 
 // checkABI10 checks one stem's ABI-10 record and sidecar (docs/orchestrate.md,
@@ -300,7 +323,7 @@ func checkABI10(lang, stem, pathDir, abiDir string, names, abiNames map[string]b
 		probs.add("%s.abi10.cfg has no %s.abi10.json beside it", stem, stem)
 		return
 	}
-	rec, err := readRecord(filepath.Join(abiDir, stem+abi10JSON))
+	rec, err := readRecord(filepath.Join(abiDir, stem+abi10JSON), &kvmFields{})
 	if err != nil {
 		probs.add("%s.abi10.json %v", stem, err)
 		return

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
@@ -135,12 +136,40 @@ func checkOptions(o *Options, probs *problems) {
 	} else if p := holdsWorkDir(o.CoreDir); p != "" {
 		probs.add("%s", p)
 	}
+	if err := RepeatedDir(o.KVMDirs); err != nil {
+		probs.add("%v", err)
+	}
 	if o.RuntimeChdir == "" {
 		o.RuntimeChdir = DefaultRuntimeChdir
 	}
 	if c := o.RuntimeChdir; !strings.HasPrefix(c, "/") || path.Clean(c) != c || strings.ContainsAny(c, " \t\n\r\v\f#") {
 		probs.add("runtime directory %q is not an absolute, normal path without white space", c)
 	}
+}
+
+// RepeatedDir refuses one KVM directory given twice, however it is spelt
+// (the same string, "./kvm/", a link to it): the same device and inode. The
+// sidecars of one observer run would otherwise "agree" with themselves and
+// count as two runs. A directory that cannot be read is left to listDir.
+func RepeatedDir(dirs []string) error {
+	type id struct{ dev, ino uint64 }
+	seen := map[id]string{}
+	for _, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil {
+			continue
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			continue
+		}
+		k := id{uint64(st.Dev), st.Ino}
+		if first, ok := seen[k]; ok {
+			return fmt.Errorf("--kvm-dir %s and --kvm-dir %s are one directory (the same device and inode): the sidecars of one observer run would count as two that agreed; give each guest's results once", first, d)
+		}
+		seen[k] = d
+	}
+	return nil
 }
 
 // holdsWorkDir refuses an output directory that is or holds the current

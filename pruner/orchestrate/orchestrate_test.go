@@ -351,7 +351,7 @@ func TestRefusals(t *testing.T) {
 		{"abi10 below 10", nil, func(t *testing.T, e *env) { e.setField(t, "java_two.abi10.json", "landlock_abi", 9) },
 			[]string{"java_two.abi10.json records a kernel below Landlock version 10 (landlock_abi 9)"}},
 		{"abi10 abi as text", nil, func(t *testing.T, e *env) { e.setField(t, "java_two.abi10.json", "landlock_abi", "10") },
-			[]string{`java_two.abi10.json records a kernel below Landlock version 10 (landlock_abi "10")`}},
+			[]string{`java_two.abi10.json has field landlock_abi of the wrong type: a string; want an integer`}},
 		{"sidecar beside null record", nil, func(t *testing.T, e *env) { e.setField(t, "java_two.abi10.json", "abi10_cfg_sha256", nil) },
 			[]string{"java_two.abi10.cfg is beside a record that wrote no sidecar"}},
 		{"sidecar missing", nil, func(t *testing.T, e *env) { e.remove(t, "java_two.abi10.cfg") },

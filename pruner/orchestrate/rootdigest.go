@@ -34,11 +34,11 @@ func checkRootDigests(langs []string, pathDir string, abiDirs []string, probs *p
 }
 
 func checkRootDigest(stem, pathDir, abiDir string, probs *problems) {
-	kvm, err := readRecord(filepath.Join(abiDir, stem+abi10JSON))
+	kvm, err := readRecord(filepath.Join(abiDir, stem+abi10JSON), &kvmFields{})
 	if err != nil {
 		return // checkABI10 says why
 	}
-	pruned, err := readRecord(filepath.Join(pathDir, stem+".json"))
+	pruned, err := readRecord(filepath.Join(pathDir, stem+".json"), &layerFields{})
 	if err != nil {
 		return // checkExercise says why
 	}

@@ -120,3 +120,17 @@ func kernelMagic(p string) bool {
 	}
 	return err != unix.ELOOP
 }
+
+// MagicPath returns the /proc magic link the absolute, lexically normal
+// path p is or passes through, by its text alone ("" when none): how a
+// policy made on another machine (a pruned exercise policy) is judged.
+func MagicPath(p string) string {
+	cur := ""
+	for _, c := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		cur += "/" + c
+		if lexicalMagic(cur) {
+			return cur
+		}
+	}
+	return ""
+}
