@@ -102,7 +102,7 @@ func ChildMain() int {
 	if err := restrictSelf(spec.Ruleset); err != nil {
 		return fail(StatusRefused, "%v", err)
 	}
-	if err := blockTerminalInjection(); err != nil {
+	if err := installSeccompFilter(); err != nil {
 		return fail(StatusRefused, "%v", err)
 	}
 	if spec.Status != "" {
