@@ -327,6 +327,7 @@ func filterCases(t *testing.T, pty int) []filterCase {
 		return uintptr(unsafe.Pointer(p))
 	}
 	var winsize unix.Winsize
+	perfAttr := unix.PerfEventAttr{Type: 0xffff, Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{}))} // no such PMU
 	return []filterCase{
 		{"ioctl TIOCSTI", unix.SYS_IOCTL, [6]uintptr{uintptr(pty), unix.TIOCSTI, cstr("x")}, unix.EPERM},
 		{"ioctl KDSKBENT", unix.SYS_IOCTL, [6]uintptr{uintptr(pty), kdKDSKBENT, cstr("xxxx")}, unix.EPERM},
@@ -337,7 +338,7 @@ func filterCases(t *testing.T, pty int) []filterCase {
 		{"keyctl", unix.SYS_KEYCTL, [6]uintptr{unix.KEYCTL_GET_KEYRING_ID, uintptr(0xfffffffc) /* KEY_SPEC_USER_KEYRING */, 0}, unix.EPERM},
 		{"add_key", unix.SYS_ADD_KEY, [6]uintptr{cstr("lockstep-no-such-type"), cstr("x"), 0, 0, uintptr(0xfffffffe)}, unix.EPERM},
 		{"request_key", unix.SYS_REQUEST_KEY, [6]uintptr{cstr("user"), cstr("lockstep-no-such-key"), 0, 0}, unix.EPERM},
-		{"perf_event_open", unix.SYS_PERF_EVENT_OPEN, [6]uintptr{cstr(strings.Repeat("\xff", 8)), 0, ^uintptr(0), ^uintptr(0), 0}, unix.EPERM},
+		{"perf_event_open", unix.SYS_PERF_EVENT_OPEN, [6]uintptr{uintptr(unsafe.Pointer(&perfAttr)), 0, ^uintptr(0), ^uintptr(0), 0}, unix.EPERM},
 		{"fanotify_init", unix.SYS_FANOTIFY_INIT, [6]uintptr{0xffffffff, 0}, unix.EPERM},
 		{"mount_setattr", unix.SYS_MOUNT_SETATTR, [6]uintptr{^uintptr(0), cstr(""), unix.AT_EMPTY_PATH, 0, 0}, unix.EPERM},
 		{"fsopen", unix.SYS_FSOPEN, [6]uintptr{cstr("lockstep-no-such-fs"), 0}, unix.EPERM},
