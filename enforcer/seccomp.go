@@ -3,6 +3,7 @@ package enforcer
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"unsafe"
 
@@ -18,10 +19,11 @@ import (
 // request whose ignored high half is set walks round (the kernel reads
 // the request as an unsigned int). It would also bring golang.org/x/net
 // and syscall tables of a dozen architectures. The program here is a
-// linear list per convention, a few hundred instructions built in
-// microseconds; the kernel's action cache (Linux 5.11) skips the filter
-// entirely for the allowed calls, whose verdict depends on the number
-// alone.
+// binary search per architecture, a few hundred instructions; the
+// kernel's action cache (Linux 5.11) skips the filter entirely for the
+// allowed calls, whose verdict depends on the number alone, and works that
+// out at install time by running the filter for every number, which a
+// short path per number keeps cheap.
 
 // SyscallRule is one entry of SyscallRules: the system call it refuses,
 // the error the command gets instead, on which argument values, and why.
@@ -272,15 +274,13 @@ var syscallABIs = map[string][]syscallABI{
 // numbers returns the distinct numbers of name in abi, in the order of its
 // numberings.
 func (abi syscallABI) numbers(row sysnum) []uint32 {
-	var out []uint32
-	seen := map[uint32]bool{}
+	out := make([]uint32, 0, len(abi.numbering))
 	for _, n := range abi.numbering {
 		if row.nr[n.conv] < 0 {
 			continue
 		}
 		nr := uint32(row.nr[n.conv]) | n.bits
-		if !seen[nr] {
-			seen[nr] = true
+		if !slices.Contains(out, nr) {
 			out = append(out, nr)
 		}
 	}
@@ -291,15 +291,16 @@ func (abi syscallABI) numbers(row sysnum) []uint32 {
 // from 16; the low half of an argument is its first 4 bytes on the
 // little-endian architectures of syscallABIs.
 const (
-	seccompNr      = 0
-	seccompArch    = 4
-	seccompArgs    = 16
-	bpfLoadAbs     = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-	bpfJumpIfEqual = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-	bpfJumpIfSet   = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
-	bpfJump        = unix.BPF_JMP | unix.BPF_JA
-	bpfReturn      = unix.BPF_RET | unix.BPF_K
-	seccompAllow   = unix.SECCOMP_RET_ALLOW
+	seccompNr               = 0
+	seccompArch             = 4
+	seccompArgs             = 16
+	bpfLoadAbs              = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	bpfJumpIfEqual          = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	bpfJumpIfSet            = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	bpfJumpIfGreaterOrEqual = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+	bpfJump                 = unix.BPF_JMP | unix.BPF_JA
+	bpfReturn               = unix.BPF_RET | unix.BPF_K
+	seccompAllow            = unix.SECCOMP_RET_ALLOW
 )
 
 func seccompErrno(e unix.Errno) uint32 {
@@ -341,10 +342,10 @@ func groupRules(rules []SyscallRule) ([]ruleGroup, error) {
 }
 
 // seccompFilter builds the program from rules for the audit architectures
-// abis. Per architecture, the number of each refused call jumps to its
-// verdict: an unconditional rule's errno at once, a conditional one's
-// argument checks (shared by every numbering), which end in ALLOW. Every
-// other number is allowed. A system call of an architecture not listed
+// abis. Per architecture, a binary search over the refused numbers sends
+// each to its verdict: an unconditional rule's errno at once, a
+// conditional one's argument checks (shared by every numbering), which end
+// in ALLOW. Every other number is allowed. A system call of an architecture not listed
 // fails with ENOSYS (none exists on the architectures listed). Conditional
 // jumps only skip one instruction; longer ones are BPF_JA, whose 32-bit
 // offset any program length fits.
@@ -356,33 +357,40 @@ func seccompFilter(rules []SyscallRule, abis []syscallABI) ([]unix.SockFilter, e
 	if err != nil {
 		return nil, err
 	}
-	var a assembler
+	// Labels: one per architecture, then one per group's argument checks.
+	a := assembler{prog: make([]asmInsn, 0, 512)}
+	abiLabel := 0
+	for range abis {
+		a.newLabel()
+	}
+	a.argsLabel = len(a.labels)
+	argsLabel := a.argsLabel
+	for range groups {
+		a.newLabel()
+	}
 	a.op(bpfLoadAbs, seccompArch)
 	for i, abi := range abis {
 		a.op(bpfJumpIfEqual, abi.audit).jf = 1
-		a.jump(fmt.Sprintf("abi%d", i))
+		a.jump(abiLabel + i)
 	}
 	a.op(bpfReturn, seccompErrno(unix.ENOSYS))
 	for i, abi := range abis {
-		a.label(fmt.Sprintf("abi%d", i))
+		a.label(abiLabel + i)
 		a.op(bpfLoadAbs, seccompNr)
+		var refused []refusedNr
 		for gi, g := range groups {
 			for _, nr := range abi.numbers(g.row) {
-				a.op(bpfJumpIfEqual, nr).jf = 1
-				if first := g.rules[0]; first.Arg.any() {
-					a.op(bpfReturn, seccompErrno(first.Errno))
-				} else {
-					a.jump(fmt.Sprintf("args%d", gi))
-				}
+				refused = append(refused, refusedNr{nr, gi})
 			}
 		}
-		a.op(bpfReturn, seccompAllow)
+		sort.Slice(refused, func(i, j int) bool { return refused[i].nr < refused[j].nr })
+		a.search(refused, groups)
 	}
 	for gi, g := range groups {
 		if g.rules[0].Arg.any() {
 			continue
 		}
-		a.label(fmt.Sprintf("args%d", gi))
+		a.label(argsLabel + gi)
 		for _, r := range g.rules {
 			if r.Arg.any() {
 				a.op(bpfReturn, seccompErrno(r.Errno))
@@ -403,17 +411,50 @@ func seccompFilter(rules []SyscallRule, abis []syscallABI) ([]unix.SockFilter, e
 	return a.assemble()
 }
 
+// refusedNr is a refused system call's number in one architecture and
+// its group's index.
+type refusedNr struct {
+	nr    uint32
+	group int
+}
+
+// search emits a binary search over refused (sorted by number, in the
+// accumulator): a number found goes to its group's verdict, any other is
+// allowed. A few compares at the leaves are cheaper than more levels.
+func (a *assembler) search(refused []refusedNr, groups []ruleGroup) {
+	if len(refused) <= 4 {
+		for _, r := range refused {
+			a.op(bpfJumpIfEqual, r.nr).jf = 1
+			if first := groups[r.group].rules[0]; first.Arg.any() {
+				a.op(bpfReturn, seccompErrno(first.Errno))
+			} else {
+				a.jump(a.argsLabel + r.group)
+			}
+		}
+		a.op(bpfReturn, seccompAllow)
+		return
+	}
+	mid := len(refused) / 2
+	upper := a.newLabel()
+	a.op(bpfJumpIfGreaterOrEqual, refused[mid].nr).jf = 1
+	a.jump(upper)
+	a.search(refused[:mid], groups)
+	a.label(upper)
+	a.search(refused[mid:], groups)
+}
+
 // assembler collects instructions and resolves BPF_JA targets by label.
 type assembler struct {
-	prog   []asmInsn
-	labels map[string]int
+	prog      []asmInsn
+	labels    []int // instruction index of each label, -1 until placed
+	argsLabel int   // the label of group 0's argument checks; group i's is argsLabel+i
 }
 
 type asmInsn struct {
 	code   uint16
 	jt, jf uint8
 	k      uint32
-	target string // a BPF_JA's label
+	target int // a BPF_JA's label + 1; 0 for any other instruction
 }
 
 func (a *assembler) op(code uint16, k uint32) *asmInsn {
@@ -421,15 +462,18 @@ func (a *assembler) op(code uint16, k uint32) *asmInsn {
 	return &a.prog[len(a.prog)-1]
 }
 
-func (a *assembler) jump(label string) {
-	a.prog = append(a.prog, asmInsn{code: bpfJump, target: label})
+// newLabel returns a label not yet placed.
+func (a *assembler) newLabel() int {
+	a.labels = append(a.labels, -1)
+	return len(a.labels) - 1
 }
 
-func (a *assembler) label(name string) {
-	if a.labels == nil {
-		a.labels = map[string]int{}
-	}
-	a.labels[name] = len(a.prog)
+func (a *assembler) jump(label int) {
+	a.prog = append(a.prog, asmInsn{code: bpfJump, target: label + 1})
+}
+
+func (a *assembler) label(label int) {
+	a.labels[label] = len(a.prog)
 }
 
 func (a *assembler) assemble() ([]unix.SockFilter, error) {
@@ -439,12 +483,12 @@ func (a *assembler) assemble() ([]unix.SockFilter, error) {
 	out := make([]unix.SockFilter, len(a.prog))
 	for i, in := range a.prog {
 		out[i] = unix.SockFilter{Code: in.code, Jt: in.jt, Jf: in.jf, K: in.k}
-		if in.target == "" {
+		if in.target == 0 {
 			continue
 		}
-		to, ok := a.labels[in.target]
-		if !ok || to <= i {
-			return nil, fmt.Errorf("seccomp jump to %s: no such label after instruction %d", in.target, i)
+		to := a.labels[in.target-1]
+		if to <= i {
+			return nil, fmt.Errorf("seccomp jump to label %d: not placed after instruction %d", in.target-1, i)
 		}
 		out[i].K = uint32(to - (i + 1))
 	}

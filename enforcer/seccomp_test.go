@@ -36,6 +36,12 @@ func runBPF(t *testing.T, prog []unix.SockFilter, data []byte) uint32 {
 			} else {
 				pc += int(in.Jf)
 			}
+		case bpfJumpIfGreaterOrEqual:
+			if acc >= in.K {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
 		case bpfJump:
 			pc += int(in.K)
 		case bpfReturn:
@@ -462,6 +468,20 @@ func BenchmarkSeccompFilter(b *testing.B) {
 	for b.Loop() {
 		if _, err := seccompFilter(SyscallRules, abis); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestRunDocNamesEveryRefusedCall: docs/run.md's table of the filter names
+// every system call of SyscallRules.
+func TestRunDocNamesEveryRefusedCall(t *testing.T) {
+	doc, err := os.ReadFile("../docs/run.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range SyscallRules {
+		if !strings.Contains(string(doc), "`"+r.Name+"`") {
+			t.Errorf("docs/run.md does not name `%s`", r.Name)
 		}
 	}
 }
