@@ -42,15 +42,26 @@ type SyscallRule struct {
 // ArgCondition compares the low 32 bits of one argument of a system call:
 // the arguments filtered (an ioctl request, execveat's flags) are an
 // unsigned int or an int to the kernel, which ignores the high half, so a
-// filter must ignore it too. A condition with neither Equal nor BitsSet
-// matches every call.
+// filter must ignore it too. A condition with none of Equal, NotEqual and
+// BitsSet matches every call; it has at most one of them.
 type ArgCondition struct {
-	Index   int      // the argument, 0 to 5
-	Equal   []uint32 // matches when the argument is one of these
-	BitsSet uint32   // matches when the argument has any of these bits
+	Index    int      // the argument, 0 to 5
+	Equal    []uint32 // matches when the argument is one of these
+	NotEqual []uint32 // matches when the argument is none of these
+	BitsSet  uint32   // matches when the argument has any of these bits
 }
 
-func (c ArgCondition) any() bool { return len(c.Equal) == 0 && c.BitsSet == 0 }
+func (c ArgCondition) any() bool { return len(c.Equal) == 0 && len(c.NotEqual) == 0 && c.BitsSet == 0 }
+
+func (c ArgCondition) kinds() int {
+	n := 0
+	for _, set := range []bool{len(c.Equal) > 0, len(c.NotEqual) > 0, c.BitsSet != 0} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
 
 // Console and keyboard ioctls of the kernel's virtual terminals
 // (include/uapi/linux/kd.h and vt.h; handled in drivers/tty/vt/vt_ioctl.c
@@ -148,6 +159,10 @@ var SyscallRules = []SyscallRule{
 		"executes an open descriptor (fexecve): Landlock does not check a file on an internal mount, so a " +
 			"memfd holding any bytes ran without an [execute] grant; glibc's fexecve falls back on ENOSYS " +
 			"to /proc/self/fd/N, where a regular file's path is checked"},
+	{"prlimit64", unix.EPERM, ArgCondition{Index: 0, NotEqual: []uint32{0}},
+		"sets or reads the limits of another process: Landlock has no hook for it, so a command changed " +
+			"those of any process of its user outside the sandbox (RLIMIT_CPU 0 kills it); glibc, Go and " +
+			"the JVM set their own with pid 0"},
 	{"keyctl", unix.EPERM, ArgCondition{}, keyReason},
 	{"add_key", unix.EPERM, ArgCondition{}, keyReason},
 	{"request_key", unix.EPERM, ArgCondition{}, keyReason},
@@ -324,6 +339,9 @@ func groupRules(rules []SyscallRule) ([]ruleGroup, error) {
 		if !ok {
 			return nil, fmt.Errorf("seccomp rule for %q: no such system call in the kernel's tables", r.Name)
 		}
+		if r.Arg.kinds() > 1 || len(r.Arg.NotEqual) > 250 {
+			return nil, fmt.Errorf("seccomp rule for %s: more than one kind of condition, or too many values", r.Name)
+		}
 		if r.Arg.Index < 0 || r.Arg.Index > 5 {
 			return nil, fmt.Errorf("seccomp rule for %s: argument %d (want 0 to 5)", r.Name, r.Arg.Index)
 		}
@@ -403,6 +421,13 @@ func seccompFilter(rules []SyscallRule, abis []syscallABI) ([]unix.SockFilter, e
 			}
 			if r.Arg.BitsSet != 0 {
 				a.op(bpfJumpIfSet, r.Arg.BitsSet).jf = 1
+				a.op(bpfReturn, seccompErrno(r.Errno))
+			}
+			if n := len(r.Arg.NotEqual); n > 0 {
+				// A value in the set skips the rest of the set and the return.
+				for i, v := range r.Arg.NotEqual {
+					a.op(bpfJumpIfEqual, v).jt = uint8(n - i)
+				}
 				a.op(bpfReturn, seccompErrno(r.Errno))
 			}
 		}

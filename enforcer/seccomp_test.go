@@ -169,6 +169,12 @@ func TestSeccompRulesEveryConvention(t *testing.T) {
 						switch {
 						case r.Arg.any():
 							check(argsWith(0, 0, 0), seccompErrno(r.Errno), "any arguments")
+						case len(r.Arg.NotEqual) > 0:
+							for _, v := range r.Arg.NotEqual {
+								check(argsWith(r.Arg.Index, uint64(v), 0), seccompAllow, fmt.Sprintf("arg%d=%#x", r.Arg.Index, v))
+								check(argsWith(r.Arg.Index, 0xffffffff<<32|uint64(v), 0), seccompAllow, fmt.Sprintf("arg%d=%#x, high half set", r.Arg.Index, v))
+								check(argsWith(r.Arg.Index, uint64(v+1), 0), seccompErrno(r.Errno), fmt.Sprintf("arg%d=%#x", r.Arg.Index, v+1))
+							}
 						case r.Arg.BitsSet != 0:
 							check(argsWith(r.Arg.Index, uint64(r.Arg.BitsSet), 0), seccompErrno(r.Errno), "bits set")
 							check(argsWith(r.Arg.Index, 0xffffffff<<32|uint64(r.Arg.BitsSet), 0), seccompErrno(r.Errno), "bits set, high half set")
@@ -204,7 +210,7 @@ func TestSyscallRulesAreWhole(t *testing.T) {
 			t.Errorf("rule for %s: reason %q, errno %d", r.Name, r.Reason, r.Errno)
 		}
 	}
-	for _, name := range []string{"keyctl", "add_key", "request_key", "perf_event_open", "fanotify_init", "mount_setattr", "setns", "execveat", "clone3"} {
+	for _, name := range []string{"prlimit64", "keyctl", "add_key", "request_key", "perf_event_open", "fanotify_init", "mount_setattr", "setns", "execveat", "clone3"} {
 		if _, err := groupRules([]SyscallRule{{Name: name}}); err != nil {
 			t.Error(err)
 		}
@@ -333,6 +339,7 @@ func filterCases(t *testing.T, pty int) []filterCase {
 		return uintptr(unsafe.Pointer(p))
 	}
 	var winsize unix.Winsize
+	var rlim unix.Rlimit
 	perfAttr := unix.PerfEventAttr{Type: 0xffff, Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{}))} // no such PMU
 	return []filterCase{
 		{"ioctl TIOCSTI", unix.SYS_IOCTL, [6]uintptr{uintptr(pty), unix.TIOCSTI, cstr("x")}, unix.EPERM},
@@ -354,6 +361,8 @@ func filterCases(t *testing.T, pty int) []filterCase {
 		{"open_by_handle_at", unix.SYS_OPEN_BY_HANDLE_AT, [6]uintptr{^uintptr(0), 0, 0}, unix.EPERM},
 		{"execveat AT_EMPTY_PATH", unix.SYS_EXECVEAT, [6]uintptr{^uintptr(0), cstr(""), 0, 0, unix.AT_EMPTY_PATH}, unix.ENOSYS},
 		{"execveat by path", unix.SYS_EXECVEAT, [6]uintptr{^uintptr(0), cstr("lockstep-no-such-file"), 0, 0, 0}, 0},
+		{"prlimit64 of pid 1", unix.SYS_PRLIMIT64, [6]uintptr{1, unix.RLIMIT_NOFILE, 0, uintptr(unsafe.Pointer(&rlim))}, unix.EPERM},
+		{"prlimit64 of itself", unix.SYS_PRLIMIT64, [6]uintptr{0, unix.RLIMIT_NOFILE, 0, uintptr(unsafe.Pointer(&rlim))}, 0},
 		{"getpid", unix.SYS_GETPID, [6]uintptr{}, 0},
 	}
 }

@@ -344,3 +344,35 @@ func TestRunRootCannotWriteAudit(t *testing.T) {
 		t.Errorf("audit probe under lockstep run (exit %d): %s; want audit_user EPERM", code, out)
 	}
 }
+
+// TestRunNoLimitsOfOthers: a command cannot change the rlimits of a
+// process outside the sandbox (Landlock has no hook for prlimit): `prlimit
+// --pid P --nofile=7:7` on a sleep started by the test fails and leaves its
+// limit as it was. On the old code the sleep's limit became 7.
+func TestRunNoLimitsOfOthers(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/prlimit"); err != nil {
+		t.Skip("no /usr/bin/prlimit")
+	}
+	sleep := exec.Command("sleep", "60")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	var before unix.Rlimit
+	if err := unix.Prlimit(sleep.Process.Pid, unix.RLIMIT_NOFILE, nil, &before); err != nil {
+		t.Fatal(err)
+	}
+	bin := lockstepbin.Build(t)
+	cfg := filepath.Join(t.TempDir(), "p.cfg")
+	if err := os.WriteFile(cfg, []byte(truePolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "run", "-q", "--config", cfg, "--", "prlimit", "--pid", strconv.Itoa(sleep.Process.Pid), "--nofile=7:7").CombinedOutput()
+	var after unix.Rlimit
+	if err := unix.Prlimit(sleep.Process.Pid, unix.RLIMIT_NOFILE, nil, &after); err != nil {
+		t.Fatal(err)
+	}
+	if err == nil || after != before {
+		t.Errorf("prlimit of an outside process under lockstep run: %v\n%s\nits nofile went from %v to %v; want the call refused and the limit kept", err, out, before, after)
+	}
+}
