@@ -18,7 +18,10 @@ import (
 // its Equal condition compares all 64 bits of an argument, which an ioctl
 // request whose ignored high half is set walks round (the kernel reads
 // the request as an unsigned int). It would also bring golang.org/x/net
-// and syscall tables of a dozen architectures. The program here is a
+// and syscall tables of a dozen architectures, kept as maps built at
+// package init: measured with v1.6.0, 0.6 ms at the start of every
+// process of a binary that imports it and 300 KB more binary, against
+// 50 KB for zsysnum.go and this file. The program here is a
 // binary search per architecture, a few hundred instructions; the
 // kernel's action cache (Linux 5.11) skips the filter entirely for the
 // allowed calls, whose verdict depends on the number alone, and works that
