@@ -289,8 +289,8 @@ var syscallABIs = map[string][]syscallABI{
 	},
 }
 
-// numbers returns the distinct numbers of name in abi, in the order of its
-// numberings.
+// numbers returns the distinct numbers of row's call in abi, in the order
+// of its numberings.
 func (abi syscallABI) numbers(row sysnum) []uint32 {
 	out := make([]uint32, 0, len(abi.numbering))
 	for _, n := range abi.numbering {
@@ -366,10 +366,11 @@ func groupRules(rules []SyscallRule) ([]ruleGroup, error) {
 // abis. Per architecture, a binary search over the refused numbers sends
 // each to its verdict: an unconditional rule's errno at once, a
 // conditional one's argument checks (shared by every numbering), which end
-// in ALLOW. Every other number is allowed. A system call of an architecture not listed
-// fails with ENOSYS (none exists on the architectures listed). Conditional
-// jumps only skip one instruction; longer ones are BPF_JA, whose 32-bit
-// offset any program length fits.
+// in ALLOW. Every other number is allowed. A system call of an
+// architecture not listed fails with ENOSYS (none exists on the
+// architectures listed). Conditional jumps skip only what follows them
+// closely; longer ones are BPF_JA, whose 32-bit offset any program length
+// fits.
 func seccompFilter(rules []SyscallRule, abis []syscallABI) ([]unix.SockFilter, error) {
 	if len(abis) == 0 {
 		return nil, fmt.Errorf("no seccomp table for %s: the system call filter cannot be built", runtime.GOARCH)
