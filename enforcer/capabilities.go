@@ -13,14 +13,23 @@ import (
 // [connect] and [bind] rules (a raw socket) or change the network;
 // CAP_SYS_MODULE, CAP_SYS_BOOT, CAP_SYS_RAWIO, CAP_SYS_TIME, CAP_SYSLOG,
 // CAP_SYS_PTRACE, CAP_BPF, CAP_PERFMON, CAP_MAC_*, CAP_AUDIT_CONTROL and
-// CAP_MKNOD reach the kernel and other processes directly. CAP_SYS_ADMIN
-// stays: without it and CAP_SYS_RESOURCE the kernel would hold a root
-// command to RLIMIT_NPROC counted over every root process of the machine,
-// not the command's own (the nproc cap is the pids cgroup's job).
+// CAP_MKNOD reach the kernel and other processes directly; CAP_SYS_NICE
+// raises a process to SCHED_FIFO or a negative nice, starving the host;
+// CAP_AUDIT_WRITE sends user messages into the host's audit log (forged
+// records, and what the observer's audit collector reads); CAP_SYS_PACCT
+// turns on process accounting for the host; CAP_SYS_TTY_CONFIG hangs up
+// terminals (vhangup) and reconfigures virtual consoles not the
+// command's. The seccomp filter (SyscallRules) refuses their calls too,
+// where no build needs them. CAP_SYS_ADMIN stays: without it and
+// CAP_SYS_RESOURCE the kernel would hold a root command to RLIMIT_NPROC
+// counted over every root process of the machine, not the command's own
+// (the nproc cap is the pids cgroup's job); what it opens past Landlock is
+// refused call by call in SyscallRules.
 var DroppedCapabilities = []uintptr{
 	unix.CAP_SYS_RESOURCE, unix.CAP_NET_RAW, unix.CAP_NET_ADMIN, unix.CAP_SYS_MODULE, unix.CAP_SYS_BOOT,
 	unix.CAP_SYS_RAWIO, unix.CAP_SYS_TIME, unix.CAP_SYSLOG, unix.CAP_SYS_PTRACE, unix.CAP_BPF,
 	unix.CAP_PERFMON, unix.CAP_MAC_ADMIN, unix.CAP_MAC_OVERRIDE, unix.CAP_AUDIT_CONTROL, unix.CAP_MKNOD,
+	unix.CAP_SYS_NICE, unix.CAP_AUDIT_WRITE, unix.CAP_SYS_PACCT, unix.CAP_SYS_TTY_CONFIG,
 }
 
 // dropCapabilities takes DroppedCapabilities out of the calling thread's

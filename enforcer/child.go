@@ -37,7 +37,7 @@ func init() {
 // as a hidden role. It reads its instructions from fd 3, joins the
 // cgroups it was not cloned into, writes the caps (pids.max), changes
 // directory, builds the Landlock ruleset, restricts itself, installs the
-// seccomp filter refusing terminal injection (BlockedIoctls), writes the
+// seccomp filter of SyscallRules, writes the
 // status line, sets the rlimits and executes the command. Any
 // failure before the exec is written to fd 4 (closed on exec) and returned
 // as the exit status: 125 refused, 126 cannot execute, 127 not found. A
@@ -102,7 +102,7 @@ func ChildMain() int {
 	if err := restrictSelf(spec.Ruleset); err != nil {
 		return fail(StatusRefused, "%v", err)
 	}
-	if err := blockTerminalInjection(); err != nil {
+	if err := installSeccompFilter(); err != nil {
 		return fail(StatusRefused, "%v", err)
 	}
 	if spec.Status != "" {

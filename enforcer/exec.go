@@ -58,7 +58,7 @@ func Exec(opts Options) (int, error) {
 	if err := restrictSelf(prep.Ruleset); err != nil {
 		return StatusRefused, errorf(ErrRefused, "%v. Nothing ran.", err)
 	}
-	if err := blockTerminalInjection(); err != nil {
+	if err := installSeccompFilter(); err != nil {
 		return StatusRefused, errorf(ErrRefused, "%v. Nothing ran.", err)
 	}
 	if !opts.Quiet {

@@ -387,7 +387,7 @@ func onLockedThread(start func() error) (release func(), err error) {
 
 // commandStreams sets the command's streams and how it meets the caller's
 // terminal. Whatever the streams, the command gets a seccomp filter that
-// refuses TIOCSTI and TIOCLINUX (BlockedIoctls), and dies with lockstep
+// refuses TIOCSTI and TIOCLINUX (SyscallRules), and dies with lockstep
 // (Pdeathsig). Then:
 //
 //   - stdin is lockstep's controlling terminal: the command stays in the

@@ -306,8 +306,14 @@ func (c *Collector) dispatch(rec Record) {
 	defer c.mu.Unlock()
 	c.received++
 	if rec.Type == typeUser {
+		// Only this process's own barriers count: the kernel writes the
+		// sender's pid into the record, so another process with
+		// CAP_AUDIT_WRITE cannot answer a Barrier before its message is
+		// back, nor fill the map with tokens no Barrier takes out.
 		if m, ok := rec.Raw("msg"); ok && strings.HasPrefix(m, barrierPrefix) {
-			c.barriers[m] = true
+			if pid, _ := rec.Raw("pid"); pid == strconv.Itoa(os.Getpid()) {
+				c.barriers[m] = true
+			}
 			return
 		}
 	}

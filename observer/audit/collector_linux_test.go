@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -26,7 +27,18 @@ const childEnv = "LOCKSTEP_AUDIT_TEST_CHILD"
 // times: a burst of records to overflow a small backlog.
 const burstEnv = "LOCKSTEP_AUDIT_TEST_BURST"
 
+// forgeEnv, in the child's environment, is a barrier token it sends as an
+// AUDIT_USER message, as a command with CAP_AUDIT_WRITE could.
+const forgeEnv = "LOCKSTEP_AUDIT_TEST_FORGE"
+
 func TestMain(m *testing.M) {
+	if token := os.Getenv(forgeEnv); token != "" {
+		if err := sendAuditUser(token); err != nil {
+			fmt.Fprintln(os.Stderr, "forge:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if target := os.Getenv(childEnv); target != "" {
 		os.Exit(refuseRead(target))
 	}
@@ -310,5 +322,73 @@ func TestCollectorIdleSleeps(t *testing.T) {
 	defer cancel()
 	if err := c.Barrier(ctx); err != nil {
 		t.Errorf("Barrier after the quiet second = %v", err)
+	}
+}
+
+// sendAuditUser sends text as an AUDIT_USER message on a netlink audit
+// socket of its own and waits for the kernel's ack.
+func sendAuditUser(text string) error {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_AUDIT)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	body := append([]byte(text), 0)
+	msg := make([]byte, unix.NLMSG_HDRLEN+len(body))
+	*(*unix.NlMsghdr)(unsafe.Pointer(&msg[0])) = unix.NlMsghdr{Len: uint32(len(msg)), Type: typeUser, Flags: unix.NLM_F_REQUEST | unix.NLM_F_ACK, Seq: 1}
+	copy(msg[unix.NLMSG_HDRLEN:], body)
+	if err := unix.Sendto(fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return err
+	}
+	buf := make([]byte, 4096)
+	n, _, err := unix.Recvfrom(fd, buf, 0)
+	if err != nil {
+		return err
+	}
+	if n < unix.NLMSG_HDRLEN+4 {
+		return fmt.Errorf("short ack (%d bytes)", n)
+	}
+	if e := *(*int32)(unsafe.Pointer(&buf[unix.NLMSG_HDRLEN])); e != 0 {
+		return unix.Errno(-e)
+	}
+	return nil
+}
+
+// TestCollectorIgnoresForgedBarrier: a barrier token sent by another
+// process (as a command run as root with CAP_AUDIT_WRITE could) is not
+// taken for the collector's own, so it can neither answer a later Barrier
+// before that Barrier's message is back nor pile up in the collector. On
+// the code that did not check the sender, the forged token was recorded.
+func TestCollectorIgnoresForgedBarrier(t *testing.T) {
+	requireAudit(t)
+	c, err := Start(Options{})
+	if err != nil {
+		t.Fatalf("Start() = %v", err)
+	}
+	defer c.Close()
+	c.mu.Lock()
+	forged := barrierPrefix + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(c.nbar+2, 10)
+	c.mu.Unlock()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), forgeEnv+"="+forged)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the forging child: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	// This barrier's own message is queued after the forged one: once it
+	// is back, the forged one has been read.
+	if err := c.Barrier(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	taken := c.barriers[forged]
+	c.mu.Unlock()
+	if taken {
+		t.Errorf("the collector took %q, sent by pid %d, for its own barrier", forged, cmd.Process.Pid)
+	}
+	// Its own next barrier still round-trips.
+	if err := c.Barrier(ctx); err != nil {
+		t.Errorf("Barrier after the forgery = %v", err)
 	}
 }
