@@ -413,31 +413,38 @@ func seccompFilter(rules []SyscallRule, abis []syscallABI) ([]unix.SockFilter, e
 			continue
 		}
 		a.label(argsLabel + gi)
-		for _, r := range g.rules {
-			if r.Arg.any() {
-				a.op(bpfReturn, seccompErrno(r.Errno))
-				break
-			}
-			a.op(bpfLoadAbs, uint32(seccompArgs+8*r.Arg.Index))
-			for _, v := range r.Arg.Equal {
-				a.op(bpfJumpIfEqual, v).jf = 1
-				a.op(bpfReturn, seccompErrno(r.Errno))
-			}
-			if r.Arg.BitsSet != 0 {
-				a.op(bpfJumpIfSet, r.Arg.BitsSet).jf = 1
-				a.op(bpfReturn, seccompErrno(r.Errno))
-			}
-			if n := len(r.Arg.NotEqual); n > 0 {
-				// A value in the set skips the rest of the set and the return.
-				for i, v := range r.Arg.NotEqual {
-					a.op(bpfJumpIfEqual, v).jt = uint8(n - i)
-				}
-				a.op(bpfReturn, seccompErrno(r.Errno))
-			}
-		}
-		a.op(bpfReturn, seccompAllow)
+		a.argChecks(g.rules)
 	}
 	return a.assemble()
+}
+
+// argChecks emits one group's argument checks: each rule's condition
+// returns its errno, and a call no rule's condition matches is allowed.
+// An unconditional rule ends the group.
+func (a *assembler) argChecks(rules []SyscallRule) {
+	for _, r := range rules {
+		if r.Arg.any() {
+			a.op(bpfReturn, seccompErrno(r.Errno))
+			return
+		}
+		a.op(bpfLoadAbs, uint32(seccompArgs+8*r.Arg.Index))
+		for _, v := range r.Arg.Equal {
+			a.op(bpfJumpIfEqual, v).jf = 1
+			a.op(bpfReturn, seccompErrno(r.Errno))
+		}
+		if r.Arg.BitsSet != 0 {
+			a.op(bpfJumpIfSet, r.Arg.BitsSet).jf = 1
+			a.op(bpfReturn, seccompErrno(r.Errno))
+		}
+		if n := len(r.Arg.NotEqual); n > 0 {
+			// A value in the set skips the rest of the set and the return.
+			for i, v := range r.Arg.NotEqual {
+				a.op(bpfJumpIfEqual, v).jt = uint8(n - i)
+			}
+			a.op(bpfReturn, seccompErrno(r.Errno))
+		}
+	}
+	a.op(bpfReturn, seccompAllow)
 }
 
 // refusedNr is a refused system call's number in one architecture and
