@@ -16,7 +16,7 @@ import (
 func init() {
 	register(&verb{
 		Name:  "orchestrate",
-		Usage: "orchestrate --langs <k1,k2,…> --path-dir <dir> --core-dir <dir> [--kvm-dir <dir>]… [--runtime-chdir <dir>] [--json] [--summary <file>]",
+		Usage: "orchestrate --langs <k1,k2,…> --path-dir <dir> --core-dir <dir> [--kvm-dir <dir>]… [--runtime-chdir <dir>] [--allow-unknown-root] [--json] [--summary <file>]",
 		Short: "merge pruned exercise policies and ABI-10 sidecars into the shipped bases",
 		Long: `Checks every input first and collects every problem: aborted exercises,
 retired .paths files, a record without its .cfg and the reverse, record schema,
@@ -38,6 +38,13 @@ With --kvm-dir given twice or more, the sidecars of every observer run must
 hold the same rows (comment lines ignored); the first directory's files are
 merged. Without --kvm-dir the ABI-10 files are read from --path-dir.
 
+Every ABI-10 record must name the root file system its exercise's policy was
+pruned on (provenance.root_digest, equal in both records). A record without
+one beside a record with one (a prune by Phobos's container stage records
+none) is refused unless --allow-unknown-root is given; then the pair is
+merged and named on stderr, in the summaries and in comments atop the
+exercise's files in the tree. Two different digests are always refused.
+
 --json prints one summary document (schema_version 1: languages, exercises,
 rows, files, warnings; on a refusal "refused": true and "problems").
 --summary appends a Markdown summary to a file, e.g. $GITHUB_STEP_SUMMARY;
@@ -45,7 +52,11 @@ it is opened before the merge and must be a regular file (or a new one).
 --core-dir must not be or hold the current directory.
 See docs/orchestrate.md.`,
 		Example: `# merge one language after a container prune and two guest runs
-$ lockstep orchestrate --langs java --path-dir path_sets --kvm-dir kvm-24.04 --kvm-dir kvm-26.04 --core-dir core --summary "$GITHUB_STEP_SUMMARY"`,
+$ lockstep orchestrate --langs java --path-dir path_sets --kvm-dir kvm-24.04 --kvm-dir kvm-26.04 --core-dir core --summary "$GITHUB_STEP_SUMMARY"
+
+# merge records pruned by Phobos's container stage (no root digest) with a
+# lockstep observation (make demo's last step)
+$ lockstep orchestrate --langs fixture --path-dir out/demo/path_sets --core-dir out/demo/core --allow-unknown-root`,
 		Flags: orchestrateFlags,
 	})
 }
@@ -54,7 +65,7 @@ $ lockstep orchestrate --langs java --path-dir path_sets --kvm-dir kvm-24.04 --k
 type orchestrateArgs struct {
 	langs, pathDir, coreDir, chdir, summary *string
 	kvmDirs                                 multiFlag
-	asJSON                                  *bool
+	asJSON, allowUnknownRoot                *bool
 }
 
 // orchestrateFlags declares orchestrate's flags on fs and returns the verb.
@@ -65,6 +76,7 @@ func orchestrateFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, arg
 	o.coreDir = fs.String("core-dir", "", "output tree `dir`ectory, replaced atomically")
 	fs.Var(&o.kvmDirs, "kvm-dir", "observer results `dir`ectory (repeatable; two or more must agree row for row)")
 	o.chdir = fs.String("runtime-chdir", orchestrate.DefaultRuntimeChdir, "working `dir`ectory written to TailPhobos.cfg")
+	o.allowUnknownRoot = fs.Bool("allow-unknown-root", false, "merge an exercise whose record or ABI-10 record has no provenance.root_digest beside one that has, and name it (different digests are refused regardless)")
 	o.asJSON = fs.Bool("json", false, "print one JSON summary document on stdout")
 	o.summary = fs.String("summary", "", "append a Markdown summary to `file` (e.g. $GITHUB_STEP_SUMMARY)")
 	return o.run
@@ -106,8 +118,8 @@ func (o *orchestrateArgs) run(ctx context.Context, io *stdio, args []string) int
 	}
 	sum, err := orchestrate.Run(orchestrate.Options{
 		Langs: keys, PathDir: *o.pathDir, CoreDir: *o.coreDir, KVMDirs: o.kvmDirs,
-		RuntimeChdir: *o.chdir,
-		Log:          slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: level})),
+		RuntimeChdir: *o.chdir, AllowUnknownRoot: *o.allowUnknownRoot,
+		Log: slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: level})),
 	})
 	var ref *orchestrate.Refusal
 	switch {
@@ -140,6 +152,9 @@ func (o *orchestrateArgs) refused(io *stdio, md *os.File, ref *orchestrate.Refus
 func (o *orchestrateArgs) merged(io *stdio, md *os.File, sum *orchestrate.Summary) int {
 	for _, w := range sum.Warnings {
 		fmt.Fprintf(io.err, "lockstep orchestrate: warning: %s\n", w)
+	}
+	for _, u := range sum.UnknownRoots {
+		fmt.Fprintf(io.err, "lockstep orchestrate: warning: %s: %s has no root digest; merged by --allow-unknown-root beside %s (root %s)\n", u.Exercise, u.Record, u.Beside, u.BesideRoot)
 	}
 	if code := appendSummary(io, md, sum.Markdown(), true); code != exitOK {
 		return code

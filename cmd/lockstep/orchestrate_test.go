@@ -113,3 +113,35 @@ func TestOrchestrateKVMDirTwice(t *testing.T) {
 		t.Errorf("orchestrate with one KVM directory twice = %d, stderr %q; want 2 naming both spellings", code, errb.String())
 	}
 }
+
+// The demo's merge from captured files: the committed fixture record (no
+// root digest) and the observer's record and sidecar of it.
+func TestOrchestrateAllowUnknownRoot(t *testing.T) {
+	dir := t.TempDir()
+	path, core := filepath.Join(dir, "path_sets"), filepath.Join(dir, "core")
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"../../testdata/path_sets/fixture/fixture_udp-fixture.cfg", "../../testdata/path_sets/fixture/fixture_udp-fixture.json",
+		"../../observer/testdata/observe-fixture-reference/fixture_udp-fixture.abi10.cfg", "../../observer/testdata/observe-fixture-reference/fixture_udp-fixture.abi10.json"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(path, filepath.Base(f)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, errs := runCLI(t, "orchestrate", "--langs", "fixture", "--path-dir", path, "--core-dir", core)
+	if code != exitFail || !strings.Contains(errs, "pruned on root none") || !strings.Contains(errs, "--allow-unknown-root") {
+		t.Fatalf("orchestrate without --allow-unknown-root = %d\n%s", code, errs)
+	}
+	code, _, errs = runCLI(t, "orchestrate", "--langs", "fixture", "--path-dir", path, "--core-dir", core, "--allow-unknown-root")
+	if code != exitOK || !strings.Contains(errs, "fixture_udp-fixture.json has no root digest; merged by --allow-unknown-root") {
+		t.Fatalf("orchestrate --allow-unknown-root = %d\n%s", code, errs)
+	}
+	abi10, err := os.ReadFile(filepath.Join(core, "Abi10-fixture.cfg"))
+	if err != nil || !strings.HasSuffix(string(abi10), "\n[bind]\nallow 5000 udp\n") {
+		t.Fatalf("Abi10-fixture.cfg = %q, %v", abi10, err)
+	}
+}

@@ -40,6 +40,12 @@ type Options struct {
 	// RuntimeChdir is the directory TailPhobos.cfg names; "" means
 	// DefaultRuntimeChdir. Absolute and normal.
 	RuntimeChdir string
+	// AllowUnknownRoot merges an exercise whose record or ABI-10 record
+	// has no provenance.root_digest beside one that has (a prune by
+	// Phobos's container stage records none); Summary.UnknownRoots and
+	// comments in the tree name each such pair. Different digests are
+	// refused regardless.
+	AllowUnknownRoot bool
 	// Log receives progress; nil discards it.
 	Log *slog.Logger
 
@@ -68,6 +74,8 @@ type Summary struct {
 	Languages     []Language `json:"languages"`
 	Files         []File     `json:"files"`
 	Warnings      []string   `json:"warnings"`
+	// UnknownRoots are the pairs merged by Options.AllowUnknownRoot.
+	UnknownRoots []UnknownRoot `json:"unknown_roots"`
 }
 
 // Language is one merged language.
@@ -224,7 +232,7 @@ func Run(o Options) (*Summary, error) {
 		kvmDir = o.KVMDirs[0]
 		kvmNames = listDir(kvmDir, &probs)
 	}
-	checkRootDigests(o.Langs, o.PathDir, abiDirs(o), &probs)
+	unknown := checkRootDigests(o.Langs, o.PathDir, abiDirs(o), o.AllowUnknownRoot, &probs)
 	var langs []*language
 	perLang := map[string][]*exercise{}
 	for _, l := range o.Langs {
@@ -248,11 +256,12 @@ func Run(o Options) (*Summary, error) {
 	if len(probs) > 0 {
 		return nil, &Refusal{Problems: probs}
 	}
-	sum := &Summary{SchemaVersion: SummarySchema, CoreDir: o.CoreDir, KVMDirs: append([]string{}, o.KVMDirs...), Warnings: []string{}}
+	sum := &Summary{SchemaVersion: SummarySchema, CoreDir: o.CoreDir, KVMDirs: append([]string{}, o.KVMDirs...), Warnings: []string{}, UnknownRoots: unknown}
 	files := render(langs, o.RuntimeChdir, func(w string) {
 		sum.Warnings = append(sum.Warnings, w)
 		log.Warn(w)
 	})
+	markUnknownRoots(files, unknown)
 	if err := writeTree(o.CoreDir, files, o.Langs, o.hook); err != nil {
 		return nil, fmt.Errorf("write %s (the previous tree is unchanged): %w", o.CoreDir, err)
 	}

@@ -23,6 +23,12 @@ func (s *Summary) Markdown() string {
 			fmt.Fprintf(&b, "| %s_%s | %d | %s | `%s` |\n", l.Name, e.Name, e.Rows, rowsCell(e.ABI10Rows), e.CfgSHA256[:12])
 		}
 	}
+	if len(s.UnknownRoots) > 0 {
+		b.WriteString("\nMerged with `--allow-unknown-root`: these records have no root digest, so the root each exercise was pruned on and the root it was observed on were not compared:\n\n")
+		for _, u := range s.UnknownRoots {
+			fmt.Fprintf(&b, "- %s: `%s` (beside `%s`, root `%s`)\n", u.Exercise, mdEscape(u.Record), mdEscape(u.Beside), u.BesideRoot)
+		}
+	}
 	if len(s.Warnings) > 0 {
 		b.WriteString("\nWarnings:\n\n")
 		for _, w := range s.Warnings {
