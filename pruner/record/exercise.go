@@ -116,30 +116,11 @@ func checkPolicy(p *problems, v Policy) {
 	if v.FS == nil || v.Connect == nil || v.Bind == nil || v.Limits == nil || v.Comments == nil || v.Header == nil || v.Notes == nil {
 		p.add("policy lacks one of fs, connect, bind, limits, comments, header, notes")
 	}
-	known := map[string]int{}
-	for i, s := range policy.FilesystemSections {
-		known[string(s)] = i
-	}
 	for path, secs := range v.FS {
 		if !strings.HasPrefix(path, "/") {
 			p.add("policy.fs path %q is not absolute", path)
 		}
-		last := -1
-		for _, s := range secs {
-			i, ok := known[s]
-			if !ok {
-				p.add("policy.fs[%q] has section %q, want one of %v", path, s, policy.FilesystemSections)
-				continue
-			}
-			if i <= last {
-				p.add("policy.fs[%q] sections %v are not in canonical order without repeats", path, secs)
-				break
-			}
-			last = i
-		}
-		if len(secs) == 0 {
-			p.add("policy.fs[%q] has no section", path)
-		}
+		checkSections(p, path, secs)
 	}
 	for _, r := range v.Connect {
 		if !strings.HasPrefix(r, "allow ") {
@@ -161,6 +142,34 @@ func checkPolicy(p *problems, v Policy) {
 		if f, err := n.Float64(); err != nil || f < 0 {
 			p.add("policy.limits[%q] is %q, want a number ≥ 0", k, n)
 		}
+	}
+}
+
+// checkSections refuses a path's section list unless every section is known
+// and the list is sorted, or in canonical section order (lockstep's records
+// before they were sorted), without repeats.
+func checkSections(p *problems, path string, secs []string) {
+	if len(secs) == 0 {
+		p.add("policy.fs[%q] has no section", path)
+		return
+	}
+	rank := map[string]int{}
+	for i, s := range policy.FilesystemSections {
+		rank[string(s)] = i
+	}
+	sorted, canonical := true, true
+	for i, s := range secs {
+		if _, ok := rank[s]; !ok {
+			p.add("policy.fs[%q] has section %q, want one of %v", path, s, policy.FilesystemSections)
+			return
+		}
+		if i > 0 {
+			sorted = sorted && secs[i-1] < s
+			canonical = canonical && rank[secs[i-1]] < rank[s]
+		}
+	}
+	if !sorted && !canonical {
+		p.add("policy.fs[%q] sections %v are not sorted without repeats", path, secs)
 	}
 }
 

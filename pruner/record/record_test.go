@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -267,7 +269,8 @@ func TestValidationRefusals(t *testing.T) {
 		{"sha upper", func(r *Exercise) { r.CfgSHA256 = strings.ToUpper(r.CfgSHA256) }, "not a lower-case hex SHA-256"},
 		{"date", func(r *Exercise) { r.Provenance.Date = "2026-11-29 08:44:42" }, "provenance.date"},
 		{"section", func(r *Exercise) { r.Policy.FS["/usr"] = []string{"read", "fly"} }, `section "fly"`},
-		{"order", func(r *Exercise) { r.Policy.FS["/usr"] = []string{"write", "read"} }, "canonical order"},
+		{"order", func(r *Exercise) { r.Policy.FS["/usr"] = []string{"write", "read"} }, "not sorted without repeats"},
+		{"repeat", func(r *Exercise) { r.Policy.FS["/usr"] = []string{"read", "read"} }, "not sorted without repeats"},
 		{"relative", func(r *Exercise) { r.Policy.FS["usr"] = []string{"read"} }, "not absolute"},
 		{"limit", func(r *Exercise) { r.Policy.Limits["ram"] = "1" }, `key "ram"`},
 		{"unsorted", func(r *Exercise) { r.Policy.Connect = []string{"allow b:1", "allow a:1"} }, "sorted"},
@@ -505,4 +508,51 @@ func FuzzParseExercise(f *testing.F) {
 		}
 		check("kvm", k, err, func(b []byte) (any, error) { return ParseKVM("f", b) })
 	})
+}
+
+// A record's policy.fs lists are sets, written sorted as Phobos writes them;
+// a record of either order (sorted, or lockstep's canonical section order
+// of before) is read.
+func TestPolicyFSSorted(t *testing.T) {
+	p, err := policy.Parse("x.cfg", []byte("[read]\n/usr\n[execute]\n/usr\n[write]\n/tmp\n[create]\n/tmp\n[delete]\n/tmp\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := FromPolicy(p, nil).FS
+	want := map[string][]string{"/usr": {"execute", "read"}, "/tmp": {"create", "delete", "write"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("FromPolicy(...).FS = %v; want %v", got, want)
+	}
+	r, _ := sampleExercise(t)
+	path, err := WriteExercise(t.TempDir(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var written struct {
+		Policy struct {
+			FS map[string][]string `json:"fs"`
+		} `json:"policy"`
+	}
+	if err := json.Unmarshal(data, &written); err != nil {
+		t.Fatal(err)
+	}
+	for path, secs := range written.Policy.FS {
+		if !sort.StringsAreSorted(secs) {
+			t.Errorf("written policy.fs[%q] = %v; want it sorted", path, secs)
+		}
+	}
+	if secs := written.Policy.FS["/var/tmp/testing-dir"]; !reflect.DeepEqual(secs, []string{"create", "write"}) {
+		t.Errorf("written policy.fs[/var/tmp/testing-dir] = %v; want [create write]", secs)
+	}
+	for _, order := range [][]string{{"create", "write"}, {"write", "create"}} {
+		r, _ := sampleExercise(t)
+		r.Policy.FS["/var/tmp/testing-dir"] = order
+		if err := r.Validate(); err != nil {
+			t.Errorf("a record with policy.fs[/var/tmp/testing-dir] = %v is refused: %v", order, err)
+		}
+	}
 }

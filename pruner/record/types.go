@@ -126,9 +126,12 @@ func CfgHeader(key, exercise string, stage Stage, p Provenance) []string {
 	return h
 }
 
-// Policy is a policy as a record holds it: sets as sorted lists.
+// Policy is a policy as a record holds it: sets as sorted lists, as
+// Phobos's records hold them.
 type Policy struct {
-	// FS maps a path to its sections, in canonical section order.
+	// FS maps a path to its sections, sorted ("execute", "read"). Readers
+	// also take the canonical section order lockstep's records were written
+	// in before (bases/path_sets).
 	FS map[string][]string `json:"fs"`
 	// Connect and Bind are canonical rows ("allow 127.0.0.1:*"), sorted.
 	Connect []string `json:"connect"`
@@ -156,6 +159,7 @@ func FromPolicy(p *policy.Policy, notes []string) Policy {
 			}
 		}
 		if len(list) > 0 {
+			sort.Strings(list)
 			out.FS[path] = list
 		}
 	}
