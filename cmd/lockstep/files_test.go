@@ -94,7 +94,7 @@ func TestPolicyRefusesSpecialFiles(t *testing.T) {
 			{"policy", "check", path}, {"policy", "hash", path}, {"policy", "union", path},
 		} {
 			code, out, errs := lockstepIn(t, "/", args...)
-			if code != exitFail || out != "" && !strings.Contains(out, "1 problems") || !strings.Contains(errs, path) || !strings.Contains(errs, kind) {
+			if code != exitFail || out != "" && !strings.Contains(out, ": 1 problem\n") || !strings.Contains(errs, path) || !strings.Contains(errs, kind) {
 				t.Errorf("lockstep %q = %d\nstdout %q\nstderr %q\nwant 1, naming %s and %q", args, code, out, errs, path, kind)
 			}
 		}

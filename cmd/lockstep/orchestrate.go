@@ -137,7 +137,7 @@ func (o *orchestrateArgs) refused(io *stdio, md *os.File, ref *orchestrate.Refus
 	for _, p := range ref.Problems {
 		fmt.Fprintf(io.err, "lockstep orchestrate: %s\n", p)
 	}
-	fmt.Fprintf(io.err, "lockstep orchestrate: refused (%d problems); nothing was written\n", len(ref.Problems))
+	fmt.Fprintf(io.err, "lockstep orchestrate: refused (%s); nothing was written\n", plural(len(ref.Problems), "problem"))
 	if code := appendSummary(io, md, ref.Markdown(), false); code != exitOK {
 		return code
 	}
@@ -168,9 +168,10 @@ func (o *orchestrateArgs) merged(io *stdio, md *os.File, sum *orchestrate.Summar
 		return writeJSON(io, "orchestrate", doc, exitOK, exitFail)
 	}
 	for _, l := range sum.Languages {
-		fmt.Fprintf(io.out, "%s: %d exercises, base %d rows, %d ABI-10 rows, %s\n", l.Name, len(l.Exercises), l.BaseRows, len(l.ABI10Rows), l.BaseHash)
+		fmt.Fprintf(io.out, "%s: %s, base %s, %s, %s\n", l.Name, plural(len(l.Exercises), "exercise"), plural(l.BaseRows, "row"),
+			plural(len(l.ABI10Rows), "ABI-10 row"), l.BaseHash)
 	}
-	fmt.Fprintf(io.out, "wrote %d files to %s\n", len(sum.Files), sum.CoreDir)
+	fmt.Fprintf(io.out, "wrote %s to %s\n", plural(len(sum.Files), "file"), sum.CoreDir)
 	return exitOK
 }
 

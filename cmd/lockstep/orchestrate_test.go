@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -114,11 +116,13 @@ func TestOrchestrateKVMDirTwice(t *testing.T) {
 	}
 }
 
-// The demo's merge from captured files: the committed fixture record (no
-// root digest) and the observer's record and sidecar of it.
-func TestOrchestrateAllowUnknownRoot(t *testing.T) {
+// demoPathSets is make demo's path directory from captured files: the
+// committed fixture record (no root digest) and the observer's record and
+// sidecar of it; and an output directory beside it.
+func demoPathSets(t *testing.T) (path, core string) {
+	t.Helper()
 	dir := t.TempDir()
-	path, core := filepath.Join(dir, "path_sets"), filepath.Join(dir, "core")
+	path, core = filepath.Join(dir, "path_sets"), filepath.Join(dir, "core")
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +136,13 @@ func TestOrchestrateAllowUnknownRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return path, core
+}
+
+// The demo's merge: refused without --allow-unknown-root, which the
+// refusal names; merged with it.
+func TestOrchestrateAllowUnknownRoot(t *testing.T) {
+	path, core := demoPathSets(t)
 	code, _, errs := runCLI(t, "orchestrate", "--langs", "fixture", "--path-dir", path, "--core-dir", core)
 	if code != exitFail || !strings.Contains(errs, "pruned on root none") || !strings.Contains(errs, "--allow-unknown-root") {
 		t.Fatalf("orchestrate without --allow-unknown-root = %d\n%s", code, errs)
@@ -143,5 +154,61 @@ func TestOrchestrateAllowUnknownRoot(t *testing.T) {
 	abi10, err := os.ReadFile(filepath.Join(core, "Abi10-fixture.cfg"))
 	if err != nil || !strings.HasSuffix(string(abi10), "\n[bind]\nallow 5000 udp\n") {
 		t.Fatalf("Abi10-fixture.cfg = %q, %v", abi10, err)
+	}
+}
+
+// Counts of one read in the singular: a refusal with one problem, a merge of
+// one exercise with one ABI-10 row, a policy with one problem.
+func TestVerbSummariesPlural(t *testing.T) {
+	path, core := demoPathSets(t)
+	code, _, errs := runCLI(t, "orchestrate", "--langs", "fixture", "--path-dir", path, "--core-dir", core)
+	if code != exitFail || !strings.Contains(errs, "refused (1 problem); nothing was written") {
+		t.Errorf("orchestrate refused = %d; want \"refused (1 problem)\" in\n%s", code, errs)
+	}
+	code, out, errs := runCLI(t, "orchestrate", "--langs", "fixture", "--path-dir", path, "--core-dir", core, "--allow-unknown-root")
+	if code != exitOK || !strings.Contains(out, "fixture: 1 exercise, base 15 rows, 1 ABI-10 row, sha256:") {
+		t.Errorf("orchestrate = %d; want \"fixture: 1 exercise, base 15 rows, 1 ABI-10 row\" in\n%s%s", code, out, errs)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.cfg")
+	if err := os.WriteFile(bad, []byte("[read]\nrelative\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runCLI(t, "policy", "check", bad)
+	if code != exitFail || !strings.Contains(out, bad+": 1 problem\n") {
+		t.Errorf("policy check = %d; want \"%s: 1 problem\" in\n%s", code, bad, out)
+	}
+}
+
+// The BasePhobos.cfg warning is printed once, not also by the log.
+func TestOrchestrateWarnsOnce(t *testing.T) {
+	dir := t.TempDir()
+	path, core := filepath.Join(dir, "path_sets"), filepath.Join(dir, "core")
+	copyFixture(t, path)
+	// python may execute what java may write: no BasePhobos.cfg.
+	cfgPath := filepath.Join(path, "python_basic.cfg")
+	data, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(data), "[execute]\n", "[execute]\n/tmp/gradle/native\n", 1)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recPath := filepath.Join(path, "python_basic.json")
+	var rec map[string]any
+	if data, err = os.ReadFile(recPath); err != nil || json.Unmarshal(data, &rec) != nil {
+		t.Fatalf("read %s: %v", recPath, err)
+	}
+	sum := sha256.Sum256([]byte(cfg))
+	rec["cfg_sha256"] = hex.EncodeToString(sum[:])
+	if data, err = json.Marshal(rec); err != nil || os.WriteFile(recPath, data, 0o644) != nil {
+		t.Fatalf("write %s: %v", recPath, err)
+	}
+	code, _, errs := runCLI(t, "orchestrate", "--langs", "java,python", "--path-dir", path, "--core-dir", core)
+	if n := strings.Count(errs, "BasePhobos.cfg is not written"); code != exitOK || n != 1 {
+		t.Fatalf("orchestrate = %d, the warning %d times; want it once:\n%s", code, n, errs)
+	}
+	if strings.Contains(errs, "more overlap") {
+		t.Errorf("one overlap is told as more: %s", errs)
 	}
 }

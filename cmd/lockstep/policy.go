@@ -202,7 +202,7 @@ func policyCheck(io *stdio, o *policyOpts, files []string) int {
 		}
 		switch {
 		case len(r.Problems) > 0:
-			fmt.Fprintf(io.out, "%s: %d problems\n", f, len(r.Problems))
+			fmt.Fprintf(io.out, "%s: %s\n", f, plural(len(r.Problems), "problem"))
 		case !r.OK:
 			fmt.Fprintf(io.out, "%s: %s, refused by --strict\n", f, plural(len(r.Warnings), "warning"))
 		case len(r.Warnings) > 0:
@@ -217,7 +217,8 @@ func policyCheck(io *stdio, o *policyOpts, files []string) int {
 	return code
 }
 
-// plural is "1 warning", "2 warnings".
+// plural is "1 warning", "2 warnings": the count and a noun whose plural
+// takes an s, as every summary line of the verbs writes them.
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun

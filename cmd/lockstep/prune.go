@@ -287,8 +287,8 @@ func pruneDone(io *stdio) func(pruneguest.Outcome) {
 		case res.Aborted != nil:
 			fmt.Fprintf(io.err, "lockstep prune: %s_%s: aborted: %s (%s)\n", o.Key, o.Exercise, res.Aborted.Aborted, o.Paths[0])
 		default:
-			fmt.Fprintf(io.err, "lockstep prune: %s_%s: %s in %d runs, %s (%s)\n", o.Key, o.Exercise, res.Policy.Hash(),
-				res.TotalRuns(), o.Took.Round(time.Second), strings.Join(o.Paths, ", "))
+			fmt.Fprintf(io.err, "lockstep prune: %s_%s: %s in %s, %s (%s)\n", o.Key, o.Exercise, res.Policy.Hash(),
+				plural(res.TotalRuns(), "run"), o.Took.Round(time.Second), strings.Join(o.Paths, ", "))
 		}
 	}
 }

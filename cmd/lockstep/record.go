@@ -203,8 +203,8 @@ func (a *recordArgs) recordRun(ctx context.Context, io *stdio, cmd []string) int
 	}
 	switch res.Status {
 	case recorder.StatusOK:
-		fmt.Fprintf(io.out, "recorded %s: status %d, %d calls used, %.1f s (the program ran unsandboxed, in the guest)\n",
-			res.Session, res.Record.Status, len(res.Record.Uses), res.Record.Seconds)
+		fmt.Fprintf(io.out, "recorded %s: status %d, %s used, %.1f s (the program ran unsandboxed, in the guest)\n",
+			res.Session, res.Record.Status, plural(len(res.Record.Uses), "call"), res.Record.Seconds)
 	default:
 		if res.Session != "" {
 			fmt.Fprintf(io.out, "kept %s (failed)\n", res.Session)
@@ -233,7 +233,7 @@ func recordHere(ctx context.Context, io *stdio, opts recorder.GuestOptions) int 
 	if err != nil {
 		return fail(io, "record", exitIndeterminate, err)
 	}
-	fmt.Fprintf(io.err, "record: session status %d, %d uses %s\n", rec.Status, len(rec.Uses), rec.ScriptError)
+	fmt.Fprintf(io.err, "record: session status %d, %s %s\n", rec.Status, plural(len(rec.Uses), "use"), rec.ScriptError)
 	return exitOK
 }
 
@@ -248,8 +248,8 @@ func (a *recordArgs) recordGenerate(io *stdio) int {
 		fmt.Fprintf(io.out, "%s\n", b)
 		return r.Status
 	}
-	fmt.Fprintf(io.out, "%s: %d rows from %d session(s), %s (the recorded program ran unsandboxed, in the guest)\n",
-		filepath.Join(a.recording(), recorder.PolicyFile), len(r.Grants), len(r.Sessions), r.PolicyHash)
+	fmt.Fprintf(io.out, "%s: %s from %s, %s (the recorded program ran unsandboxed, in the guest)\n",
+		filepath.Join(a.recording(), recorder.PolicyFile), plural(len(r.Grants), "row"), plural(len(r.Sessions), "session"), r.PolicyHash)
 	for _, w := range r.Why {
 		fmt.Fprintf(io.err, "lockstep record: %s\n", w)
 	}
@@ -372,6 +372,6 @@ func recordCheckHere(ctx context.Context, io *stdio, opts recorder.CheckGuestOpt
 	if err != nil {
 		return fail(io, "record", exitIndeterminate, err)
 	}
-	fmt.Fprintf(io.err, "record check: status %d, %d regressions\n", res.Status, len(res.Regressions))
+	fmt.Fprintf(io.err, "record check: status %d, %s\n", res.Status, plural(len(res.Regressions), "regression"))
 	return exitOK
 }

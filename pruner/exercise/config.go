@@ -87,7 +87,7 @@ func (e *ConfigError) Error() string {
 	if len(e.Problems) == 1 {
 		return "prune.json: " + e.Problems[0]
 	}
-	return fmt.Sprintf("prune.json: %s (and %d more problems)", e.Problems[0], len(e.Problems)-1)
+	return fmt.Sprintf("prune.json: %s (and %d more)", e.Problems[0], len(e.Problems)-1)
 }
 
 // errNotObject is the one problem discovery refuses a whole tree for besides

@@ -46,7 +46,7 @@ func (e *DiscoveryError) Error() string {
 	if len(e.Problems) == 1 {
 		return "exercises in " + e.Root + " refused: " + first
 	}
-	return fmt.Sprintf("exercises in %s refused: %s (and %d more problems)", e.Root, first, len(e.Problems)-1)
+	return fmt.Sprintf("exercises in %s refused: %s (and %d more)", e.Root, first, len(e.Problems)-1)
 }
 
 // Lines returns every problem, one line each.

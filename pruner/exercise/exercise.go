@@ -121,7 +121,7 @@ type RefusedError struct {
 func (e *RefusedError) Error() string {
 	s := fmt.Sprintf("%v: %s: %s", ErrRefused, e.Dir, e.Problems[0])
 	if len(e.Problems) > 1 {
-		s += fmt.Sprintf(" (and %d more problems)", len(e.Problems)-1)
+		s += fmt.Sprintf(" (and %d more)", len(e.Problems)-1)
 	}
 	return s
 }

@@ -180,7 +180,15 @@ func render(langs []*language, chdir string, warn func(string)) []output {
 		all = n
 	}
 	if c := executeConflicts(all, bases); len(c) > 0 {
-		warn(fmt.Sprintf("BasePhobos.cfg is not written: across languages the union would put %s (and %d more overlaps), which no language base had", c[0], len(c)-1))
+		more := ""
+		switch len(c) {
+		case 1:
+		case 2:
+			more = " (and 1 more overlap)"
+		default:
+			more = fmt.Sprintf(" (and %d more overlaps)", len(c)-1)
+		}
+		warn(fmt.Sprintf("BasePhobos.cfg is not written: across languages the union would put %s%s, which no language base had", c[0], more))
 	} else {
 		add("BasePhobos.cfg", all)
 	}

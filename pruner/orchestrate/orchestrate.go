@@ -46,7 +46,8 @@ type Options struct {
 	// comments in the tree name each such pair. Different digests are
 	// refused regardless.
 	AllowUnknownRoot bool
-	// Log receives progress; nil discards it.
+	// Log receives progress; nil discards it. Warnings are not logged:
+	// they are Summary.Warnings.
 	Log *slog.Logger
 
 	// hook lets tests stop the writer at a stage.
@@ -257,10 +258,9 @@ func Run(o Options) (*Summary, error) {
 		return nil, &Refusal{Problems: probs}
 	}
 	sum := &Summary{SchemaVersion: SummarySchema, CoreDir: o.CoreDir, KVMDirs: append([]string{}, o.KVMDirs...), Warnings: []string{}, UnknownRoots: unknown}
-	files := render(langs, o.RuntimeChdir, func(w string) {
-		sum.Warnings = append(sum.Warnings, w)
-		log.Warn(w)
-	})
+	// Warnings go to the summary only: its reader reports them, and Log's
+	// handler writes to the same stream.
+	files := render(langs, o.RuntimeChdir, func(w string) { sum.Warnings = append(sum.Warnings, w) })
 	markUnknownRoots(files, unknown)
 	if err := writeTree(o.CoreDir, files, o.Langs, o.hook); err != nil {
 		return nil, fmt.Errorf("write %s (the previous tree is unchanged): %w", o.CoreDir, err)

@@ -150,6 +150,9 @@ func TestUnknownRootRefusedByDefault(t *testing.T) {
 	if _, err := os.Stat(core); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the refusal wrote %s: %v", core, err)
 	}
+	if md := r.Markdown(); !strings.Contains(md, "Nothing was written. 1 problem:") {
+		t.Errorf("Markdown refusal = %q; want \"1 problem:\"", md)
+	}
 }
 
 func TestAllowUnknownRoot(t *testing.T) {

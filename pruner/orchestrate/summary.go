@@ -41,7 +41,11 @@ func (s *Summary) Markdown() string {
 // Markdown renders a refusal for a CI step summary.
 func (r *Refusal) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## lockstep orchestrate: refused\n\nNothing was written. %d problems:\n\n", len(r.Problems))
+	n := fmt.Sprintf("%d problems", len(r.Problems))
+	if len(r.Problems) == 1 {
+		n = "1 problem"
+	}
+	fmt.Fprintf(&b, "## lockstep orchestrate: refused\n\nNothing was written. %s:\n\n", n)
 	for _, p := range r.Problems {
 		fmt.Fprintf(&b, "- %s\n", mdEscape(p))
 	}

@@ -52,7 +52,7 @@ type ValidationError struct {
 func (e *ValidationError) Error() string {
 	s := e.File + ": " + e.Problems[0]
 	if len(e.Problems) > 1 {
-		s += fmt.Sprintf(" (and %d more problems)", len(e.Problems)-1)
+		s += fmt.Sprintf(" (and %d more)", len(e.Problems)-1)
 	}
 	return s
 }
