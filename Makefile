@@ -93,7 +93,9 @@ lint:
 # default prune, the observer twice, the merge of both, the summary.
 # The default prune stands for CI's prune container, whose kernel is below
 # Landlock ABI 10: it runs in a guest on the 6.12.117 pin (ABI 6), so ABI-10
-# rows (UDP) are left to the observers, as on GitHub's runners.
+# rows (UDP) are left to the observers, as on GitHub's runners. Where no
+# image registry answers, the prune image's base is made offline, as
+# LOCKSTEP_PRUNE_BASE=offline does for prune-kvm-sim (docs/ci.md).
 KEY    ?=
 SOURCE ?= $(if $(filter fixture,$(KEY)),fixture,reference)
 PRUNE_KERNEL ?= 6.12.117

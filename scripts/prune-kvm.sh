@@ -28,7 +28,10 @@
 #                            a disposable machine: CI, or LOCKSTEP_DISPOSABLE=1), or
 #                            `container` (host kernel inside images/prune/Dockerfile,
 #                            with docker, else podman; $LOCKSTEP_CONTAINER_ENGINE
-#                            chooses; $LOCKSTEP_PRUNE_BASE is the Dockerfile's BASE).
+#                            chooses; $LOCKSTEP_PRUNE_BASE is the Dockerfile's BASE,
+#                            `offline` the stand-in of scripts/prune-base.sh; unset,
+#                            the pinned base, or that stand-in with a warning when
+#                            no image registry gives it within 30 s).
 #                            The container's root is exported to
 #                            <out>/prune-root/root.tar for the observers.
 #                            Unset: lockstep prune's own default.   [$PRUNE_KERNEL]
@@ -215,11 +218,48 @@ container_engine() {
 	return 1
 }
 
-# build_image ENGINE: the prune image, lockstep-prune:local.
+# build_image ENGINE: the prune image, lockstep-prune:local, FROM the base
+# prune_base chooses.
 build_image() {
+	prune_base "$1"
 	step prune-image "build the prune image from images/prune/Dockerfile ($1${LOCKSTEP_PRUNE_BASE:+, base $LOCKSTEP_PRUNE_BASE})" \
 		"$1" build --quiet ${LOCKSTEP_PRUNE_BASE:+--build-arg "BASE=$LOCKSTEP_PRUNE_BASE"} \
 		-f "$repo/images/prune/Dockerfile" -t lockstep-prune:local "$repo/images"
+}
+
+# pull_seconds bounds the check whether an image registry answers: a pull
+# of the pinned base (about 30 MB) takes a few seconds where one does, and
+# fails at once or hangs where none does.
+pull_seconds=30
+
+# prune_base ENGINE: sets LOCKSTEP_PRUNE_BASE, the prune image's base. Given,
+# it is kept; "offline" is the stand-in scripts/prune-base.sh makes from a
+# Debian archive (docs/ci.md). Unset: the Dockerfile's pinned base when the
+# engine has it or pulls it within pull_seconds, else, with one warning
+# line, the offline stand-in, as make prune-kvm-sim does with
+# LOCKSTEP_PRUNE_BASE=offline.
+prune_base() {
+	local engine=$1 base rc=0 t0=$SECONDS
+	case ${LOCKSTEP_PRUNE_BASE:-} in
+	offline) ;;
+	'')
+		base=$(sed -n 's/^ARG BASE=//p' "$repo/images/prune/Dockerfile")
+		[[ -n $base ]] || die "images/prune/Dockerfile has no ARG BASE default"
+		"$engine" image inspect "$base" >/dev/null 2>&1 && return 0
+		timeout "$pull_seconds" "$engine" pull --quiet "$base" >/dev/null 2>&1 || rc=$?
+		((rc != 0)) || return 0
+		echo "prune-kvm: warning: no image registry answers ($engine pull of $base: status $rc after $((SECONDS - t0)) s, limit $pull_seconds s); the prune image's base is made offline from a Debian archive (scripts/prune-base.sh), as LOCKSTEP_PRUNE_BASE=offline does" >&2
+		;;
+	*) return 0 ;;
+	esac
+	step prune-base "make the prune image's base offline (scripts/prune-base.sh, $engine)" offline_base "$engine"
+	LOCKSTEP_PRUNE_BASE=$(<"$out/prune-base.ref")
+}
+
+# offline_base ENGINE: scripts/prune-base.sh, its image reference into
+# <out>/prune-base.ref.
+offline_base() {
+	"$repo/scripts/prune-base.sh" --engine "$1" >"$out/prune-base.ref"
 }
 
 # local_root: the root every guest of `all` boots when none was given and

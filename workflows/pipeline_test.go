@@ -277,3 +277,68 @@ func pathWithout(t *testing.T, names ...string) string {
 	}
 	return dir
 }
+
+// Where a container engine answers but no image registry does, the root
+// stage makes the prune image's base offline (scripts/prune-base.sh), says
+// so in one warning line, and builds and exports the prune image from it;
+// it failed at once, with the engine's status 125, on the pull of the
+// pinned base.
+func TestPipelineRootOfflineBase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the offline base and the prune image take minutes when not cached")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the offline base needs root (debootstrap)")
+	}
+	engine := ""
+	for _, e := range []string{"docker", "podman"} {
+		if exec.CommandContext(t.Context(), e, "info").Run() == nil {
+			engine = e
+			break
+		}
+	}
+	if engine == "" {
+		t.Skip("no docker or podman answers")
+	}
+	root := repoRoot(t)
+	dockerfile, err := os.ReadFile(filepath.Join(root, "images", "prune", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base string
+	for _, l := range strings.Split(string(dockerfile), "\n") {
+		if b, ok := strings.CutPrefix(l, "ARG BASE="); ok {
+			base = b
+		}
+	}
+	if exec.CommandContext(t.Context(), engine, "image", "inspect", base).Run() == nil {
+		t.Skipf("%s has the pinned base %s: this test needs a machine without it and without a registry", engine, base)
+	}
+	bin := lockstepbin.Build(t)
+	out := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), filepath.Join(root, "scripts", "prune-kvm.sh"), "root", "--key", "fixture", "--out", out)
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"), "LOCKSTEP_PRUNE_BASE=", "LOCKSTEP_CONTAINER_ENGINE="+engine)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	printed, err := cmd.Output()
+	if err == nil && !strings.Contains(stderr.String(), "no image registry answers") {
+		t.Skipf("a registry gave %s: this test needs a machine where none answers", base)
+	}
+	if err != nil {
+		t.Fatalf("prune-kvm.sh root with no image registry: %v\n%s", err, stderr.Bytes())
+	}
+	if n := strings.Count(stderr.String(), "warning"); n != 1 {
+		t.Errorf("%d warning lines; want one:\n%s", n, stderr.Bytes())
+	}
+	ref, err := os.ReadFile(filepath.Join(out, "prune-base.ref"))
+	if want := strings.SplitN(base, "@", 2)[0] + "\n"; err != nil || string(ref) != want {
+		t.Errorf("prune-base.ref = %q, %v; want %q, the pinned reference without its digest", ref, err, want)
+	}
+	guestRoot := strings.TrimSpace(string(printed))
+	if guestRoot != filepath.Join(out, "prune-root", "root") {
+		t.Fatalf("root stage printed %q; want the prune image's unpacked root under %s", printed, out)
+	}
+	if _, err := os.Stat(filepath.Join(guestRoot, "usr", "lib", "python3.11")); err != nil {
+		t.Errorf("the prune root lacks the prune image's Python: %v", err)
+	}
+}
