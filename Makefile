@@ -6,7 +6,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ACTIONLINT  := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 export CGO_ENABLED := 0
 
-.PHONY: all build deps toolchains test test-slow bases demo bench bench-kernel lint prune-kvm prune-kvm-sim fuzz stress clean
+.PHONY: all build deps toolchains test test-slow bases demo bench bench-kernel lint prune-kvm prune-kvm-sim consumer-sim fuzz stress clean
 
 all: build
 
@@ -113,6 +113,14 @@ RUNNER ?= host
 prune-kvm-sim: deps build
 	@test -n "$(KEY)" || { echo "usage: make prune-kvm-sim KEY=<key> [SOURCE=fixture|reference] [OUT=dir] [RUNNER=host|foreign]" >&2; exit 2; }
 	scripts/prune-kvm-sim.sh --key $(KEY) --source $(SOURCE) --out $(OUT) --runner $(RUNNER)
+
+# A consumer's repository, simulated: testdata/consumer's own exercises and
+# workflow, which calls lockstep's actions by
+# lockstep-sandbox/lockstep/workflows/<action>@<revision>, run by act with
+# this checkout mapped as that remote (scripts/consumer-sim.sh, docs/ci.md);
+# the merged base ends under OUT/merged-base.
+consumer-sim: deps build
+	scripts/consumer-sim.sh --out $(if $(filter command line,$(origin OUT)),$(OUT),out/consumer-sim)
 
 clean:
 	rm -rf bin

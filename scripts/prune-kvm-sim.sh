@@ -40,7 +40,6 @@
 # docs/ci.md for the offline base image), QEMU.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-ACT_VERSION=v0.2.89
 key='' source='' out='' runner=host
 while (($#)); do
 	case $1 in
@@ -56,14 +55,7 @@ done
 source=${source:-$([[ $key == fixture || $key == all ]] && echo fixture || echo reference)}
 out=${out:-$repo/out/prune-kvm-sim}
 tools=${XDG_CACHE_HOME:-$HOME/.cache}/lockstep/tools
-act=$tools/act-$ACT_VERSION
-if [[ ! -x $act ]]; then
-	echo "prune-kvm-sim: building act $ACT_VERSION into $tools" >&2
-	mkdir -p "$tools"
-	tmp=$(mktemp -d)
-	GOBIN=$tmp CGO_ENABLED=0 go install "github.com/nektos/act@$ACT_VERSION"
-	mv "$tmp/act" "$act" && rmdir "$tmp"
-fi
+act=$("$repo/scripts/act-bin.sh")
 
 rm -rf "$out" && mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -159,7 +151,7 @@ fi
 act_args=(workflow_dispatch -W .github/workflows/prune-kvm.yml -e "$sim/event.json"
 	-P ubuntu-24.04=-self-hosted -P ubuntu-26.04=-self-hosted --env LOCKSTEP_KERNEL_CACHE_IMAGE=act-self-hosted
 	"${maps[@]}" "${vars[@]}" --action-offline-mode --no-cache-server --concurrent-jobs 1 --json)
-echo "prune-kvm-sim: act $ACT_VERSION runs .github/workflows/prune-kvm.yml (key $key, source $source, $runner runner) into $out" >&2
+echo "prune-kvm-sim: $(basename "$act") runs .github/workflows/prune-kvm.yml (key $key, source $source, $runner runner) into $out" >&2
 rc=0
 if [[ $runner == host ]]; then
 	(
