@@ -404,7 +404,7 @@ do_check() {
 }
 
 do_summary() {
-	local f md=$out/summary.md
+	local f n md=$out/summary.md
 	{
 		echo "## prune-kvm: \`$key\` ($source)"
 		echo
@@ -421,7 +421,9 @@ do_summary() {
 			echo "### merged base"
 			echo
 			for f in "$out"/merged-base/*.cfg; do
-				[[ -e $f ]] && echo "- \`$(basename "$f")\`: $(grep -cv '^\(#\|$\)' "$f") lines"
+				[[ -e $f ]] || continue
+				n=$(grep -cv '^\(#\|$\)' "$f" || true)
+				echo "- \`$(basename "$f")\`: $n line$( ((n == 1)) || echo s)"
 			done
 			if [[ -e $out/merged-base/Abi10-$key.cfg ]]; then
 				echo

@@ -132,6 +132,8 @@ func TestPipelineMergeStages(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "step-summary.md")); err != nil || !bytes.Contains(b, []byte("allow 5000 udp")) || !bytes.Contains(b, []byte("| passed |")) {
 		t.Errorf("step summary = %q, %v; want the row and passed stages", b, err)
+	} else if !bytes.Contains(b, []byte("- `TailPhobos.cfg`: 1 line\n")) {
+		t.Errorf("step summary = %q; want \"TailPhobos.cfg: 1 line\", in the singular", b)
 	}
 
 	// The two observers disagree: the merge fails and writes nothing.
