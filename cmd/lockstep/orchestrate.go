@@ -46,7 +46,8 @@ merged and named on stderr, in the summaries and in comments atop the
 exercise's files in the tree. Two different digests are always refused.
 
 --json prints one summary document (schema_version 1: languages, exercises,
-rows, files, warnings; on a refusal "refused": true and "problems").
+rows, files, warnings, unknown_roots; on a refusal "refused": true and
+"problems").
 --summary appends a Markdown summary to a file, e.g. $GITHUB_STEP_SUMMARY;
 it is opened before the merge and must be a regular file (or a new one).
 --core-dir must not be or hold the current directory.
