@@ -355,15 +355,19 @@ check_fixture() {
 				die "$s holds other rows than '[bind] allow 5000 udp'"
 		done
 	done
-	# A tampered sidecar must make the merge fail red and write nothing.
+	# A tampered sidecar must make the merge fail red and write nothing: both
+	# observer runs tampered alike, so that they agree and the sidecar's own
+	# check refuses it (one directory given twice is a usage error).
 	tmp=$out/tamper-test
 	rm -rf "$tmp" && mkdir -p "$tmp"
-	cp -R "$out/kvm-${kvms[0]}" "$tmp/kvm"
-	for s in "$tmp"/kvm/*.abi10.cfg; do
-		printf '[bind]\nallow 6000 udp\n' >"$s"
+	for k in a b; do
+		cp -R "$out/kvm-${kvms[0]}" "$tmp/kvm-$k"
+		for s in "$tmp/kvm-$k"/*.abi10.cfg; do
+			printf '[bind]\nallow 6000 udp\n' >"$s"
+		done
 	done
 	lockstep orchestrate --langs "$key" --path-dir "$out/default-prune" --core-dir "$tmp/core" \
-		--kvm-dir "$tmp/kvm" --kvm-dir "$tmp/kvm" >"$tmp/out" 2>"$tmp/err" || rc=$?
+		--kvm-dir "$tmp/kvm-a" --kvm-dir "$tmp/kvm-b" >"$tmp/out" 2>"$tmp/err" || rc=$?
 	if ((rc != 1)); then
 		die "the merge of a tampered sidecar exited $rc, want 1 (refused)"
 	fi

@@ -76,7 +76,7 @@ func TestPolicyCheckRefusesMagicLinks(t *testing.T) {
 		}
 		for _, args := range [][]string{{"policy", "check", cfg}, {"policy", "check", "--strict", cfg}} {
 			code, out, errs := runBin(t, bin, nil, args...)
-			if code != exitFail || !strings.Contains(out, "1 problems") || !strings.Contains(errs, "W007 "+row) || !strings.Contains(errs, "magic link") {
+			if code != exitFail || !strings.Contains(out, ": 1 problem\n") || !strings.Contains(errs, "W007 "+row) || !strings.Contains(errs, "magic link") {
 				t.Errorf("%q with [read] %s = %d, stdout %q, stderr %q; want 1, a W007 problem naming the row", args, row, code, out, errs)
 			}
 		}
