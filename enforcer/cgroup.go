@@ -284,31 +284,52 @@ func parseEvent(data []byte, key string) int64 {
 }
 
 // killAll kills every process in the cgroups and waits until they are empty
-// or the deadline passes.
+// or the deadline passes. It fails closed: a cgroup.procs that cannot be
+// read (a command that lowered lockstep's RLIMIT_NOFILE: no file opens)
+// is never taken for an empty cgroup; a v2 cgroup is then killed whole
+// (cgroup.kill) until its cgroup.procs reads empty, and if it never does
+// killAll says processes may be left.
 func (c *caps) killAll(deadline time.Duration) error {
 	if !c.ok() {
 		return nil
 	}
 	if c.v2 {
-		_ = os.WriteFile(filepath.Join(c.dirs[0], "cgroup.kill"), []byte("1"), 0)
+		_ = c.killWhole()
 	}
 	end := time.Now().Add(deadline)
 	for {
-		left := 0
+		left, unread := 0, error(nil)
 		for _, d := range c.dirs {
-			for _, pid := range cgroupPids(d) {
+			pids, err := cgroupPids(d)
+			if err != nil {
+				unread = err
+				if c.v2 {
+					_ = c.killWhole()
+				}
+				continue
+			}
+			for _, pid := range pids {
 				left++
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
-		if left == 0 {
+		if left == 0 && unread == nil {
 			return nil
 		}
 		if time.Now().After(end) {
+			if unread != nil {
+				return fmt.Errorf("processes may be left in %v: %v", c.dirs, unread)
+			}
 			return fmt.Errorf("%d processes still in %v after SIGKILL", left, c.dirs)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// killWhole writes cgroup.kill of a v2 cgroup: the kernel kills every
+// process in it, whoever they are.
+func (c *caps) killWhole() error {
+	return os.WriteFile(filepath.Join(c.dirs[0], "cgroup.kill"), []byte("1"), 0)
 }
 
 // cgroupPids lists the processes in dir's cgroup.procs. Only positive pids
@@ -316,12 +337,12 @@ func (c *caps) killAll(deadline time.Duration) error {
 // reader's pid namespace, and kill(0) (or a negative pid) would signal the
 // killer's own process group (or every process): for an enforcer started
 // in its caller's group (the containment probes) that is the caller.
-func cgroupPids(dir string) []int {
+func cgroupPids(dir string) ([]int, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	return parseProcs(data)
+	return parseProcs(data), nil
 }
 
 // parseProcs reads the positive pids of a cgroup.procs text.
