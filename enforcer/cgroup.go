@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -39,6 +40,55 @@ type caps struct {
 	memMB   int64
 	created []string
 	rp      *reaper // told of each cgroup before it is made
+
+	// Kept open from set-up, so that killAll needs no new descriptor:
+	// a command that lowered lockstep's RLIMIT_NOFILE (prlimit on a
+	// process of its uid, where no PID namespace hides lockstep) made
+	// every open fail, and killAll once took that for an empty cgroup.
+	procsF []*os.File // cgroup.procs of each of dirs (nil: read by path)
+	killF  *os.File   // cgroup.kill of a v2 cgroup (nil: written by path)
+}
+
+// keepOpen opens the cgroup files killAll reads and writes (see procsF);
+// a file it cannot open is read or written by path later.
+func (c *caps) keepOpen() {
+	c.procsF = make([]*os.File, len(c.dirs))
+	for i, d := range c.dirs {
+		if f, err := os.Open(filepath.Join(d, "cgroup.procs")); err == nil {
+			c.procsF[i] = f
+		}
+	}
+	if c.v2 {
+		if f, err := os.OpenFile(filepath.Join(c.dirs[0], "cgroup.kill"), os.O_WRONLY, 0); err == nil {
+			c.killF = f
+		}
+	}
+}
+
+// closeKept closes what keepOpen opened.
+func (c *caps) closeKept() {
+	for _, f := range c.procsF {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if c.killF != nil {
+		c.killF.Close()
+	}
+	c.procsF, c.killF = nil, nil
+}
+
+// pids reads the processes of dirs[i], through the kept descriptor when
+// there is one (a seq_file read from offset 0 lists the cgroup afresh).
+func (c *caps) pids(i int) ([]int, error) {
+	if i < len(c.procsF) && c.procsF[i] != nil {
+		data, err := io.ReadAll(io.NewSectionReader(c.procsF[i], 0, 1<<40))
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", c.procsF[i].Name(), err)
+		}
+		return parseProcs(data), nil
+	}
+	return cgroupPids(c.dirs[i])
 }
 
 // setupCaps creates a cgroup capping processes at nproc and memory at memMB
@@ -178,6 +228,7 @@ func (c *caps) setupV2In(parent, name string) error {
 	c.v2 = true
 	c.dirs = []string{dir}
 	c.desc = "v2"
+	c.keepOpen()
 	return nil
 }
 
@@ -217,6 +268,7 @@ func (c *caps) setupV1(name string) error {
 		c.dirs = append(c.dirs, dir)
 	}
 	c.desc = "v1"
+	c.keepOpen()
 	return nil
 }
 
@@ -299,8 +351,8 @@ func (c *caps) killAll(deadline time.Duration) error {
 	end := time.Now().Add(deadline)
 	for {
 		left, unread := 0, error(nil)
-		for _, d := range c.dirs {
-			pids, err := cgroupPids(d)
+		for i := range c.dirs {
+			pids, err := c.pids(i)
 			if err != nil {
 				unread = err
 				if c.v2 {
@@ -329,6 +381,10 @@ func (c *caps) killAll(deadline time.Duration) error {
 // killWhole writes cgroup.kill of a v2 cgroup: the kernel kills every
 // process in it, whoever they are.
 func (c *caps) killWhole() error {
+	if c.killF != nil {
+		_, err := c.killF.Write([]byte("1"))
+		return err
+	}
 	return os.WriteFile(filepath.Join(c.dirs[0], "cgroup.kill"), []byte("1"), 0)
 }
 
@@ -361,6 +417,7 @@ func (c *caps) remove() error {
 	if c == nil {
 		return nil
 	}
+	c.closeKept()
 	var errs []error
 	for _, d := range c.created {
 		var err error
@@ -410,7 +467,9 @@ func setupContainment(rp *reaper) *caps {
 			return nil
 		}
 		liveCgroups.Store(dir, true)
-		return &caps{desc: "contain", v2: true, dirs: []string{dir}, created: []string{dir}}
+		c := &caps{desc: "contain", v2: true, dirs: []string{dir}, created: []string{dir}}
+		c.keepOpen()
+		return c
 	}
 	return nil
 }
