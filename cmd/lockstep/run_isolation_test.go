@@ -191,7 +191,7 @@ func TestRunCannotReachOtherProcesses(t *testing.T) {
 	}
 	defer func() { sibling.Process.Kill(); sibling.Wait() }()
 	cfg := filepath.Join(d, "p.cfg")
-	if err := os.WriteFile(cfg, []byte(truePolicy+"[read]\n/proc\n/bin\n[execute]\n/bin\n[limits]\ntimeout=2\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(truePolicy+"[read]\n/proc\n/bin\n/dev/null\n[write]\n/dev/null\n[execute]\n/bin\n[limits]\ntimeout=2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("prlimit and setpriority", func(t *testing.T) {
@@ -226,9 +226,10 @@ func TestRunCannotReachOtherProcesses(t *testing.T) {
 				}
 			}()
 			script := fmt.Sprintf(`for p in /proc/[0-9]*; do
+  [ "${p#/proc/}" = $$ ] && continue
   grep -qF "%s" "$p/cmdline" 2>/dev/null && prlimit --nofile=3:3 --pid "${p#/proc/}" && echo "lowered ${p#/proc/}"
 done
-setsid -f /usr/bin/sleep %s
+setsid -f /usr/bin/sleep %s </dev/null >/dev/null 2>&1
 %s`, bin, marker, tc.tail)
 			code, out, errs := runBin(t, bin, nil, "run", "-q", "--config", cfg, "--", "/bin/sh", "-c", script)
 			if code != tc.want {
