@@ -17,7 +17,7 @@ const Verb = "run"
 // pruner/prune take as their Enforcer; Command completes it. A run that
 // is to be as isolated as a user's takes EnforcePrefix.
 func Prefix(exe string, logSubprocesses bool) []string {
-	argv := []string{exe, Verb, "-q", "--without", strings.Join(MeasureWithout, ",")}
+	argv := append([]string{exe, Verb, "-q"}, MeasureArgs()...)
 	if logSubprocesses {
 		argv = append(argv, "--log-subprocesses")
 	}
@@ -30,6 +30,12 @@ func Prefix(exe string, logSubprocesses bool) []string {
 // result is a new slice, so prefix is never written to.
 func Command(prefix []string, cfg string) []string {
 	return append(append(make([]string, 0, len(prefix)+3), prefix...), "--config", cfg, "--")
+}
+
+// MeasureArgs are the flags of Verb that switch off the MeasureWithout
+// layers, for a prefix that measures Landlock's own refusals.
+func MeasureArgs() []string {
+	return []string{"--without", strings.Join(MeasureWithout, ",")}
 }
 
 // EnforcePrefix is the argv that starts exe's Verb quietly with every

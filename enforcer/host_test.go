@@ -151,7 +151,7 @@ func needCgroupCaps(t *testing.T) {
 // it the kernel refuses with EACCES ("Permission denied").
 //
 // Each runs twice: with the layers the observer measures with (Prefix:
-// --without mounts), where a refusal is Landlock's EACCES, and with every
+// MeasureWithout), where a refusal is Landlock's EACCES, and with every
 // layer, where a change outside the grants meets the read-only mount
 // first (EROFS) and reads, executions and ioctls are still Landlock's.
 func TestFilesystemSections(t *testing.T) {

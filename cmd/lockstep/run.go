@@ -69,9 +69,10 @@ Isolation layers (namespaces, as root; a user namespace otherwise):
   memfd   vm.memfd_noexec=2: a memfd cannot be executed
 --without LAYER[,LAYER] switches layers off (status line: without=); a layer
 that cannot be had here is named (unisolated=), or refused (125) with
---require-isolation. The observer and the pruner run --without mounts: on a
+--require-isolation. The observer and the pruner run --without mounts,pid: on a
 read-only mount the kernel says EROFS before Landlock is asked, and no
-Landlock denial is logged.
+Landlock denial is logged; in a PID namespace the audit records name
+/proc/<pid> with the namespace's pids.
 
 --exec makes lockstep the command (execve in place, no process beside it):
 about 1.7 ms faster, but what the command leaves running is not killed, a
