@@ -374,8 +374,53 @@ func (c *caps) killAll(deadline time.Duration) error {
 			}
 			return fmt.Errorf("%d processes still in %v after SIGKILL", left, c.dirs)
 		}
-		time.Sleep(5 * time.Millisecond)
+		rawSleep(5 * time.Millisecond)
 	}
+}
+
+// rawSleep sleeps with nanosleep(2), not the Go runtime's timers: a first
+// timer initialises the runtime's poller, which needs two descriptors,
+// and the cgroup reaper must work where none can be opened.
+func rawSleep(d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+	}
+}
+
+// readRaw and writeRaw read and write a cgroup file with plain system
+// calls: an os.File would initialise the runtime's poller (see rawSleep).
+func readRaw(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	var data []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := unix.Read(fd, buf)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		case n == 0:
+			return data, nil
+		}
+		data = append(data, buf[:n]...)
+	}
+}
+
+func writeRaw(path string, data []byte) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, data); err != nil {
+		return &os.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
 }
 
 // killWhole writes cgroup.kill of a v2 cgroup: the kernel kills every
@@ -385,7 +430,7 @@ func (c *caps) killWhole() error {
 		_, err := c.killF.Write([]byte("1"))
 		return err
 	}
-	return os.WriteFile(filepath.Join(c.dirs[0], "cgroup.kill"), []byte("1"), 0)
+	return writeRaw(filepath.Join(c.dirs[0], "cgroup.kill"), []byte("1"))
 }
 
 // cgroupPids lists the processes in dir's cgroup.procs. Only positive pids
@@ -394,7 +439,7 @@ func (c *caps) killWhole() error {
 // killer's own process group (or every process): for an enforcer started
 // in its caller's group (the containment probes) that is the caller.
 func cgroupPids(dir string) ([]int, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	data, err := readRaw(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return nil, err
 	}
@@ -422,15 +467,15 @@ func (c *caps) remove() error {
 	for _, d := range c.created {
 		var err error
 		for i := 0; i < 200; i++ {
-			if err = os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
+			if err = unix.Rmdir(d); err == nil || err == unix.ENOENT {
 				err = nil
 				liveCgroups.Delete(d)
 				break
 			}
-			time.Sleep(5 * time.Millisecond)
+			rawSleep(5 * time.Millisecond)
 		}
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, &os.PathError{Op: "remove", Path: d, Err: err})
 		}
 	}
 	c.created = nil

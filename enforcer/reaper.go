@@ -154,6 +154,9 @@ func ReaperMain() int {
 			dirs = append(dirs, sc.Text())
 		}
 	}
+	// Its stdin has ended: closing it frees a descriptor for the cgroup
+	// files, should the limit leave none (3: stdin, stdout, stderr).
+	unix.Close(0)
 	status := 0
 	// Children before parents: none is nested today, but a v2 parent
 	// cannot go before its children.
@@ -198,7 +201,8 @@ func reap(dir string) error {
 	if !reapable(dir) {
 		return fmt.Errorf("%q is not a lockstep cgroup; left alone", dir)
 	}
-	if _, err := os.Stat(dir); os.IsNotExist(err) {
+	var st0 unix.Stat_t
+	if unix.Stat(dir, &st0) == unix.ENOENT {
 		return nil
 	}
 	var st unix.Statfs_t
