@@ -337,7 +337,7 @@ func TestRunMemfdExecRefused(t *testing.T) {
 // names them (without=): with --without mounts (what the observer and the
 // pruner run with) a write outside the grants is Landlock's EACCES again,
 // not EROFS; --without pid leaves the command among the host's processes.
-// An unknown layer is a usage error.
+// --exec has no layer and says so. An unknown layer is a usage error.
 func TestRunWithoutLayers(t *testing.T) {
 	bin := lockstepbin.Build(t)
 	d := t.TempDir()
@@ -376,6 +376,13 @@ func TestRunWithoutLayers(t *testing.T) {
 				t.Errorf("%s = %d, stdout %q, stderr %q; want it to hold", tc.cmd, code, out, errs)
 			}
 		})
+	}
+	// --exec runs in place: no layer, all named; refused when required.
+	if code, _, errs := runBin(t, bin, nil, "run", "--exec", "--without", "uts", "--config", cfg, "--", "true"); code != 0 || !strings.HasSuffix(strings.TrimSpace(errs), " without=uts unisolated=mounts,pid,ipc,memfd") {
+		t.Errorf("--exec --without uts = %d, %q; want the status line to end without=uts unisolated=mounts,pid,ipc,memfd", code, errs)
+	}
+	if code, _, errs := runBin(t, bin, nil, "run", "--exec", "--require-isolation", "--config", cfg, "--", "true"); code != exitRefused || !strings.Contains(errs, "Nothing ran.") {
+		t.Errorf("--exec --require-isolation = %d, %q; want 125, nothing run", code, errs)
 	}
 	if code, _, errs := runBin(t, bin, nil, "run", "--without", "net", "--config", cfg, "--", "true"); code != exitUsage || !strings.Contains(errs, `unknown isolation layer "net"`) {
 		t.Errorf("--without net = %d, %q; want a usage error naming the layer", code, errs)
