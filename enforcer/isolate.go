@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -120,10 +121,20 @@ func layerList(m []missingLayer) string {
 	return strings.Join(names, ",")
 }
 
+// missingWhy says why each layer is missing, the layers with one reason
+// together.
 func missingWhy(m []missingLayer) string {
-	parts := make([]string, len(m))
-	for i, l := range m {
-		parts[i] = l.Layer + ": " + l.Why
+	var whys []string
+	layers := map[string][]string{}
+	for _, l := range m {
+		if _, seen := layers[l.Why]; !seen {
+			whys = append(whys, l.Why)
+		}
+		layers[l.Why] = append(layers[l.Why], l.Layer)
+	}
+	parts := make([]string, len(whys))
+	for i, w := range whys {
+		parts[i] = strings.Join(layers[w], ", ") + ": " + w
 	}
 	return strings.Join(parts, "; ")
 }
@@ -223,9 +234,20 @@ func (iso *isolation) attr(a *syscall.SysProcAttr) {
 
 // without gives up every layer: the clone with the namespaces failed
 // (not root and no user namespaces, or a kernel without them).
-func (iso *isolation) without(why error) {
+func (iso *isolation) without(cloneErr error) {
+	var errno syscall.Errno
+	if !errors.As(cloneErr, &errno) {
+		errno = 0
+	}
+	why := fmt.Sprintf("the namespaces cannot be created here (clone: %v)", cloneErr)
+	if errno != 0 {
+		why = fmt.Sprintf("the namespaces cannot be created here (clone: %v)", errno)
+	}
+	if iso.userns {
+		why = "not root, and " + strings.Replace(why, "the namespaces cannot", "no user namespace can", 1)
+	}
 	for _, n := range iso.on {
-		iso.spec.Missing = append(iso.spec.Missing, missingLayer{n, why.Error()})
+		iso.spec.Missing = append(iso.spec.Missing, missingLayer{n, why})
 	}
 	iso.clone, iso.init, iso.shell, iso.userns = 0, false, false, false
 	iso.spec.Proc, iso.spec.Memfd, iso.spec.Mounts, iso.spec.ClearAmbient = false, false, false, false

@@ -504,7 +504,7 @@ func startReexec(opts Options, spec *childSpec, cg *caps, iso *isolation) (*exec
 			// one of them: the command runs without the layers,
 			// named on the status line (or refused by the child
 			// under RequireIsolation).
-			iso.without(fmt.Errorf("the namespaces cannot be created here (%v)", err))
+			iso.without(err)
 			cmd, sent = childCommand(opts, self, files, spec, cg, iso, cgfd)
 			err = cmd.Start()
 		}

@@ -436,3 +436,57 @@ func TestRunRequireIsolation(t *testing.T) {
 		t.Errorf("--require-isolation --without %s as uid 65534 = %d, %q, stderr %q; want it to run", missing, code, out, errs)
 	}
 }
+
+// noUserNamespaces runs argv[1:] as uid 65534 inside a user namespace
+// (root there) whose user.max_user_namespaces is 0: an unprivileged caller
+// on a machine where no user namespace can be made.
+const noUserNamespaces = `
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+r, w = os.pipe()
+r2, w2 = os.pipe()
+pid = os.fork()
+if pid == 0:
+    if libc.unshare(0x10000000) != 0:
+        sys.exit("unshare: errno %d" % ctypes.get_errno())
+    os.write(w, b"x"); os.read(r2, 1)
+    os.setresgid(0, 0, 0); os.setresuid(0, 0, 0)
+    open("/proc/sys/user/max_user_namespaces", "w").write("0")
+    os.setgroups([])
+    os.setresgid(65534, 65534, 65534); os.setresuid(65534, 65534, 65534)
+    os.execv(sys.argv[1], sys.argv[1:])
+os.read(r, 1)
+for f, v in (("uid_map", "0 0 65536\n"), ("setgroups", "allow\n"), ("gid_map", "0 0 65536\n")):
+    open("/proc/%d/%s" % (pid, f), "w").write(v)
+os.write(w2, b"x")
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+`
+
+// TestRunWithoutUserNamespaces: an unprivileged caller where no user
+// namespace can be made gets no layer: the command runs, the status line
+// names every layer (unisolated=), and --require-isolation refuses (125)
+// saying why.
+func TestRunWithoutUserNamespaces(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to set up the unprivileged caller")
+	}
+	py := needPython(t)
+	bin := lockstepbin.Build(t)
+	d := t.TempDir()
+	openToAll(t, d)
+	lbin, cfg := filepath.Join(d, "lockstep"), filepath.Join(d, "p.cfg")
+	if err := copyFile(bin, lbin); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(truePolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runBin(t, py, nil, "-S", "-c", noUserNamespaces, lbin, "run", "--config", cfg, "--", "/usr/bin/echo", "ran")
+	if code != 0 || out != "ran\n" || !strings.HasSuffix(strings.TrimSpace(errs), " unisolated=mounts,pid,ipc,uts,memfd") {
+		t.Errorf("lockstep run without user namespaces = %d, %q, stderr %q; want it to run, unisolated= naming every layer", code, out, errs)
+	}
+	code, out, errs = runBin(t, py, nil, "-S", "-c", noUserNamespaces, lbin, "run", "--require-isolation", "--config", cfg, "--", "/usr/bin/echo", "ran")
+	if code != exitRefused || out != "" || !strings.Contains(errs, "no user namespace can be created here") {
+		t.Errorf("--require-isolation without user namespaces = %d, %q, stderr %q; want 125 saying no user namespace can be made", code, out, errs)
+	}
+}
