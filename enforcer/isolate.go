@@ -336,8 +336,8 @@ func readOnlyExcept(writable []string) error {
 	return nil
 }
 
-// bindOntoItself makes path a mount of its own (with what is mounted
-// beneath it), which stays writable. The path is opened without following
+// bindOntoItself makes path (a directory or a regular file) a mount of its
+// own (with what is mounted beneath it), which stays writable. The path is opened without following
 // a final symlink and bound through /proc/self/fd, so a path swapped for
 // a link since the policy was checked binds the link, not its target
 // (and the Landlock rule for it is refused then).
@@ -354,7 +354,15 @@ func bindOntoItself(path string) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("fstat %s: %w", path, err)
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return nil
+	case unix.S_IFCHR, unix.S_IFBLK, unix.S_IFIFO, unix.S_IFSOCK:
+		// Written, opened and connected to on a read-only mount as
+		// well. And a bind of /dev/ptmx would break it: the kernel
+		// finds the devpts instance as "pts" beside ptmx on the same
+		// mount, and without one hands out ptys of its internal
+		// instance, which /dev/pts does not show (openpty: ENOENT).
 		return nil
 	}
 	via := "/proc/self/fd/" + strconv.Itoa(fd)

@@ -490,3 +490,36 @@ func TestRunWithoutUserNamespaces(t *testing.T) {
 		t.Errorf("--require-isolation without user namespaces = %d, %q, stderr %q; want 125 saying no user namespace can be made", code, out, errs)
 	}
 }
+
+// ptyFork opens a pseudo-terminal pair and starts a child on it.
+const ptyFork = `
+import errno, os, pty
+try:
+    pid, fd = pty.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    print("pty ok")
+except OSError as e:
+    print("pty", errno.errorcode[e.errno])
+`
+
+// TestRunPtyUnderMountsLayer: a policy granting /dev/ptmx and /dev/pts
+// opens ptys under the mounts layer too. Device nodes are not bound onto
+// themselves (a device is written on a read-only mount anyway): a bind of
+// /dev/ptmx made the kernel hand out ptys of its internal devpts, which
+// /dev/pts does not show, and openpty failed with ENOENT (the c-gcc and
+// cpp reference exercises under their shipped bases).
+func TestRunPtyUnderMountsLayer(t *testing.T) {
+	py := needPython(t)
+	bin := lockstepbin.Build(t)
+	cfg := filepath.Join(t.TempDir(), "p.cfg")
+	policy := truePolicy + "[read]\n/dev/ptmx\n/dev/pts\n[write]\n/dev/ptmx\n/dev/pts\n[ioctl]\n/dev/ptmx\n/dev/pts\n"
+	if err := os.WriteFile(cfg, []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runBin(t, bin, nil, "run", "-q", "--config", cfg, "--", py, "-S", "-c", ptyFork)
+	if code != 0 || out != "pty ok\n" {
+		t.Errorf("pty.fork under lockstep run = %d, %q, stderr %q; want pty ok", code, out, errs)
+	}
+}
