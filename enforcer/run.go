@@ -340,8 +340,12 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		spec.Dir = cleanDir(opts.Dir)
 	}
 	status, err := startChild(ctx, opts, prep, cg, &spec, iso)
-	if rerr := rp.failed(); rerr != nil && (err == nil || Status(err) != StatusRefused) {
+	switch rerr := rp.failed(); {
+	case rerr == nil:
+	case err == nil:
 		return StatusRefused, errorf(ErrRefused, "%v (the command's status: %d)", rerr, status)
+	default:
+		err = fmt.Errorf("%w; and %v", err, rerr)
 	}
 	return status, err
 }
@@ -691,6 +695,9 @@ loop:
 		}
 	}
 	restoreForeground(cmd)
+	if why != nil && leftErr != nil {
+		why = fmt.Errorf("%w; and %v", why, leftErr) // never silent on leftovers
+	}
 	if why != nil {
 		return Status(why), why
 	}
