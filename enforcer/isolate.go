@@ -209,13 +209,25 @@ func planIsolation(off []string, rs *Ruleset, require bool) *isolation {
 			iso.spec.Mounts, iso.spec.Writable = true, writablePaths(rs)
 		}
 	}
-	if iso.clone != 0 && unix.Geteuid() != 0 {
-		// Not root: a user namespace gives the child the capabilities
-		// for the namespaces and mounts, mapping the caller's uid and
-		// gid to themselves so that the command keeps them.
+	if iso.clone != 0 && !hasCapSysAdmin() {
+		// Not root (or root without CAP_SYS_ADMIN, as in a container): a
+		// user namespace gives the child the capabilities for the
+		// namespaces and mounts, mapping the caller's uid and gid to
+		// themselves so that the command keeps them.
 		iso.userns, iso.spec.ClearAmbient = true, true
 	}
 	return iso
+}
+
+// hasCapSysAdmin reports whether this process may create namespaces
+// itself: CAP_SYS_ADMIN in its effective set.
+func hasCapSysAdmin() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return unix.Geteuid() == 0
+	}
+	return data[unix.CAP_SYS_ADMIN/32].Effective&(1<<(unix.CAP_SYS_ADMIN%32)) != 0
 }
 
 // attr puts the namespaces on the child's clone.
@@ -244,7 +256,7 @@ func (iso *isolation) without(cloneErr error) {
 		why = fmt.Sprintf("the namespaces cannot be created here (clone: %v)", errno)
 	}
 	if iso.userns {
-		why = "not root, and " + strings.Replace(why, "the namespaces cannot", "no user namespace can", 1)
+		why = "no CAP_SYS_ADMIN (not root), and " + strings.Replace(why, "the namespaces cannot", "no user namespace can", 1)
 	}
 	for _, n := range iso.on {
 		iso.spec.Missing = append(iso.spec.Missing, missingLayer{n, why})
