@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -39,6 +40,55 @@ type caps struct {
 	memMB   int64
 	created []string
 	rp      *reaper // told of each cgroup before it is made
+
+	// Kept open from set-up, so that killAll needs no new descriptor:
+	// a command that lowered lockstep's RLIMIT_NOFILE (prlimit on a
+	// process of its uid, where no PID namespace hides lockstep) made
+	// every open fail, and killAll once took that for an empty cgroup.
+	procsF []*os.File // cgroup.procs of each of dirs (nil: read by path)
+	killF  *os.File   // cgroup.kill of a v2 cgroup (nil: written by path)
+}
+
+// keepOpen opens the cgroup files killAll reads and writes (see procsF);
+// a file it cannot open is read or written by path later.
+func (c *caps) keepOpen() {
+	c.procsF = make([]*os.File, len(c.dirs))
+	for i, d := range c.dirs {
+		if f, err := os.Open(filepath.Join(d, "cgroup.procs")); err == nil {
+			c.procsF[i] = f
+		}
+	}
+	if c.v2 {
+		if f, err := os.OpenFile(filepath.Join(c.dirs[0], "cgroup.kill"), os.O_WRONLY, 0); err == nil {
+			c.killF = f
+		}
+	}
+}
+
+// closeKept closes what keepOpen opened.
+func (c *caps) closeKept() {
+	for _, f := range c.procsF {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if c.killF != nil {
+		c.killF.Close()
+	}
+	c.procsF, c.killF = nil, nil
+}
+
+// pids reads the processes of dirs[i], through the kept descriptor when
+// there is one (a seq_file read from offset 0 lists the cgroup afresh).
+func (c *caps) pids(i int) ([]int, error) {
+	if i < len(c.procsF) && c.procsF[i] != nil {
+		data, err := io.ReadAll(io.NewSectionReader(c.procsF[i], 0, 1<<40))
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", c.procsF[i].Name(), err)
+		}
+		return parseProcs(data), nil
+	}
+	return cgroupPids(c.dirs[i])
 }
 
 // setupCaps creates a cgroup capping processes at nproc and memory at memMB
@@ -178,6 +228,7 @@ func (c *caps) setupV2In(parent, name string) error {
 	c.v2 = true
 	c.dirs = []string{dir}
 	c.desc = "v2"
+	c.keepOpen()
 	return nil
 }
 
@@ -217,6 +268,7 @@ func (c *caps) setupV1(name string) error {
 		c.dirs = append(c.dirs, dir)
 	}
 	c.desc = "v1"
+	c.keepOpen()
 	return nil
 }
 
@@ -284,31 +336,101 @@ func parseEvent(data []byte, key string) int64 {
 }
 
 // killAll kills every process in the cgroups and waits until they are empty
-// or the deadline passes.
+// or the deadline passes. It fails closed: a cgroup.procs that cannot be
+// read (a command that lowered lockstep's RLIMIT_NOFILE: no file opens)
+// is never taken for an empty cgroup; a v2 cgroup is then killed whole
+// (cgroup.kill) until its cgroup.procs reads empty, and if it never does
+// killAll says processes may be left.
 func (c *caps) killAll(deadline time.Duration) error {
 	if !c.ok() {
 		return nil
 	}
 	if c.v2 {
-		_ = os.WriteFile(filepath.Join(c.dirs[0], "cgroup.kill"), []byte("1"), 0)
+		_ = c.killWhole()
 	}
 	end := time.Now().Add(deadline)
 	for {
-		left := 0
-		for _, d := range c.dirs {
-			for _, pid := range cgroupPids(d) {
+		left, unread := 0, error(nil)
+		for i := range c.dirs {
+			pids, err := c.pids(i)
+			if err != nil {
+				unread = err
+				if c.v2 {
+					_ = c.killWhole()
+				}
+				continue
+			}
+			for _, pid := range pids {
 				left++
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
-		if left == 0 {
+		if left == 0 && unread == nil {
 			return nil
 		}
 		if time.Now().After(end) {
+			if unread != nil {
+				return fmt.Errorf("processes may be left in %v: %v", c.dirs, unread)
+			}
 			return fmt.Errorf("%d processes still in %v after SIGKILL", left, c.dirs)
 		}
-		time.Sleep(5 * time.Millisecond)
+		rawSleep(5 * time.Millisecond)
 	}
+}
+
+// rawSleep sleeps with nanosleep(2), not the Go runtime's timers: a first
+// timer initialises the runtime's poller, which needs two descriptors,
+// and the cgroup reaper must work where none can be opened.
+func rawSleep(d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+	}
+}
+
+// readRaw and writeRaw read and write a cgroup file with plain system
+// calls: an os.File would initialise the runtime's poller (see rawSleep).
+func readRaw(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	var data []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := unix.Read(fd, buf)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		case n == 0:
+			return data, nil
+		}
+		data = append(data, buf[:n]...)
+	}
+}
+
+func writeRaw(path string, data []byte) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, data); err != nil {
+		return &os.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
+}
+
+// killWhole writes cgroup.kill of a v2 cgroup: the kernel kills every
+// process in it, whoever they are.
+func (c *caps) killWhole() error {
+	if c.killF != nil {
+		_, err := c.killF.Write([]byte("1"))
+		return err
+	}
+	return writeRaw(filepath.Join(c.dirs[0], "cgroup.kill"), []byte("1"))
 }
 
 // cgroupPids lists the processes in dir's cgroup.procs. Only positive pids
@@ -316,12 +438,12 @@ func (c *caps) killAll(deadline time.Duration) error {
 // reader's pid namespace, and kill(0) (or a negative pid) would signal the
 // killer's own process group (or every process): for an enforcer started
 // in its caller's group (the containment probes) that is the caller.
-func cgroupPids(dir string) []int {
-	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+func cgroupPids(dir string) ([]int, error) {
+	data, err := readRaw(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	return parseProcs(data)
+	return parseProcs(data), nil
 }
 
 // parseProcs reads the positive pids of a cgroup.procs text.
@@ -340,19 +462,20 @@ func (c *caps) remove() error {
 	if c == nil {
 		return nil
 	}
+	c.closeKept()
 	var errs []error
 	for _, d := range c.created {
 		var err error
 		for i := 0; i < 200; i++ {
-			if err = os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
+			if err = unix.Rmdir(d); err == nil || err == unix.ENOENT {
 				err = nil
 				liveCgroups.Delete(d)
 				break
 			}
-			time.Sleep(5 * time.Millisecond)
+			rawSleep(5 * time.Millisecond)
 		}
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, &os.PathError{Op: "remove", Path: d, Err: err})
 		}
 	}
 	c.created = nil
@@ -389,7 +512,9 @@ func setupContainment(rp *reaper) *caps {
 			return nil
 		}
 		liveCgroups.Store(dir, true)
-		return &caps{desc: "contain", v2: true, dirs: []string{dir}, created: []string{dir}}
+		c := &caps{desc: "contain", v2: true, dirs: []string{dir}, created: []string{dir}}
+		c.keepOpen()
+		return c
 	}
 	return nil
 }

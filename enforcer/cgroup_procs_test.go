@@ -15,7 +15,7 @@ func TestCgroupPidsSkipsNonPositive(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("0\n4242\n-1\n17\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := cgroupPids(dir), []int{4242, 17}; !slices.Equal(got, want) {
-		t.Fatalf("cgroupPids = %v, want %v", got, want)
+	if got, err := cgroupPids(dir); err != nil || !slices.Equal(got, []int{4242, 17}) {
+		t.Fatalf("cgroupPids = %v, %v; want [4242 17]", got, err)
 	}
 }

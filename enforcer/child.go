@@ -27,6 +27,8 @@ func init() {
 	switch os.Getenv(RoleEnv) {
 	case ChildRole:
 		os.Exit(ChildMain())
+	case InitRole:
+		os.Exit(InitMain())
 	case ReaperRole:
 		os.Exit(ReaperMain())
 	}
@@ -79,6 +81,9 @@ func ChildMain() int {
 			return fail(StatusRefused, "setsid: %v", err)
 		}
 	}
+	if d := os.Getenv(cgroupJoinEnv); d != "" {
+		spec.Cgroups = append(spec.Cgroups, d) // the init could not clone it there
+	}
 	pid := []byte(strconv.Itoa(os.Getpid()))
 	for _, d := range spec.Cgroups {
 		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), pid, 0); err != nil {
@@ -88,6 +93,18 @@ func ChildMain() int {
 	for file, value := range spec.Caps {
 		if err := os.WriteFile(file, []byte(value), 0); err != nil {
 			return fail(StatusRefused, "set %s: %v", file, err)
+		}
+	}
+	if spec.Isolate != nil {
+		// After the cgroup writes (the mounts layer makes
+		// /sys/fs/cgroup read-only) and before the chdir (see cleanDir).
+		if missing := spec.Isolate.apply(); len(missing) > 0 {
+			if spec.Isolate.Require {
+				return fail(StatusRefused, "--require-isolation: layer %s cannot be had here: %s", layerList(missing), missingWhy(missing))
+			}
+			if spec.Status != "" {
+				spec.Status += " unisolated=" + layerList(missing)
+			}
 		}
 	}
 	if spec.Dir != "" {
@@ -121,6 +138,9 @@ func ChildMain() int {
 	}
 	if err != nil {
 		return fail(StatusCannotExec, "%s: %v", path, err)
+	}
+	if spec.DefaultSignals {
+		defaultSignals()
 	}
 	status, report := ex.limitAndExec(rawExecve)
 	if report != nil && rep != nil {

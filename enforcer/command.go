@@ -1,17 +1,23 @@
 package enforcer
 
+import "strings"
+
 // Verb is lockstep's verb that runs a command under a policy: the command
 // line every other part of lockstep builds to apply a policy file starts
 // with it.
 const Verb = "run"
 
 // Prefix is the argv that starts exe's Verb quietly (-q: the command's
-// stderr carries no status line of the enforcer's), with --log-subprocesses
+// stderr carries no status line of the enforcer's) for measuring what
+// Landlock refuses: --without the MeasureWithout layers (on a read-only
+// mount the kernel refuses a write before Landlock is asked, so neither
+// its EACCES nor its audit record would be seen), with --log-subprocesses
 // when logSubprocesses (the kernel then audits denials after the exec too;
-// Landlock ABI 7+). It is what pruner/contain and pruner/prune take as their
-// Enforcer; Command completes it.
+// Landlock ABI 7+). It is what the observer, pruner/contain and
+// pruner/prune take as their Enforcer; Command completes it. A run that
+// is to be as isolated as a user's takes EnforcePrefix.
 func Prefix(exe string, logSubprocesses bool) []string {
-	argv := []string{exe, Verb, "-q"}
+	argv := append([]string{exe, Verb, "-q"}, MeasureArgs()...)
 	if logSubprocesses {
 		argv = append(argv, "--log-subprocesses")
 	}
@@ -24,4 +30,17 @@ func Prefix(exe string, logSubprocesses bool) []string {
 // result is a new slice, so prefix is never written to.
 func Command(prefix []string, cfg string) []string {
 	return append(append(make([]string, 0, len(prefix)+3), prefix...), "--config", cfg, "--")
+}
+
+// MeasureArgs are the flags of Verb that switch off the MeasureWithout
+// layers, for a prefix that measures Landlock's own refusals.
+func MeasureArgs() []string {
+	return []string{"--without", strings.Join(MeasureWithout, ",")}
+}
+
+// EnforcePrefix is the argv that starts exe's Verb quietly with every
+// isolation layer, as a user's `lockstep run` has them: what verify's
+// joint runs use, to see the exercises pass under the real enforcer.
+func EnforcePrefix(exe string) []string {
+	return []string{exe, Verb, "-q"}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
@@ -16,6 +17,9 @@ import (
 // filter refusing terminal injection and the scrubbed environment, then
 // execve(2) in place, with no child, no cgroup and no reaper. It returns
 // only when nothing of the command ran: the status (125, 126, 127) and why.
+//
+// It has none of the isolation layers (Layers): the status line names them
+// (unisolated=), and RequireIsolation refuses.
 //
 // It saves what a run spends beside the command (about 1.7 ms of a run of
 // `true`: docs/performance.md), and gives up what needs a process that
@@ -40,6 +44,10 @@ func Exec(opts Options) (int, error) {
 	}
 	if err := execLimitsAllowed(prep); err != nil {
 		return Status(err), err
+	}
+	unisolated := execUnisolated(prep)
+	if opts.RequireIsolation && unisolated != "" {
+		return StatusRefused, errorf(ErrRefused, "--require-isolation: layer %s cannot be had with --exec (the command runs in place, in lockstep's own namespaces): run without --exec, or switch them off with --without. Nothing ran.", unisolated)
 	}
 	path, env, status, err := execTarget(opts)
 	if err != nil {
@@ -66,7 +74,11 @@ func Exec(opts Options) (int, error) {
 		if opts.Stderr != nil {
 			w = opts.Stderr
 		}
-		fmt.Fprintln(w, prep.StatusLine(""))
+		line := prep.StatusLine("")
+		if unisolated != "" {
+			line += " unisolated=" + unisolated
+		}
+		fmt.Fprintln(w, line)
 	}
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	status, _ = ex.limitAndExec(rawExecve)
@@ -103,6 +115,18 @@ func execTarget(opts Options) (path string, env []string, status int, err error)
 		return "", nil, status, errorf(kind, "%v", err)
 	}
 	return path, env, 0, nil
+}
+
+// execUnisolated lists the isolation layers not switched off: running in
+// place, the command has none of them.
+func execUnisolated(prep *Prepared) string {
+	var on []string
+	for _, n := range LayerNames() {
+		if !slices.Contains(prep.off, n) {
+			on = append(on, n)
+		}
+	}
+	return strings.Join(on, ",")
 }
 
 // execLimitsAllowed refuses the [limits] Exec cannot keep: a timeout and

@@ -106,9 +106,15 @@ type result struct {
 
 func runUnder(t *testing.T, cfg string, env []string, cmd ...string) result {
 	t.Helper()
+	return runWithout(t, nil, cfg, env, cmd...)
+}
+
+// runWithout is runUnder with the isolation layers without switched off.
+func runWithout(t *testing.T, without []string, cfg string, env []string, cmd ...string) result {
+	t.Helper()
 	p := mustParse(t, cfg)
 	var out, errb bytes.Buffer
-	status, err := Run(t.Context(), Options{Policy: p, Command: cmd, Env: env, Stdout: &out, Stderr: &errb})
+	status, err := Run(t.Context(), Options{Policy: p, Command: cmd, Env: env, Stdout: &out, Stderr: &errb, Without: without})
 	return result{status, err, out.String(), errb.String()}
 }
 
@@ -143,8 +149,23 @@ func needCgroupCaps(t *testing.T) {
 // TestFilesystemSections runs, for each filesystem section, a real command
 // that needs exactly that section's grant: with the grant it succeeds, without
 // it the kernel refuses with EACCES ("Permission denied").
+//
+// Each runs twice: with the layers the observer measures with (Prefix:
+// MeasureWithout), where a refusal is Landlock's EACCES, and with every
+// layer, where a change outside the grants meets the read-only mount
+// first (EROFS) and reads, executions and ioctls are still Landlock's.
 func TestFilesystemSections(t *testing.T) {
 	abi := needHostLandlock(t)
+	for _, without := range [][]string{MeasureWithout, nil} {
+		name := "without-" + strings.Join(without, ",")
+		if without == nil {
+			name = "isolated"
+		}
+		t.Run(name, func(t *testing.T) { filesystemSections(t, abi, without) })
+	}
+}
+
+func filesystemSections(t *testing.T, abi int, without []string) {
 	eachPath(t, func(t *testing.T) {
 		for _, tc := range []struct {
 			Name    string
@@ -202,8 +223,14 @@ func TestFilesystemSections(t *testing.T) {
 					if granted {
 						cfg += "[" + tc.Section + "]\n" + grant + "\n"
 					}
-					r := runUnder(t, cfg, []string{"D=" + d, "PATH=/usr/bin:/bin", "LC_ALL=C"}, "/bin/sh", "-c", tc.Cmd)
-					denied := strings.Contains(r.stderr, tc.Deny)
+					r := runWithout(t, without, cfg, []string{"D=" + d, "PATH=/usr/bin:/bin", "LC_ALL=C"}, "/bin/sh", "-c", tc.Cmd)
+					deny := tc.Deny
+					// Under the mounts layer a change is EROFS, unless Extra
+					// keeps the path writable: then Landlock refuses.
+					if without == nil && SectionRights[policy.Section(tc.Section)]&changeRights != 0 && !strings.Contains(tc.Extra, "[write]") {
+						deny = "Read-only file system"
+					}
+					denied := strings.Contains(r.stderr, deny)
 					if tc.Section == "ioctl" && abi < landlock.ABIIoctlDev {
 						// Below ABI 5 device ioctls are not restricted:
 						// the ungranted run reaches the device too.
@@ -219,7 +246,7 @@ func TestFilesystemSections(t *testing.T) {
 					case granted && tc.Section == "ioctl" && !strings.Contains(r.stderr, "Inappropriate ioctl"):
 						t.Errorf("with [ioctl] /dev/null: stderr %q, want ENOTTY (the ioctl reached the device)", r.stderr)
 					case !granted && (!denied || r.status == 0 && tc.Section != "ioctl"):
-						t.Errorf("without [%s]: status %d, stderr %q; want a %q refusal", tc.Section, r.status, r.stderr, tc.Deny)
+						t.Errorf("without [%s]: status %d, stderr %q; want a %q refusal", tc.Section, r.status, r.stderr, deny)
 					}
 					if tc.Check != nil {
 						tc.Check(t, d, granted)

@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -38,6 +39,28 @@ type reaper struct {
 	self    string         // the executable that reaps
 	w       *os.File       // its stdin
 	started chan *exec.Cmd // the started reaper, nil if it could not start
+}
+
+// failed says why the reaper cannot do its work, if it cannot: it could
+// not be started, or it ended before its stdin did (killed: it never
+// exits by itself before). Lockstep would then leave its cgroups behind
+// should it be killed, so a run reports it. nil when all is well or no
+// reaper was needed.
+func (r *reaper) failed() error {
+	if r == nil || r.w == nil {
+		return nil
+	}
+	cmd := <-r.started
+	r.started <- cmd // for close
+	if cmd == nil {
+		return errors.New("the cgroup reaper could not be started")
+	}
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	if err == nil && info.Signo != 0 {
+		return fmt.Errorf("the cgroup reaper (pid %d) ended during the run, before lockstep was done with its cgroups", cmd.Process.Pid)
+	}
+	return nil
 }
 
 // reaperShell runs reaperScript; a variable so the tests can take it away.
@@ -123,6 +146,7 @@ func (r *reaper) close() {
 func ReaperMain() int {
 	// Whatever ends lockstep must not end its reaper too.
 	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGPIPE)
+	raiseNofile()
 	dirs := os.Args[1:]
 	if len(dirs) == 0 {
 		sc := bufio.NewScanner(os.Stdin)
@@ -130,6 +154,9 @@ func ReaperMain() int {
 			dirs = append(dirs, sc.Text())
 		}
 	}
+	// Its stdin has ended: closing it frees a descriptor for the cgroup
+	// files, should the limit leave none (3: stdin, stdout, stderr).
+	unix.Close(0)
 	status := 0
 	// Children before parents: none is nested today, but a v2 parent
 	// cannot go before its children.
@@ -140,6 +167,27 @@ func ReaperMain() int {
 		}
 	}
 	return status
+}
+
+// reaperNofile is the RLIMIT_NOFILE the reaper wants at least: the Go
+// runtime's first timer needs an epoll descriptor and an eventfd, and a
+// limit of 3 (lowered by a command with prlimit on a process of its uid)
+// killed the reaper with "netpollinit failed" before it reaped anything.
+const reaperNofile = 64
+
+// raiseNofile raises this process's RLIMIT_NOFILE to reaperNofile when it
+// is below (the hard limit too, which needs CAP_SYS_RESOURCE; without it
+// the soft limit goes as high as the hard one allows).
+func raiseNofile() {
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) != nil || lim.Cur >= reaperNofile {
+		return
+	}
+	want := unix.Rlimit{Cur: reaperNofile, Max: max(lim.Max, reaperNofile)}
+	if unix.Setrlimit(unix.RLIMIT_NOFILE, &want) != nil {
+		lim.Cur = lim.Max
+		_ = unix.Setrlimit(unix.RLIMIT_NOFILE, &lim)
+	}
 }
 
 // reapable reports whether dir is a cgroup lockstep made.
@@ -153,7 +201,8 @@ func reap(dir string) error {
 	if !reapable(dir) {
 		return fmt.Errorf("%q is not a lockstep cgroup; left alone", dir)
 	}
-	if _, err := os.Stat(dir); os.IsNotExist(err) {
+	var st0 unix.Stat_t
+	if unix.Stat(dir, &st0) == unix.ENOENT {
 		return nil
 	}
 	var st unix.Statfs_t

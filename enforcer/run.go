@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -71,6 +72,14 @@ type Options struct {
 	// the run (exit 125): a caller that needs what an older ABI leaves
 	// unrestricted (landlock.Gaps) says so here. 0 requires nothing.
 	RequireABI int
+	// Without names isolation layers (Layers) the command does without;
+	// nil means every layer. The status line names them (without=).
+	// The observer and the pruner run with MeasureWithout.
+	Without []string
+	// RequireIsolation refuses the run (exit 125) when a layer not
+	// switched off cannot be had here, naming it and why; otherwise the
+	// status line names it (unisolated=) and the command runs without it.
+	RequireIsolation bool
 }
 
 // childSpec is what the parent hands the child over fd 3.
@@ -89,6 +98,13 @@ type childSpec struct {
 	// Setsid: the child starts a session of its own before it execs
 	// (see startReexec).
 	Setsid bool `json:"setsid,omitempty"`
+	// DefaultSignals: the child was started by the shell init, as an
+	// asynchronous command, with SIGINT and SIGQUIT ignored; the command
+	// gets them at their defaults, as it would from lockstep.
+	DefaultSignals bool `json:"default_signals,omitempty"`
+	// Isolate is what the child sets up in its namespaces before it
+	// restricts itself (nil: no layer).
+	Isolate *isolateSpec `json:"isolate,omitempty"`
 }
 
 type rlimitV struct {
@@ -112,6 +128,7 @@ type Prepared struct {
 	timeout time.Duration
 	nproc   int64
 	memMB   int64
+	off     []string // isolation layers switched off
 }
 
 // Prepare checks opts against the running kernel and compiles the ruleset,
@@ -144,7 +161,11 @@ func Prepare(opts Options) (*Prepared, error) {
 		return nil, err
 	}
 	rs.ABI = abi
-	p := &Prepared{Ruleset: rs, Hash: hash}
+	off, err := switchedOff(opts.Without)
+	if err != nil {
+		return nil, err
+	}
+	p := &Prepared{Ruleset: rs, Hash: hash, off: off}
 	if opts.Policy != nil {
 		p.rlimits, p.timeout, p.nproc, p.memMB = limitsOf(opts.Policy.Limits)
 		if _, err := opts.Policy.Limits[policy.Timeout].Duration(policy.Timeout); err != nil {
@@ -161,8 +182,10 @@ func Prepare(opts Options) (*Prepared, error) {
 // followed, when they apply, by log=new-exec, missing=<n> (paths the policy
 // names that do not exist here), cgroup=<v2|v1|none:reason> (when nproc or
 // mem_mb asks for a cap), unrestricted=<gap,…> (what this ABI cannot
-// restrict whatever the policy says: Unrestricted) and newer-abi-unhandled
-// (a kernel newer than landlock.ABITable).
+// restrict whatever the policy says: Unrestricted), newer-abi-unhandled
+// (a kernel newer than landlock.ABITable) and without=<layer,…> (isolation
+// layers switched off). The enforcer child adds unisolated=<layer,…>, the
+// layers it could not set up.
 func (p *Prepared) StatusLine(cgroup string) string {
 	rs := p.Ruleset
 	var b strings.Builder
@@ -181,6 +204,9 @@ func (p *Prepared) StatusLine(cgroup string) string {
 	}
 	if _, newer := Row(rs.ABI); newer {
 		b.WriteString(" newer-abi-unhandled")
+	}
+	if len(p.off) > 0 {
+		b.WriteString(" without=" + strings.Join(p.off, ","))
 	}
 	return b.String()
 }
@@ -312,7 +338,19 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	if !opts.Quiet {
 		spec.Status = prep.StatusLine(cgDesc)
 	}
-	return startChild(ctx, opts, prep, cg, &spec)
+	iso := planIsolation(prep.off, prep.Ruleset, opts.RequireIsolation)
+	if len(iso.on) > 0 {
+		spec.Dir = cleanDir(opts.Dir)
+	}
+	status, err := startChild(ctx, opts, prep, cg, &spec, iso)
+	switch rerr := rp.failed(); {
+	case rerr == nil:
+	case err == nil:
+		return StatusRefused, errorf(ErrRefused, "%v (the command's status: %d)", rerr, status)
+	default:
+		err = fmt.Errorf("%w; and %v", err, rerr)
+	}
+	return status, err
 }
 
 // selfPath is the executable re-executed as the enforcer child and the
@@ -356,8 +394,8 @@ var noContainment = false
 // thread lives until the command has ended: the command's parent-death
 // signal (SIGKILL, so that it dies with lockstep) fires when that thread
 // ends, not when the process does.
-func startChild(ctx context.Context, opts Options, prep *Prepared, cg *caps, spec *childSpec) (int, error) {
-	cmd, release, status, err := startReexec(opts, spec, cg)
+func startChild(ctx context.Context, opts Options, prep *Prepared, cg *caps, spec *childSpec, iso *isolation) (int, error) {
+	cmd, release, status, err := startReexec(opts, spec, cg, iso)
 	if err != nil {
 		return status, err
 	}
@@ -431,7 +469,7 @@ func commandStreams(opts Options, cmd *exec.Cmd) {
 // migrates a running process, which waits for an RCU grace period under the
 // cgroup threadgroup lock (9.5 to 18 ms per run measured here); a clone
 // into the cgroup does not.
-func startReexec(opts Options, spec *childSpec, cg *caps) (*exec.Cmd, func(), int, error) {
+func startReexec(opts Options, spec *childSpec, cg *caps, iso *isolation) (*exec.Cmd, func(), int, error) {
 	self := selfPath(opts)
 	if self == "" {
 		return nil, nil, StatusRefused, errorf(ErrRefused, "find own executable to re-execute. Nothing ran.")
@@ -448,51 +486,33 @@ func startReexec(opts Options, spec *childSpec, cg *caps) (*exec.Cmd, func(), in
 	}
 	defer repR.Close()
 	defer repW.Close()
-
-	cmd := &exec.Cmd{
-		Path:       self,
-		Args:       []string{self},
-		Env:        append(withoutRole(os.Environ()), RoleEnv+"="+ChildRole),
-		ExtraFiles: []*os.File{specR, repW},
-		WaitDelay:  time.Second,
-	}
-	commandStreams(opts, cmd)
-	sent := *spec
-	if cmd.SysProcAttr.Setsid {
-		// The child calls setsid itself, once its Go runtime is up: a Go
-		// process started in a new session (a new scheduler autogroup)
-		// took twice as long to start on a loaded machine (4.6 against
-		// 9.9 ms for `lockstep help`).
-		// Until then it stays in lockstep's process group, which it
-		// cannot leave for a session while leading a group of its own.
-		cmd.SysProcAttr.Setsid = false
-		sent.Setsid = true
-	}
-	if file, value := cg.pidsMax(); file != "" {
-		sent.Caps = map[string]string{file: value}
-	}
-	if cg.bornIn() {
-		fd, err := unix.Open(cg.dirs[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	cgfd := -1
+	if cg.bornIn() && (!iso.init || iso.shell) {
+		cgfd, err = unix.Open(cg.dirs[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return nil, nil, StatusRefused, errorf(ErrRefused, "open cgroup %s: %v. Nothing ran.", cg.dirs[0], err)
 		}
-		defer unix.Close(fd)
-		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
-		sent.Cgroups = nil
-		if startHook != nil {
-			startHook(cmd.SysProcAttr)
-		}
+		defer unix.Close(cgfd)
 	}
+	files := []*os.File{specR, repW}
+	var cmd *exec.Cmd
+	var sent childSpec
 	release, err := onLockedThread(func() error {
+		cmd, sent = childCommand(opts, self, files, spec, cg, iso, cgfd)
 		err := cmd.Start()
 		if err != nil && cmd.SysProcAttr.UseCgroupFD {
 			// clone3 into the cgroup refused (a kernel before 5.7, an
 			// unusual cgroup set-up): the child joins it instead.
-			attr := *cmd.SysProcAttr
-			attr.UseCgroupFD, attr.CgroupFD = false, 0
-			cmd = &exec.Cmd{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, ExtraFiles: cmd.ExtraFiles,
-				Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr, SysProcAttr: &attr, WaitDelay: cmd.WaitDelay}
-			sent.Cgroups = spec.Cgroups
+			cmd, sent = childCommand(opts, self, files, spec, cg, iso, -1)
+			err = cmd.Start()
+		}
+		if err != nil && iso.clone != 0 {
+			// Not root and no user namespaces, or a kernel without
+			// one of them: the command runs without the layers,
+			// named on the status line (or refused by the child
+			// under RequireIsolation).
+			iso.without(err)
+			cmd, sent = childCommand(opts, self, files, spec, cg, iso, cgfd)
 			err = cmd.Start()
 		}
 		return err
@@ -525,6 +545,73 @@ func startReexec(opts Options, spec *childSpec, cg *caps) (*exec.Cmd, func(), in
 		return nil, nil, StatusRefused, errorf(ErrRefused, "%s. Nothing ran.", r.Msg)
 	}
 	return cmd, release, 0, nil
+}
+
+// childCommand is the command that starts the enforcer child, and the
+// instructions to send it. The child (or, with the pid layer, the
+// namespace's init) is cloned into its v2 cgroup through cgfd (-1: the
+// child joins the cgroups itself). The init is initScript, run by
+// initShell: a shell starts in about a millisecond, a second start of this
+// Go program cost a run of `true` 4.6 ms more. Without the shell it is
+// InitMain, which clones the child into the cgroup itself and stays out
+// of it, so that its threads count against no nproc cap.
+func childCommand(opts Options, self string, files []*os.File, spec *childSpec, cg *caps, iso *isolation, cgfd int) (*exec.Cmd, childSpec) {
+	cmd := &exec.Cmd{
+		Path:       self,
+		Args:       []string{self},
+		Env:        append(withoutRole(os.Environ()), RoleEnv+"="+ChildRole),
+		ExtraFiles: files,
+		WaitDelay:  time.Second,
+	}
+	commandStreams(opts, cmd)
+	sent := *spec
+	if len(iso.on) > 0 {
+		is := iso.spec
+		sent.Isolate = &is
+	}
+	iso.attr(cmd.SysProcAttr)
+	shellInit := iso.init && iso.shell
+	if file, value := cg.pidsMax(); file != "" {
+		if shellInit && cgfd >= 0 {
+			// The shell init is born in the cgroup too: one task, always.
+			value = strconv.FormatInt(cg.nproc+1, 10)
+		}
+		sent.Caps = map[string]string{file: value}
+	}
+	if shellInit {
+		place := initGroup
+		if cmd.SysProcAttr.Setsid {
+			place = initSession
+		}
+		cmd.Path, cmd.Args = initShell, []string{initShell, "-c", initScript, self, place}
+		sent.DefaultSignals = true
+	} else if iso.init {
+		cgdir := ""
+		if cg.bornIn() {
+			cgdir, sent.Cgroups = cg.dirs[0], nil
+		}
+		cmd.Args = []string{self, initPlacement(cmd.SysProcAttr), cgdir}
+		cmd.Env = append(withoutRole(os.Environ()), RoleEnv+"="+InitRole)
+		return cmd, sent
+	}
+	if cmd.SysProcAttr.Setsid {
+		// The child calls setsid itself, once its Go runtime is up: a Go
+		// process started in a new session (a new scheduler autogroup)
+		// took twice as long to start on a loaded machine (4.6 against
+		// 9.9 ms for `lockstep help`).
+		// Until then it stays in lockstep's process group, which it
+		// cannot leave for a session while leading a group of its own.
+		cmd.SysProcAttr.Setsid = false
+		sent.Setsid = true
+	}
+	if cgfd >= 0 {
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, cgfd
+		sent.Cgroups = nil
+		if startHook != nil {
+			startHook(cmd.SysProcAttr)
+		}
+	}
+	return cmd, sent
 }
 
 // wait waits for the started command, enforcing the timeout and the cgroup
@@ -611,6 +698,9 @@ loop:
 		}
 	}
 	restoreForeground(cmd)
+	if why != nil && leftErr != nil {
+		why = fmt.Errorf("%w; and %v", why, leftErr) // never silent on leftovers
+	}
 	if why != nil {
 		return Status(why), why
 	}

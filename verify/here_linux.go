@@ -216,7 +216,9 @@ func (c *Cell) jointRuns(opts HereOptions, name string, run runFunc, ref *exerci
 	held := true
 	for i := 1; i <= opts.JointRuns; i++ {
 		opts.Progress("%s: joint run %d/%d", name, i, opts.JointRuns)
-		res, err := run(enforcer.Command(enforcer.Prefix(opts.Exe, false), cfg))
+		// Every isolation layer, as a user's lockstep run: the exercise
+		// must pass under the enforcer as it is shipped.
+		res, err := run(enforcer.Command(enforcer.EnforcePrefix(opts.Exe), cfg))
 		if err != nil {
 			return false, fmt.Errorf("verify: joint run: %w", err)
 		}

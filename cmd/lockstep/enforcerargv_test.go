@@ -22,13 +22,13 @@ func TestEnforcerCommandLine(t *testing.T) {
 	if err != nil {
 		t.Skipf("no Landlock here: %v", err)
 	}
-	// A kernel with restrict_self flags at all (ABI 7+) takes the log flag.
 	row, _ := enforcer.Row(abi)
-	for _, logSub := range []bool{false, true} {
-		if logSub && row.RestrictFlags == 0 {
-			continue
-		}
-		argv := append(enforcer.Command(enforcer.Prefix(bin, logSub), cfg), "/usr/bin/echo", "ran")
+	prefixes := [][]string{enforcer.Prefix(bin, false), enforcer.EnforcePrefix(bin)}
+	if row.RestrictFlags != 0 { // a kernel with restrict_self flags at all (ABI 7+) takes the log flag
+		prefixes = append(prefixes, enforcer.Prefix(bin, true))
+	}
+	for _, prefix := range prefixes {
+		argv := append(enforcer.Command(prefix, cfg), "/usr/bin/echo", "ran")
 		// Quiet: the enforcer adds nothing to the command's own stderr.
 		if code, out, errs := runBin(t, argv[0], nil, argv[1:]...); code != 0 || out != "ran\n" || errs != "" {
 			t.Errorf("%q = %d, %q, %q; want 0, ran and nothing on stderr", argv, code, out, errs)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/pruneguest"
@@ -293,7 +294,8 @@ func pruneDone(io *stdio) func(pruneguest.Outcome) {
 	}
 }
 
-// runEnforcer is lockstep's own enforcer: its run verb, as it always was;
+// runEnforcer is lockstep's own enforcer: its run verb, without the
+// isolation layers that hide Landlock's refusals (enforcer.MeasureArgs);
 // the library's default, prune.EnforcerVerb, is for programs that call
 // prune.ServeRoles.
 func runEnforcer() ([]string, error) {
@@ -301,5 +303,6 @@ func runEnforcer() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding this executable for the enforcer: %w", err)
 	}
-	return []string{self, "run"}, nil
+	// Landlock's own refusals are what the pruner measures.
+	return append([]string{self, enforcer.Verb}, enforcer.MeasureArgs()...), nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -20,15 +21,20 @@ import (
 
 func init() {
 	hiddenRoles[enforcer.ChildRole] = enforcer.ChildMain
+	hiddenRoles[enforcer.InitRole] = enforcer.InitMain
 	register(&verb{
 		Name:  enforcer.Verb,
-		Usage: "run --config <file>… [--base-dir <dir>] [--expect-hash sha256:<hex>] [--require-abi <n>] [--env NAME[=VALUE]]… [--env-file <file>]… [--log-subprocesses] [--exec] [-q] -- <cmd>…",
+		Usage: "run --config <file>… [--base-dir <dir>] [--expect-hash sha256:<hex>] [--require-abi <n>] [--env NAME[=VALUE]]… [--env-file <file>]… [--log-subprocesses] [--without <layer,…>] [--require-isolation] [--exec] [-q] -- <cmd>…",
 		Short: "run one command under a policy with this kernel's Landlock",
 		Long:  runLong,
 		Example: `# run cat under a policy: what it grants works, anything else is EACCES
 $ lockstep run --config policy.cfg -- cat /etc/hostname
 # only if the policy is exactly the one reviewed, on a kernel that restricts UNIX sockets, with one token
-$ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1f… --require-abi 9 --env PYPI_TOKEN -- python3 -m pytest`,
+$ lockstep run --base-dir /etc/lockstep --config ex.cfg --expect-hash sha256:3b1f… --require-abi 9 --env PYPI_TOKEN -- python3 -m pytest
+# refuse to run where a namespace or the read-only mounts cannot be had (not root, no user namespaces)
+$ lockstep run --require-isolation --config policy.cfg -- make test
+# see Landlock's own EACCES (and its audit records) instead of EROFS outside the writable grants
+$ lockstep run --without mounts --config policy.cfg -- touch /etc/x`,
 		Flags: runFlags,
 	})
 }
@@ -50,6 +56,23 @@ pass. --env NAME passes one more, --env NAME=VALUE sets one, --env-file
 reads such lines (these flags are not part of the policy hash). The command
 cannot push input into a terminal (TIOCSTI and TIOCLINUX are refused), and
 dies with lockstep.
+
+Isolation layers (namespaces, as root; a user namespace otherwise):
+  mounts  every mount read-only but the paths granted [write], [create],
+          [create-ipc], [create-symlink], [delete] or [restructure]: chmod,
+          chown, xattrs and new files elsewhere fail with EROFS
+  pid     a PID namespace and /proc of its own under a small init: no other
+          process can be named (prlimit, setpriority, kill), and nothing the
+          command starts outlives it
+  ipc     System V and POSIX message queue IPC of its own
+  uts     a host name of its own
+  memfd   vm.memfd_noexec=2: a memfd cannot be executed
+--without LAYER[,LAYER] switches layers off (status line: without=); a layer
+that cannot be had here is named (unisolated=), or refused (125) with
+--require-isolation. The observer and the pruner run --without mounts,pid: on a
+read-only mount the kernel says EROFS before Landlock is asked, and no
+Landlock denial is logged; in a PID namespace the audit records name
+/proc/<pid> with the namespace's pids.
 
 --exec makes lockstep the command (execve in place, no process beside it):
 about 1.7 ms faster, but what the command leaves running is not killed, a
@@ -74,6 +97,9 @@ func runFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []stri
 	quiet := fs.Bool("q", false, "leave out the status line")
 	inPlace := fs.Bool("exec", false, "become the command (execve in place): faster, but what it leaves running is not killed and a signal ends it as a signal; refused with [limits] timeout, nproc or mem_mb")
 	requireABI := fs.Int("require-abi", 0, "refuse (125) on a kernel whose Landlock ABI is below `n`")
+	var without layersFlag
+	fs.Var(&without, "without", "switch off isolation `layer`s, comma-separated: "+strings.Join(enforcer.LayerNames(), ", ")+" (repeatable)")
+	requireIso := fs.Bool("require-isolation", false, "refuse (125) when an isolation layer not switched off cannot be had here")
 	var envs, envFiles multiFlag
 	fs.Var(&envs, "env", "pass the caller's `NAME`, or set NAME=VALUE, in the command's environment (repeatable)")
 	fs.Var(&envFiles, "env-file", "read NAME and NAME=VALUE lines as --env takes them from `file` (repeatable; --env wins)")
@@ -106,7 +132,8 @@ func runFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []stri
 			return exitRefused
 		}
 		return runCommand(ctx, io, enforcer.Options{Policy: p, Command: args, LogSubprocesses: *logSub, ExpectHash: *expect,
-			RequireABI: *requireABI, Env: env, Stdin: io.in, Stdout: io.out, Stderr: io.err, Quiet: *quiet}, *inPlace)
+			RequireABI: *requireABI, Env: env, Stdin: io.in, Stdout: io.out, Stderr: io.err, Quiet: *quiet,
+			Without: without, RequireIsolation: *requireIso}, *inPlace)
 	}
 }
 
@@ -151,6 +178,24 @@ func execCommand(ctx context.Context, io *stdio, opts enforcer.Options) int {
 	status, err := enforcer.Exec(opts)
 	enforcer.WriteRefusal(io.err, err)
 	return status
+}
+
+// layersFlag collects --without's layer names.
+type layersFlag []string
+
+func (l *layersFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *layersFlag) Set(v string) error {
+	names, err := enforcer.ParseLayers(v)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if !slices.Contains(*l, n) {
+			*l = append(*l, n)
+		}
+	}
+	return nil
 }
 
 // envRules parses the --env flags.

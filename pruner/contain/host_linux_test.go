@@ -33,7 +33,7 @@ func hostSetup(t *testing.T, limits string) (*policy.Policy, Setup) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, Setup{Probe: []string{bin, Verb}, Enforcer: []string{bin, "run", "-q"}, ScratchDir: t.TempDir()}
+	return p, Setup{Probe: []string{bin, Verb}, Enforcer: enforcer.Prefix(bin, false), ScratchDir: t.TempDir()}
 }
 
 // executeHere runs every containment check on this machine, with the real
@@ -133,7 +133,7 @@ func TestExecuteOnlyAndSkip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setup := Setup{Probe: []string{bin, Verb}, Enforcer: []string{bin, "run", "-q"}, ScratchDir: t.TempDir(), WorkDir: work}
+	setup := Setup{Probe: []string{bin, Verb}, Enforcer: enforcer.Prefix(bin, false), ScratchDir: t.TempDir(), WorkDir: work}
 	unlock, err := lockCanaries(t.Context())
 	if err != nil {
 		t.Fatal(err)

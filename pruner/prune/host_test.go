@@ -89,7 +89,10 @@ func hostOptions(t *testing.T) Options {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(c) })
-	return Options{Enforcer: []string{lockstepBinary(t), "run"}, WorkDir: filepath.Join(t.TempDir(), "testing-dir"),
+	// lockstep's own enforcer as `lockstep prune` takes it: without the
+	// isolation layers that hide Landlock's refusals.
+	enf := append([]string{lockstepBinary(t), enforcer.Verb}, enforcer.MeasureArgs()...)
+	return Options{Enforcer: enf, WorkDir: filepath.Join(t.TempDir(), "testing-dir"),
 		Contain: ContainOptions{Canaries: []string{filepath.Join(c, "srv/canary/secret"), filepath.Join(c, "root-canary")}}}
 }
 

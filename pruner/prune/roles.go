@@ -110,9 +110,11 @@ func enforceMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer cancel(nil)
 	go func() { cancel(caught{(<-sigs).(syscall.Signal)}) }()
 	// Env nil: the caller's variables that enforcer.SafeEnvName lets pass,
-	// as `lockstep run` without --env.
+	// as `lockstep run` without --env. Without the layers that hide
+	// Landlock's own refusals, as enforcer.Prefix runs `lockstep run`:
+	// they are what the pruner measures.
 	status, err := enforcer.Run(ctx, enforcer.Options{Policy: p, Command: fs.Args(),
-		Stdin: stdin, Stdout: stdout, Stderr: stderr, Quiet: *quiet})
+		Stdin: stdin, Stdout: stdout, Stderr: stderr, Quiet: *quiet, Without: enforcer.MeasureWithout})
 	var sig caught
 	if errors.Is(err, enforcer.ErrInterrupted) && errors.As(context.Cause(ctx), &sig) {
 		status = 128 + int(sig.Signal)
