@@ -76,41 +76,8 @@ func ChildMain() int {
 	if len(spec.Command) == 0 || spec.Ruleset == nil {
 		return fail(StatusRefused, "instructions lack a command or a ruleset")
 	}
-	if spec.Setsid {
-		if _, err := unix.Setsid(); err != nil {
-			return fail(StatusRefused, "setsid: %v", err)
-		}
-	}
-	if d := os.Getenv(cgroupJoinEnv); d != "" {
-		spec.Cgroups = append(spec.Cgroups, d) // the init could not clone it there
-	}
-	pid := []byte(strconv.Itoa(os.Getpid()))
-	for _, d := range spec.Cgroups {
-		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), pid, 0); err != nil {
-			return fail(StatusRefused, "join cgroup %s: %v", d, err)
-		}
-	}
-	for file, value := range spec.Caps {
-		if err := os.WriteFile(file, []byte(value), 0); err != nil {
-			return fail(StatusRefused, "set %s: %v", file, err)
-		}
-	}
-	if spec.Isolate != nil {
-		// After the cgroup writes (the mounts layer makes
-		// /sys/fs/cgroup read-only) and before the chdir (see cleanDir).
-		if missing := spec.Isolate.apply(); len(missing) > 0 {
-			if spec.Isolate.Require {
-				return fail(StatusRefused, "--require-isolation: layer %s cannot be had here: %s", layerList(missing), missingWhy(missing))
-			}
-			if spec.Status != "" {
-				spec.Status += " unisolated=" + layerList(missing)
-			}
-		}
-	}
-	if spec.Dir != "" {
-		if err := os.Chdir(spec.Dir); err != nil {
-			return fail(StatusRefused, "change directory: %v", err)
-		}
+	if err := spec.setUp(); err != nil {
+		return fail(StatusRefused, "%v", err)
 	}
 	path, status, err := lookPath(spec.Command[0], spec.Env)
 	if err != nil {
@@ -148,6 +115,49 @@ func ChildMain() int {
 		return status
 	}
 	return fail(status, "%s", ex.message())
+}
+
+// setUp does what the child does before it looks the command up: its
+// session, its cgroups and their caps, the isolation layers, its working
+// directory. An error is a refusal.
+func (spec *childSpec) setUp() error {
+	if spec.Setsid {
+		if _, err := unix.Setsid(); err != nil {
+			return fmt.Errorf("setsid: %w", err)
+		}
+	}
+	if d := os.Getenv(cgroupJoinEnv); d != "" {
+		spec.Cgroups = append(spec.Cgroups, d) // the init could not clone it there
+	}
+	pid := []byte(strconv.Itoa(os.Getpid()))
+	for _, d := range spec.Cgroups {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), pid, 0); err != nil {
+			return fmt.Errorf("join cgroup %s: %w", d, err)
+		}
+	}
+	for file, value := range spec.Caps {
+		if err := os.WriteFile(file, []byte(value), 0); err != nil {
+			return fmt.Errorf("set %s: %w", file, err)
+		}
+	}
+	if spec.Isolate != nil {
+		// After the cgroup writes (the mounts layer makes
+		// /sys/fs/cgroup read-only) and before the chdir (see cleanDir).
+		if missing := spec.Isolate.apply(); len(missing) > 0 {
+			if spec.Isolate.Require {
+				return fmt.Errorf("--require-isolation: layer %s cannot be had here: %s", layerList(missing), missingWhy(missing))
+			}
+			if spec.Status != "" {
+				spec.Status += " unisolated=" + layerList(missing)
+			}
+		}
+	}
+	if spec.Dir != "" {
+		if err := os.Chdir(spec.Dir); err != nil {
+			return fmt.Errorf("change directory: %w", err)
+		}
+	}
+	return nil
 }
 
 // preparedExec holds what execve needs, the rlimits in the order they are
