@@ -47,6 +47,10 @@ type Options struct {
 	Accel string
 	// Machine is MachineMicrovm or MachineQ35; "" is MachineMicrovm.
 	Machine string
+	// CPU is QEMU's CPU model under KVM ("host", "host,-xsave", "EPYC",
+	// …); "" is $LOCKSTEP_CPU, else the model the KVM probe found to boot
+	// (Verdict.CPU). Under TCG the model is always "max".
+	CPU string
 	// MemMB is the guest memory in MiB; 0 is 512.
 	MemMB int
 	// CPUs is the number of vCPUs; 0 is 1.
@@ -148,6 +152,8 @@ type Result struct {
 	// Accel is the accelerator used, and AccelReason why.
 	Accel       string `json:"accel"`
 	AccelReason string `json:"accel_reason"`
+	// CPU is the CPU model the guest ran on (QEMU's -cpu).
+	CPU         string `json:"cpu"`
 	Machine     string `json:"machine"`
 	CPUs        int    `json:"vcpus"`
 	MemMB       int    `json:"mem_mb"`
@@ -393,12 +399,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w (install qemu-system-x86, or name the binary in LOCKSTEP_QEMU)", ErrNoQEMU, err)
 	}
-	accel, accelReason, err := resolveAccel(ctx, &o)
+	accel, cpu, accelReason, err := resolveAccel(ctx, &o)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{
-		Status: proto.StatusIndeterminate, Accel: accel, AccelReason: accelReason, Machine: o.Machine,
+		Status: proto.StatusIndeterminate, Accel: accel, AccelReason: accelReason, CPU: cpu, Machine: o.Machine,
 		CPUs: o.CPUs, MemMB: o.MemMB, QEMUVersion: qv, Lockstep: version.String(), JobID: newID(), KernelSHA256: fileSHA256(o.Kernel),
 	}
 	res.Timings.Accel = time.Since(start)
@@ -421,7 +427,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer chs.close()
 	cfg := QEMUConfig{
-		Binary: o.QEMU, Name: "lockstep-" + res.JobID, Machine: o.Machine, Accel: accel,
+		Binary: o.QEMU, Name: "lockstep-" + res.JobID, Machine: o.Machine, Accel: accel, CPU: cpu,
 		MemMB: o.MemMB, CPUs: o.CPUs, Kernel: o.Kernel, Initramfs: initrd,
 		Append:     kernelCmdline(res.JobID, o.Verbose, o.TestHook, append(accelKernelArgs(accel), o.KernelArgs...)...),
 		ConsoleLog: filepath.Join(dir, "console.log"), QMPSocket: filepath.Join(dir, "qmp.sock"),
