@@ -68,10 +68,6 @@ var KVMCPUModels = []string{"host", "host,-xsave", "qemu64"}
 // nested paging among them.
 const tcgCPU = "max"
 
-// kvmProbeTimeout bounds the KVM probe boot: a working KVM boots the tiny
-// probe job in well under a second.
-const kvmProbeTimeout = 10 * time.Second
-
 // CPUEnv names the variable that sets the CPU model under KVM for every
 // verb, as Options.CPU (boot's --cpu) does for one run.
 const CPUEnv = "LOCKSTEP_CPU"
@@ -298,9 +294,9 @@ func probeKVM(ctx context.Context, kernel, machine, qemu, init string, log *slog
 	var failures []string
 	for _, cpu := range KVMCPUModels {
 		if log != nil {
-			log.Info("probing KVM with a boot", "cpu", cpu, "deadline", kvmProbeTimeout)
+			log.Info("probing KVM with a boot", "cpu", cpu, "deadline", BootDeadlines[AccelKVM])
 		}
-		b, err := p.boot(ctx, AccelKVM, cpu, kvmProbeTimeout)
+		b, err := p.boot(ctx, AccelKVM, cpu, BootDeadlines[AccelKVM])
 		if err != nil {
 			return v, err
 		}
@@ -321,7 +317,7 @@ func probeKVM(ctx context.Context, kernel, machine, qemu, init string, log *slog
 	if log != nil {
 		log.Info("KVM probe failed; checking the probe kernel under TCG", "reason", v.Reason)
 	}
-	b, err := p.boot(ctx, AccelTCG, tcgCPU, kvmProbeTimeout*tcgFactor)
+	b, err := p.boot(ctx, AccelTCG, tcgCPU, BootDeadlines[AccelTCG])
 	if err != nil {
 		return v, err
 	}

@@ -410,7 +410,7 @@ func TestAccelProbe(t *testing.T) {
 		t.Errorf("verdict usable=%v with reason %q", v.KVMUsable, v.Reason)
 	}
 	// A KVM boot per CPU model, plus a TCG control boot when none booted.
-	limit := kvmProbeTimeout*time.Duration(len(KVMCPUModels)) + kvmProbeTimeout*tcgFactor + 30*time.Second
+	limit := BootDeadlines[AccelKVM]*time.Duration(len(KVMCPUModels)) + BootDeadlines[AccelTCG] + 30*time.Second
 	if d := time.Since(start); d > limit {
 		t.Errorf("probe took %v, want at most %v", d, limit)
 	}

@@ -39,9 +39,9 @@ kernel and QEMU version) and otherwise says once that it falls back to TCG;
 --accel kvm fails at once when KVM cannot run guests. Under KVM the guest's
 CPU model is --cpu, else $LOCKSTEP_CPU, else the first the probe booted of
 ` + strings.Join(harness.KVMCPUModels, ", ") + `; under TCG it is max. run.json names it (cpu).
-Deadlines: boot 6 s,
-shutdown 5 s, job --timeout (default 10 min), all ×10 under TCG unless given.
-When one passes, forensics.txt (vCPU
+Deadlines: boot ` + fmt.Sprint(harness.BootDeadlines[harness.AccelKVM]) + ` under KVM and ` + fmt.Sprint(harness.BootDeadlines[harness.AccelTCG]) + ` under TCG (the KVM
+probe's too), shutdown 5 s and job --timeout (default 10 min), both ×10
+under TCG; a value given is used as is. When one passes, forensics.txt (vCPU
 registers, run state, console tail) is saved in --results (or the cache) and
 the guest is killed.
 
@@ -107,7 +107,8 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 	b.mem = fs.Int("mem", 512, "guest memory in `MiB`")
 	b.cpus = fs.Int("cpus", 1, "guest vCPUs")
 	b.timeout = fs.Duration("timeout", 0, "job `duration` limit (default 10m, ×10 under TCG)")
-	b.bootTimeout = fs.Duration("boot-timeout", 0, "`duration` from QEMU's start to the guest's first event (default 6s, ×10 under TCG)")
+	b.bootTimeout = fs.Duration("boot-timeout", 0, fmt.Sprintf("`duration` from QEMU's start to the guest's first event (default %v under KVM, %v under TCG)",
+		harness.BootDeadlines[harness.AccelKVM], harness.BootDeadlines[harness.AccelTCG]))
 	b.results = fs.String("results", "", "`dir`ectory for /run/lockstep/results, run.json and forensics")
 	b.machine = fs.String("machine", harness.MachineMicrovm, "QEMU `machine`: microvm or q35")
 	b.mods = fs.String("modules", "", "a distribution kernel's /lib/modules/<release> `dir`: load virtio, 9p and overlayfs from it (use with --machine q35)")
