@@ -40,8 +40,8 @@ kernel and QEMU version) and otherwise says once that it falls back to TCG;
 CPU model is --cpu, else $LOCKSTEP_CPU, else the first the probe booted of
 ` + strings.Join(harness.KVMCPUModels, ", ") + `; under TCG it is max. run.json names it (cpu).
 Deadlines: boot ` + fmt.Sprint(harness.BootDeadlines[harness.AccelKVM]) + ` under KVM and ` + fmt.Sprint(harness.BootDeadlines[harness.AccelTCG]) + ` under TCG (the KVM
-probe's too), shutdown 5 s and job --timeout (default 10 min), both ×10
-under TCG; a value given is used as is. When one passes, forensics.txt (vCPU
+probe's too), shutdown ` + fmt.Sprint(harness.ShutdownDeadlines[harness.AccelKVM]) + ` and ` + fmt.Sprint(harness.ShutdownDeadlines[harness.AccelTCG]) + `, job --timeout (default
+10 min, ×10 under TCG); a value given is used as is. When one passes, forensics.txt (vCPU
 registers, run state, console tail) is saved in --results (or the cache) and
 the guest is killed.
 
