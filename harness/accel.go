@@ -305,9 +305,11 @@ func probeKVM(ctx context.Context, kernel, machine, qemu, init string, log *slog
 			return v, nil
 		}
 		failures = append(failures, "-cpu "+cpu+": "+b.reason)
-		if b.silent {
-			// No guest code ran under KVM at all: another CPU model
-			// would cost the deadline again to say the same.
+		if !b.printed {
+			// No guest code ran under KVM (QEMU gave up, or the console
+			// stayed silent): a verdict on KVM, not on the model. On a
+			// host whose KVM makes QEMU abort, qemu64 hung silently
+			// until the deadline instead.
 			break
 		}
 	}
@@ -337,8 +339,8 @@ type probe struct {
 type probeBoot struct {
 	// ok: the guest reported status 0 in time.
 	ok bool
-	// silent: the deadline passed with nothing on the console.
-	silent  bool
+	// printed: the guest wrote to its console, so its code ran.
+	printed bool
 	reason  string
 	elapsed time.Duration
 }
@@ -384,6 +386,7 @@ func (p probe) boot(ctx context.Context, accel, cpu string, deadline time.Durati
 		return probeBoot{}, fmt.Errorf("kvm probe: %w", ctx.Err())
 	}
 	out, _ := os.ReadFile(console)
+	b.printed = len(bytes.TrimSpace(out)) > 0
 	status, got := proto.ParseStatus(out)
 	// Which deadline ran out, named as the probe's own: the guests' boot
 	// deadline is another (docs/harness.md, "Deadlines and hangs").
@@ -392,7 +395,6 @@ func (p probe) boot(ctx context.Context, accel, cpu string, deadline time.Durati
 	case got && status == 0 && runErr == nil:
 		b.ok = true
 	case pctx.Err() != nil && len(bytes.TrimSpace(out)) == 0:
-		b.silent = true
 		b.reason = ran + " with nothing on the console (present but unusable)"
 	case pctx.Err() != nil:
 		b.reason = fmt.Sprintf("%s before the guest finished (present but unusable); its console ended %q", ran, lastLine(out))
