@@ -39,14 +39,38 @@ type Verdict struct {
 	KVMUsable bool `json:"kvm_usable"`
 	// Reason says why KVM is unusable ("" when usable).
 	Reason string `json:"reason,omitempty"`
+	// CPU is the CPU model (QEMU's -cpu) the probe guest booted with under
+	// KVM: the first of KVMCPUModels that did.
+	CPU string `json:"cpu,omitempty"`
+	// CPUReason says why the models before CPU failed ("" when the first
+	// booted).
+	CPUReason string `json:"cpu_reason,omitempty"`
 	// BootMS is the probe guest's boot-to-exit time under KVM.
 	BootMS   int64     `json:"boot_ms,omitempty"`
 	ProbedAt time.Time `json:"probed_at"`
 }
 
-// kvmProbeTimeout bounds the KVM probe boot: a working KVM boots the tiny
-// probe job in well under a second.
-const kvmProbeTimeout = 10 * time.Second
+// verdictSchema is Verdict's schema; a cached verdict of another (one
+// without the CPU model) is probed anew.
+const verdictSchema = 2
+
+// KVMCPUModels are the CPU models the KVM probe tries, in order; the first
+// whose guest reports is the one every KVM guest gets (Verdict.CPU).
+// "host" passes the host CPU through. Where a guest on it does not boot
+// although KVM runs guests, "host,-xsave" is the host's CPU without XSAVE:
+// under an outer QEMU's TCG (the nested test, docs/harness.md) the pin's
+// kernel on "host" fails at its first user process (devtmpfs: unable to
+// create devtmpfs -1, Failed to execute /init) and boots with XSAVE
+// taken away; qemu64, QEMU's baseline model, is the last resort.
+var KVMCPUModels = []string{"host", "host,-xsave", "qemu64"}
+
+// tcgCPU is the CPU model under TCG: every feature TCG emulates, SVM with
+// nested paging among them.
+const tcgCPU = "max"
+
+// CPUEnv names the variable that sets the CPU model under KVM for every
+// verb, as Options.CPU (boot's --cpu) does for one run.
+const CPUEnv = "LOCKSTEP_CPU"
 
 // CacheDir is lockstep's cache: $XDG_CACHE_HOME/lockstep (default
 // ~/.cache/lockstep).
@@ -129,7 +153,7 @@ func cachedVerdict(kernel, qemuVersion string) (Verdict, bool, error) {
 		return Verdict{}, false, fmt.Errorf("accel cache %s: %w", accelCachePath(), err)
 	}
 	for _, v := range all {
-		if v.HostKernel == kernel && v.QEMUVersion == qemuVersion {
+		if v.Schema == verdictSchema && v.HostKernel == kernel && v.QEMUVersion == qemuVersion {
 			return v, true, nil
 		}
 	}
@@ -202,7 +226,7 @@ func kvmVerdict(ctx context.Context, o *Options) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	v := Verdict{Schema: 1, HostKernel: hostKernel(), QEMUVersion: qv}
+	v := Verdict{Schema: verdictSchema, HostKernel: hostKernel(), QEMUVersion: qv}
 	if ok, why := kvmOpenable(); !ok {
 		v.Reason = why
 		return v, nil
@@ -241,7 +265,7 @@ func ProbeAccel(ctx context.Context, kernel string, log *slog.Logger) (Verdict, 
 	if err != nil {
 		return Verdict{}, err
 	}
-	v := Verdict{Schema: 1, HostKernel: hostKernel(), QEMUVersion: qv, ProbedAt: time.Now().UTC()}
+	v := Verdict{Schema: verdictSchema, HostKernel: hostKernel(), QEMUVersion: qv, ProbedAt: time.Now().UTC()}
 	if ok, why := kvmOpenable(); !ok {
 		v.Reason = why
 		return v, nil
@@ -265,92 +289,134 @@ func probeKVM(ctx context.Context, kernel, machine, qemu, init string, log *slog
 	if err != nil {
 		return Verdict{}, err
 	}
-	v := Verdict{Schema: 1, HostKernel: hostKernel(), QEMUVersion: qv, ProbedAt: time.Now().UTC()}
-	if log != nil {
-		log.Info("probing KVM with a boot", "timeout", kvmProbeTimeout)
+	v := Verdict{Schema: verdictSchema, HostKernel: hostKernel(), QEMUVersion: qv, ProbedAt: time.Now().UTC()}
+	p := probe{kernel: kernel, machine: machine, qemu: qemu, init: init, log: log}
+	var failures []string
+	for _, cpu := range KVMCPUModels {
+		if log != nil {
+			log.Info("probing KVM with a boot", "cpu", cpu, "deadline", BootDeadlines[AccelKVM])
+		}
+		b, err := p.boot(ctx, AccelKVM, cpu, BootDeadlines[AccelKVM])
+		if err != nil {
+			return v, err
+		}
+		if b.ok {
+			v.KVMUsable, v.CPU, v.CPUReason, v.BootMS = true, cpu, strings.Join(failures, "; "), b.elapsed.Milliseconds()
+			return v, nil
+		}
+		failures = append(failures, "-cpu "+cpu+": "+b.reason)
+		if !b.printed {
+			// No guest code ran under KVM (QEMU gave up, or the console
+			// stayed silent): a verdict on KVM, not on the model. On a
+			// host whose KVM makes QEMU abort, qemu64 hung silently
+			// until the deadline instead.
+			break
+		}
 	}
-	ok, qemuFailed, reason, elapsed, err := probeBoot(ctx, AccelKVM, kvmProbeTimeout, kernel, machine, qemu, init, log)
-	if err != nil {
-		return v, err
-	}
-	if ok {
-		v.KVMUsable = true
-		v.BootMS = elapsed.Milliseconds()
-		return v, nil
-	}
-	v.Reason = reason
-	if qemuFailed {
-		return v, nil // QEMU itself refused KVM: no doubt about the kernel
-	}
+	v.Reason = strings.Join(failures, "; ")
 	// A control boot under TCG tells a broken KVM from a kernel that does
 	// not boot this way at all; only the former is a verdict on KVM.
 	if log != nil {
-		log.Info("KVM probe failed; checking the probe kernel under TCG", "reason", reason)
+		log.Info("KVM probe failed; checking the probe kernel under TCG", "reason", v.Reason)
 	}
-	ok, _, tcgReason, _, err := probeBoot(ctx, AccelTCG, kvmProbeTimeout*tcgFactor, kernel, machine, qemu, init, log)
+	b, err := p.boot(ctx, AccelTCG, tcgCPU, BootDeadlines[AccelTCG])
 	if err != nil {
 		return v, err
 	}
-	if !ok {
-		return v, fmt.Errorf("kvm probe: %w (%s)", errProbeKernel, tcgReason)
+	if !b.ok {
+		return v, fmt.Errorf("kvm probe: %w (%s)", errProbeKernel, b.reason)
 	}
 	return v, nil
 }
 
-// probeBoot boots kernel with a probe job (PID 1 reports status 0 right
-// after its mounts) and says whether it reported in time, and if not
-// whether QEMU itself failed, and why.
-func probeBoot(ctx context.Context, accel string, timeout time.Duration, kernel, machine, qemu, init string, log *slog.Logger) (ok, qemuFailed bool, reason string, elapsed time.Duration, err error) {
+// probe is what every probe boot shares: the kernel and how to boot it.
+type probe struct {
+	kernel, machine, qemu, init string
+	log                         *slog.Logger
+}
+
+// probeBoot is how one probe boot went.
+type probeBoot struct {
+	// ok: the guest reported status 0 in time.
+	ok bool
+	// printed: the guest wrote to its console, so its code ran.
+	printed bool
+	reason  string
+	elapsed time.Duration
+}
+
+// boot boots the kernel under accel with CPU model cpu and a probe job
+// (PID 1 reports status 0 right after its mounts) and says whether it
+// reported before the deadline, and if not why.
+func (p probe) boot(ctx context.Context, accel, cpu string, deadline time.Duration) (probeBoot, error) {
 	dir, err := os.MkdirTemp("", "lockstep-kvmprobe-")
 	if err != nil {
-		return false, false, "", 0, fmt.Errorf("kvm probe: %w", err)
+		return probeBoot{}, fmt.Errorf("kvm probe: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	id := newID()
 	job := &proto.Job{Schema: proto.SchemaVersion, ID: id, Probe: true}
 	initrd := filepath.Join(dir, "initramfs")
 	if _, err := guest.Initramfs(ctx, guest.InitramfsOptions{
-		Init: init, Job: job, Output: initrd, Compression: initramfsCompression(),
-		CacheDir: filepath.Join(CacheDir(), "initramfs"), Log: log,
+		Init: p.init, Job: job, Output: initrd, Compression: initramfsCompression(),
+		CacheDir: filepath.Join(CacheDir(), "initramfs"), Log: p.log,
 	}); err != nil {
-		return false, false, "", 0, fmt.Errorf("kvm probe: %w", err)
+		return probeBoot{}, fmt.Errorf("kvm probe: %w", err)
 	}
 	console := filepath.Join(dir, "console.log")
 	cfg := QEMUConfig{
-		Binary: qemu, Name: "lockstep-kvmprobe-" + id, Machine: machine, Accel: accel, MemMB: 128, CPUs: 1,
-		Kernel: kernel, Initramfs: initrd, Append: kernelCmdline(id, false, ""), ConsoleLog: console,
+		Binary: p.qemu, Name: "lockstep-kvmprobe-" + id, Machine: p.machine, Accel: accel, CPU: cpu, MemMB: 128, CPUs: 1,
+		Kernel: p.kernel, Initramfs: initrd, Append: kernelCmdline(id, false, ""), ConsoleLog: console,
 	}
 	args, err := cfg.Args()
 	if err != nil {
-		return false, false, "", 0, fmt.Errorf("kvm probe: %w", err)
+		return probeBoot{}, fmt.Errorf("kvm probe: %w", err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, timeout)
+	pctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	var stderr bytes.Buffer
-	cmd := qemuCommand(pctx, qemuBinary(qemu), args, &limitedBuffer{b: &stderr, max: 64 << 10})
-	if log != nil {
-		log.Debug("probe boot", "qemu", shellquote.Join(append([]string{qemuBinary(qemu)}, args...)))
+	cmd := qemuCommand(pctx, qemuBinary(p.qemu), args, &limitedBuffer{b: &stderr, max: 64 << 10})
+	if p.log != nil {
+		p.log.Debug("probe boot", "qemu", shellquote.Join(append([]string{qemuBinary(p.qemu)}, args...)))
 	}
 	start := time.Now()
 	runErr := cmd.Run()
-	elapsed = time.Since(start)
+	b := probeBoot{elapsed: time.Since(start)}
 	if ctx.Err() != nil {
-		return false, false, "", 0, fmt.Errorf("kvm probe: %w", ctx.Err())
+		return probeBoot{}, fmt.Errorf("kvm probe: %w", ctx.Err())
 	}
 	out, _ := os.ReadFile(console)
+	b.printed = len(bytes.TrimSpace(out)) > 0
 	status, got := proto.ParseStatus(out)
+	// Which deadline ran out, named as the probe's own: the guests' boot
+	// deadline is another (docs/harness.md, "Deadlines and hangs").
+	ran := fmt.Sprintf("the %s probe's deadline (%v from QEMU's start to the status line) ran out", accel, deadline)
 	switch {
 	case got && status == 0 && runErr == nil:
-		return true, false, "", elapsed, nil
+		b.ok = true
 	case pctx.Err() != nil && len(bytes.TrimSpace(out)) == 0:
-		return false, false, fmt.Sprintf("a guest under %s printed nothing in %v (present but unusable)", accel, timeout), elapsed, nil
+		b.reason = ran + " with nothing on the console (present but unusable)"
 	case pctx.Err() != nil:
-		return false, false, fmt.Sprintf("a guest under %s did not finish in %v (present but unusable); its console ended %q", accel, timeout, lastLine(out)), elapsed, nil
+		b.reason = fmt.Sprintf("%s before the guest finished (present but unusable); its console ended %q", ran, lastLine(out))
 	case runErr != nil:
-		return false, true, fmt.Sprintf("QEMU under %s failed (%v; KVM present but unusable): %s", accel, runErr, lastLine(stderr.Bytes())), elapsed, nil
+		b.reason = fmt.Sprintf("QEMU under %s failed (%v; KVM present but unusable): %s", accel, runErr, lastLine(stderr.Bytes()))
 	default:
-		return false, false, fmt.Sprintf("a guest under %s exited without its status line; its console ended %q", accel, lastLine(out)), elapsed, nil
+		b.reason = fmt.Sprintf("a guest under %s exited without its status line; its console said %q", accel, consoleClue(out))
 	}
+	return b, nil
+}
+
+// consoleClue is the console's line that says most about a guest that
+// ended without its status: the first that reports a failure to start
+// init or a panic (a panic's last line is "Kernel Offset: disabled"),
+// else the last.
+func consoleClue(b []byte) string {
+	for _, l := range consoleLines(b, consoleTailLines) {
+		if strings.Contains(l, "Failed to execute") || strings.Contains(l, "Kernel panic") {
+			return l
+		}
+	}
+	return lastLine(b)
 }
 
 func lastLine(b []byte) string {
@@ -362,34 +428,58 @@ func lastLine(b []byte) string {
 }
 
 // resolveAccel turns auto into kvm or tcg, failing fast when kvm was asked
-// for and cannot work.
-func resolveAccel(ctx context.Context, o *Options) (accel, reason string, err error) {
+// for and cannot work, and picks the CPU model: under KVM the one asked
+// for (Options.CPU, $LOCKSTEP_CPU), else the probe's; under TCG tcgCPU.
+func resolveAccel(ctx context.Context, o *Options) (accel, cpu, reason string, err error) {
 	switch o.Accel {
 	case AccelTCG:
-		return AccelTCG, "asked for", nil
+		return AccelTCG, tcgCPU, "asked for", nil
 	case AccelKVM:
 		v, err := kvmVerdict(ctx, o)
 		if err != nil {
-			return "", "", err
+			return "", "", "", err
 		}
 		if !v.KVMUsable {
-			return "", v.Reason, fmt.Errorf("%w: %s; use --accel tcg or auto", ErrKVMUnusable, v.Reason)
+			return "", "", v.Reason, fmt.Errorf("%w: %s; use --accel tcg or auto", ErrKVMUnusable, v.Reason)
 		}
-		return AccelKVM, "asked for", nil
+		cpu, why := kvmCPU(o, v)
+		return AccelKVM, cpu, "asked for" + why, nil
 	case AccelAuto:
 		v, err := kvmVerdict(ctx, o)
 		if err != nil {
-			return "", "", err
+			return "", "", "", err
 		}
 		if v.KVMUsable {
-			return AccelKVM, "probed usable", nil
+			cpu, why := kvmCPU(o, v)
+			return AccelKVM, cpu, "probed usable" + why, nil
 		}
 		warnOnce.Do(func() {
 			if o.Log != nil {
 				o.Log.Warn("KVM unusable, falling back to TCG (about 10x slower)", "reason", v.Reason)
 			}
 		})
-		return AccelTCG, "KVM unusable: " + v.Reason, nil
+		return AccelTCG, tcgCPU, "KVM unusable: " + v.Reason, nil
 	}
-	return "", "", fmt.Errorf("accel %q: want auto, kvm or tcg", o.Accel)
+	return "", "", "", fmt.Errorf("accel %q: want auto, kvm or tcg", o.Accel)
+}
+
+// kvmCPU is the CPU model for a KVM guest, and what the accelerator's
+// reason adds about it: the model asked for, else the verdict's.
+func kvmCPU(o *Options, v Verdict) (cpu, why string) {
+	if c := askedCPU(o); c != "" {
+		return c, "; cpu " + c + " asked for"
+	}
+	if v.CPUReason != "" {
+		return v.CPU, "; cpu " + v.CPU + " (" + v.CPUReason + ")"
+	}
+	return v.CPU, ""
+}
+
+// askedCPU is the CPU model asked for: Options.CPU, else $LOCKSTEP_CPU;
+// "" lets the probe choose.
+func askedCPU(o *Options) string {
+	if o.CPU != "" {
+		return o.CPU
+	}
+	return os.Getenv(CPUEnv)
 }

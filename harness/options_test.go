@@ -70,7 +70,7 @@ func TestStoreVerdictConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- storeVerdict(Verdict{HostKernel: fmt.Sprintf("k%d", i), QEMUVersion: "q", Reason: "test"})
+			errs <- storeVerdict(Verdict{Schema: verdictSchema, HostKernel: fmt.Sprintf("k%d", i), QEMUVersion: "q", Reason: "test"})
 		}()
 	}
 	wg.Wait()
@@ -88,5 +88,27 @@ func TestStoreVerdictConcurrent(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(CacheDir(), "accel.json.*"))
 	if len(left) > 0 {
 		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+// TestKVMCPU: a KVM guest's CPU model is the one asked for (Options.CPU,
+// then $LOCKSTEP_CPU), else the probe's, whose reason for passing over
+// host the accelerator's reason repeats.
+func TestKVMCPU(t *testing.T) {
+	v := Verdict{KVMUsable: true, CPU: "host,-xsave", CPUReason: "-cpu host: a guest under kvm exited without its status line"}
+	for _, tc := range []struct {
+		name, asked, env, want, why string
+	}{
+		{"the probe's", "", "", "host,-xsave", "-cpu host: a guest"},
+		{"the environment's", "", "EPYC", "EPYC", "cpu EPYC asked for"},
+		{"the option's over the environment's", "qemu64", "EPYC", "qemu64", "cpu qemu64 asked for"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(CPUEnv, tc.env)
+			cpu, why := kvmCPU(&Options{CPU: tc.asked}, v)
+			if cpu != tc.want || !strings.Contains(why, tc.why) {
+				t.Errorf("kvmCPU = %q, %q; want %q and a reason with %q", cpu, why, tc.want, tc.why)
+			}
+		})
 	}
 }

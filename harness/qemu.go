@@ -54,6 +54,9 @@ type QEMUConfig struct {
 	Machine string
 	// Accel is AccelKVM or AccelTCG; required (auto is resolved before).
 	Accel string
+	// CPU is the CPU model (-cpu); "" is "host" under KVM and "max" under
+	// TCG.
+	CPU string
 	// MemMB is the guest memory in MiB; at least 64.
 	MemMB int
 	// CPUs is the number of vCPUs; at least 1.
@@ -129,9 +132,13 @@ func (c QEMUConfig) machineArgs() []string {
 	case MachineQ35:
 		a = append(a, "-machine", "q35,accel="+c.Accel)
 	}
-	cpu := "max"
-	if c.Accel == AccelKVM {
+	cpu := c.CPU
+	switch {
+	case cpu != "":
+	case c.Accel == AccelKVM:
 		cpu = "host"
+	default:
+		cpu = tcgCPU
 	}
 	// One core per socket: a kernel without ACPI (ours) counts CPUs from
 	// the firmware's MP table, which holds one core per socket, and QEMU
@@ -235,6 +242,9 @@ func (c QEMUConfig) validateMachine(bad *configProblems) {
 	}
 	if c.MemMB < 64 {
 		bad.add("memory %d MiB: want at least 64", c.MemMB)
+	}
+	if strings.ContainsAny(c.CPU, " \t\n") {
+		bad.add("CPU model %q: want a model and its features as -cpu takes them, without spaces", c.CPU)
 	}
 	if c.CPUs < 1 || c.CPUs > 64 {
 		bad.add("vCPUs %d: want 1 to 64", c.CPUs)

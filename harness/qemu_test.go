@@ -74,9 +74,14 @@ func TestQEMUArgs(t *testing.T) {
 			Absent: []string{"virtio-9p-device"},
 		},
 		{
-			Name:   "kvm uses the host CPU",
+			Name:   "kvm uses the host CPU unless told",
 			Modify: func(c *QEMUConfig) { c.Accel = AccelKVM },
 			Want:   []pair{{"-cpu", "host"}},
+		},
+		{
+			Name:   "the CPU model given is passed as is",
+			Modify: func(c *QEMUConfig) { c.Accel = AccelKVM; c.CPU = "host,-xsave" },
+			Want:   []pair{{"-cpu", "host,-xsave"}},
 		},
 		{
 			Name: "9p root is read-only and remaps devices",

@@ -47,6 +47,10 @@ type Options struct {
 	Accel string
 	// Machine is MachineMicrovm or MachineQ35; "" is MachineMicrovm.
 	Machine string
+	// CPU is QEMU's CPU model under KVM ("host", "host,-xsave", "EPYC",
+	// …); "" is $LOCKSTEP_CPU, else the model the KVM probe found to boot
+	// (Verdict.CPU). Under TCG the model is always "max".
+	CPU string
 	// MemMB is the guest memory in MiB; 0 is 512.
 	MemMB int
 	// CPUs is the number of vCPUs; 0 is 1.
@@ -56,8 +60,8 @@ type Options struct {
 	// factor (1 for KVM, 10 for TCG).
 	Timeout time.Duration
 	// BootTimeout bounds QEMU start to the guest's first event, and
-	// ShutdownTimeout the command's exit to QEMU's; 0 is 6 s and 5 s times
-	// the accel factor.
+	// ShutdownTimeout the command's exit to QEMU's; 0 is the accelerator's
+	// BootDeadlines and ShutdownDeadlines.
 	BootTimeout     time.Duration
 	ShutdownTimeout time.Duration
 	// Command is the argv run in the guest; Command[0] is looked up in the
@@ -148,6 +152,8 @@ type Result struct {
 	// Accel is the accelerator used, and AccelReason why.
 	Accel       string `json:"accel"`
 	AccelReason string `json:"accel_reason"`
+	// CPU is the CPU model the guest ran on (QEMU's -cpu).
+	CPU         string `json:"cpu"`
 	Machine     string `json:"machine"`
 	CPUs        int    `json:"vcpus"`
 	MemMB       int    `json:"mem_mb"`
@@ -192,8 +198,6 @@ var (
 const (
 	defaultMemMB      = 512
 	defaultJobTimeout = 10 * time.Minute
-	defaultBoot       = 6 * time.Second
-	defaultShutdown   = 5 * time.Second
 	tcgFactor         = 10
 	consoleTailLines  = 100
 )
@@ -213,6 +217,26 @@ func initramfsCompression() string {
 	}
 	return initramfsCompressionDefault
 }
+
+// BootDeadlines are the default deadlines of the boot phase (QEMU's start
+// to the guest's first event) per accelerator, about three times the
+// slowest boot measured (docs/harness.md, "Deadlines and hangs"). KVM: the
+// pin under KVM nested in a TCG guest (make test-kvm), 3.4–8.1 s on a quiet
+// host and up to 30.7 s with the host's two cores shared by other guests
+// and builds (load 10); on a hardware KVM it boots in well under a second.
+// TCG: Debian's kernel loading 18 modules on q35, 6.7–13.9 s (the nested
+// test's outer guest); the pin on microvm 1–3 s. The KVM probe's boot has
+// the same deadline: a guest the probe gave up on would not have booted in
+// a run either.
+// Beside two CPU hogs on the two cores (make stress's last round) the
+// nested KVM boots took up to 56.9 s, 1.6 times under the deadline.
+var BootDeadlines = map[string]time.Duration{AccelKVM: 90 * time.Second, AccelTCG: 60 * time.Second}
+
+// ShutdownDeadlines are the default deadlines of the shutdown phase (the
+// command's exit to QEMU's) per accelerator. KVM: the nested boots of make
+// test-kvm shut down in 0.3–1.8 s, 3.7 s beside two CPU hogs (the 5 s it
+// had left 1.35 times that); TCG: 5 s times tcgFactor, as before.
+var ShutdownDeadlines = map[string]time.Duration{AccelKVM: 15 * time.Second, AccelTCG: 50 * time.Second}
 
 // AccelFactor is how much slower a guest runs under accel than under KVM;
 // default deadlines are multiplied by it (as syzkaller does).
@@ -393,12 +417,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w (install qemu-system-x86, or name the binary in LOCKSTEP_QEMU)", ErrNoQEMU, err)
 	}
-	accel, accelReason, err := resolveAccel(ctx, &o)
+	accel, cpu, accelReason, err := resolveAccel(ctx, &o)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{
-		Status: proto.StatusIndeterminate, Accel: accel, AccelReason: accelReason, Machine: o.Machine,
+		Status: proto.StatusIndeterminate, Accel: accel, AccelReason: accelReason, CPU: cpu, Machine: o.Machine,
 		CPUs: o.CPUs, MemMB: o.MemMB, QEMUVersion: qv, Lockstep: version.String(), JobID: newID(), KernelSHA256: fileSHA256(o.Kernel),
 	}
 	res.Timings.Accel = time.Since(start)
@@ -421,7 +445,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer chs.close()
 	cfg := QEMUConfig{
-		Binary: o.QEMU, Name: "lockstep-" + res.JobID, Machine: o.Machine, Accel: accel,
+		Binary: o.QEMU, Name: "lockstep-" + res.JobID, Machine: o.Machine, Accel: accel, CPU: cpu,
 		MemMB: o.MemMB, CPUs: o.CPUs, Kernel: o.Kernel, Initramfs: initrd,
 		Append:     kernelCmdline(res.JobID, o.Verbose, o.TestHook, append(accelKernelArgs(accel), o.KernelArgs...)...),
 		ConsoleLog: filepath.Join(dir, "console.log"), QMPSocket: filepath.Join(dir, "qmp.sock"),
@@ -509,13 +533,13 @@ func (o Options) deadlines(accel string) deadlines {
 	factor := AccelFactor(accel)
 	d := deadlines{boot: o.BootTimeout, job: o.Timeout, shutdown: o.ShutdownTimeout}
 	if d.boot == 0 {
-		d.boot = defaultBoot * factor
+		d.boot = BootDeadlines[accel]
 	}
 	if d.job == 0 {
 		d.job = defaultJobTimeout * factor
 	}
 	if d.shutdown == 0 {
-		d.shutdown = defaultShutdown * factor
+		d.shutdown = ShutdownDeadlines[accel]
 	}
 	return d
 }

@@ -84,6 +84,7 @@ type RunJSON struct {
 	QEMUVersion     string          `json:"qemu_version"`
 	Accel           string          `json:"accel"`
 	AccelReason     string          `json:"accel_reason"`
+	CPU             string          `json:"cpu"`
 	VCPUs           int             `json:"vcpus"`
 	MemMB           int             `json:"mem_mb"`
 	Timings         harness.Timings `json:"timings"`
@@ -339,7 +340,7 @@ func writeRunJSON(opts HostOptions, res *HostResult, results string, start time.
 	r := res.Run
 	doc := RunJSON{Schema: RunJSONSchema, Key: opts.Key, Status: res.Status, Reason: res.Reason, Lockstep: r.Lockstep, KernelPin: opts.Pin,
 		KernelRelease: r.KernelRelease, BzImageSHA256: r.KernelSHA256, InitramfsSHA256: r.InitramfsSHA256,
-		QEMUVersion: r.QEMUVersion, Accel: r.Accel, AccelReason: r.AccelReason, VCPUs: r.CPUs, MemMB: r.MemMB,
+		QEMUVersion: r.QEMUVersion, Accel: r.Accel, AccelReason: r.AccelReason, CPU: r.CPU, VCPUs: r.CPUs, MemMB: r.MemMB,
 		Timings: r.Timings, Exercises: []ExerciseSummary{}, Artefacts: artefacts, Seconds: time.Since(start).Seconds()}
 	if b, err := os.ReadFile(filepath.Join(filepath.Dir(opts.Kernel), "config")); err == nil {
 		sum := sha256.Sum256(b)

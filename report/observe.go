@@ -61,7 +61,7 @@ func ObservePage(res *observer.HostResult, key, pathSets string, m Meta) *Page {
 		p.Timings = []Timing{{Label: kernelName, Phases: []Phase{{"boot", (r.Timings.Accel + r.Timings.Initramfs + r.Timings.Boot).Seconds()},
 			{"runs", r.Timings.Job.Seconds()}, {"teardown", r.Timings.Shutdown.Seconds()}}}}
 		p.Provenance = []KV{{"kernel release", r.KernelRelease}, {"bzImage sha256", r.KernelSHA256},
-			{"initramfs sha256", r.InitramfsSHA256}, {"accel", fmt.Sprintf("%s (%s), %d vCPU, %d MiB", r.Accel, r.AccelReason, r.CPUs, r.MemMB)},
+			{"initramfs sha256", r.InitramfsSHA256}, {"accel", fmt.Sprintf("%s (%s), -cpu %s, %d vCPU, %d MiB", r.Accel, r.AccelReason, r.CPU, r.CPUs, r.MemMB)},
 			{"QEMU", r.QEMUVersion}}
 	}
 	p.Artefacts = artefactLinks(pathSets, m.Dir)
@@ -136,7 +136,7 @@ func ObserveDir(pathSets string, m Meta) ([]byte, error) {
 		return nil, err
 	}
 	res := &observer.HostResult{Status: run.Status, Reason: run.Reason, Run: &harness.Result{Status: run.Status,
-		Accel: run.Accel, AccelReason: run.AccelReason, CPUs: run.VCPUs, MemMB: run.MemMB, QEMUVersion: run.QEMUVersion,
+		Accel: run.Accel, AccelReason: run.AccelReason, CPU: run.CPU, CPUs: run.VCPUs, MemMB: run.MemMB, QEMUVersion: run.QEMUVersion,
 		KernelRelease: run.KernelRelease, KernelSHA256: run.BzImageSHA256, InitramfsSHA256: run.InitramfsSHA256, Timings: run.Timings}}
 	var sum observer.Summary
 	if err := readJSON(filepath.Join(pathSets, observer.SummaryFile), &sum); err == nil {

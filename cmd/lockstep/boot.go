@@ -20,7 +20,7 @@ import (
 func init() {
 	register(&verb{
 		Name:  "boot",
-		Usage: "boot [--kernel <pin>|<file>] [--root <dir> | --root-image <file>] [--share <src>[:<guestpath>]]… [--accel {auto|kvm|tcg}] [--mem <MiB>] [--cpus <n>] [--timeout <duration>] [--boot-timeout <duration>] [--results <dir>] -- <cmd>…",
+		Usage: "boot [--kernel <pin>|<file>] [--root <dir> | --root-image <file>] [--share <src>[:<guestpath>]]… [--accel {auto|kvm|tcg}] [--cpu <model>] [--mem <MiB>] [--cpus <n>] [--timeout <duration>] [--boot-timeout <duration>] [--results <dir>] -- <cmd>…",
 		Short: "run one command in a throwaway guest; its output and status come back",
 		Long: `Boots the pinned kernel (built and cached on first use; --kernel also takes a
 bzImage file) in QEMU with this lockstep binary as PID 1. The guest's root is
@@ -36,10 +36,14 @@ guest. Its stdout and stderr stream back live; what it writes under
 
 --accel auto uses KVM only if a probe boot under KVM works (cached per host
 kernel and QEMU version) and otherwise says once that it falls back to TCG;
---accel kvm fails at once when KVM cannot run guests. Deadlines: boot 6 s,
-shutdown 5 s, job --timeout (default 10 min), all ×10 under TCG unless given.
-When one passes, forensics.txt (vCPU registers, run state, console tail) is
-saved in --results (or the cache) and the guest is killed.
+--accel kvm fails at once when KVM cannot run guests. Under KVM the guest's
+CPU model is --cpu, else $LOCKSTEP_CPU, else the first the probe booted of
+` + strings.Join(harness.KVMCPUModels, ", ") + `; under TCG it is max. run.json names it (cpu).
+Deadlines: boot ` + fmt.Sprint(harness.BootDeadlines[harness.AccelKVM]) + ` under KVM and ` + fmt.Sprint(harness.BootDeadlines[harness.AccelTCG]) + ` under TCG (the KVM
+probe's too), shutdown ` + fmt.Sprint(harness.ShutdownDeadlines[harness.AccelKVM]) + ` and ` + fmt.Sprint(harness.ShutdownDeadlines[harness.AccelTCG]) + `, job --timeout (default
+10 min, ×10 under TCG); a value given is used as is. When one passes, forensics.txt (vCPU
+registers, run state, console tail) is saved in --results (or the cache) and
+the guest is killed.
 
 Exit status: the command's own; 3 indeterminate (the guest did not report in
 full: no status line, a gap in the events, a bad checksum, a deadline passed,
@@ -84,11 +88,11 @@ func (s *shareFlag) Set(v string) error {
 
 // bootArgs are boot's flags.
 type bootArgs struct {
-	fs                                                     *flag.FlagSet
-	shares                                                 shareFlag
-	kernel, root, rootImage, accel, results, machine, mods *string
-	mem, cpus                                              *int
-	timeout, bootTimeout                                   *time.Duration
+	fs                                                          *flag.FlagSet
+	shares                                                      shareFlag
+	kernel, root, rootImage, accel, cpu, results, machine, mods *string
+	mem, cpus                                                   *int
+	timeout, bootTimeout                                        *time.Duration
 }
 
 // bootFlags declares boot's flags on fs and returns the verb.
@@ -99,10 +103,12 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 	b.rootImage = fs.String("root-image", "", "raw ext4 disk image `file` (as mkfs.ext4 -d makes) that becomes the guest's read-only root instead of --root; the kernel needs virtio-blk and ext4")
 	fs.Var(&b.shares, "share", "read-only host directory `src[:guestpath]` (repeatable)")
 	b.accel = fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
+	b.cpu = fs.String("cpu", "", "CPU `model` under KVM, as QEMU's -cpu takes it (host, host,-xsave, EPYC, …; default $"+harness.CPUEnv+", else the model the KVM probe booted)")
 	b.mem = fs.Int("mem", 512, "guest memory in `MiB`")
 	b.cpus = fs.Int("cpus", 1, "guest vCPUs")
 	b.timeout = fs.Duration("timeout", 0, "job `duration` limit (default 10m, ×10 under TCG)")
-	b.bootTimeout = fs.Duration("boot-timeout", 0, "`duration` from QEMU's start to the guest's first event (default 6s, ×10 under TCG)")
+	b.bootTimeout = fs.Duration("boot-timeout", 0, fmt.Sprintf("`duration` from QEMU's start to the guest's first event (default %v under KVM, %v under TCG)",
+		harness.BootDeadlines[harness.AccelKVM], harness.BootDeadlines[harness.AccelTCG]))
 	b.results = fs.String("results", "", "`dir`ectory for /run/lockstep/results, run.json and forensics")
 	b.machine = fs.String("machine", harness.MachineMicrovm, "QEMU `machine`: microvm or q35")
 	b.mods = fs.String("modules", "", "a distribution kernel's /lib/modules/<release> `dir`: load virtio, 9p and overlayfs from it (use with --machine q35)")
@@ -133,7 +139,7 @@ func (b *bootArgs) run(ctx context.Context, io *stdio, args []string) int {
 		dir, _ = os.Getwd()
 	}
 	res, err := harness.Run(ctx, harness.Options{
-		Kernel: bz, Root: rootDir, RootImage: *b.rootImage, Shares: b.shares, Accel: *b.accel, Machine: *b.machine,
+		Kernel: bz, Root: rootDir, RootImage: *b.rootImage, Shares: b.shares, Accel: *b.accel, CPU: *b.cpu, Machine: *b.machine,
 		MemMB: *b.mem, CPUs: *b.cpus, Timeout: *b.timeout, BootTimeout: *b.bootTimeout, Command: args, Dir: dir, Modules: mods,
 		Stdout: io.out, Stderr: io.err, ResultsDir: *b.results, Verbose: io.verbose, Log: log,
 	})

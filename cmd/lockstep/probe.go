@@ -102,6 +102,7 @@ func probeAccel(ctx context.Context, io *stdio, f *machine.Facts, boot bool, ker
 		f.KVM.Usable = "usable"
 	}
 	f.KVM.ProbedAt = v.ProbedAt.UTC().Format(time.RFC3339)
+	f.KVM.CPU, f.KVM.CPUReason = v.CPU, v.CPUReason
 	return nil
 }
 
@@ -164,6 +165,12 @@ func printFacts(w io.Writer, f *machine.Facts) {
 		kvm = "/dev/kvm present (char device: " + yesNo(f.KVM.CharDevice) + "); KVM " + f.KVM.Usable
 		if f.KVM.ProbedAt != "" {
 			kvm += " (booted " + f.KVM.ProbedAt + ")"
+		}
+		if f.KVM.CPU != "" {
+			kvm += " with -cpu " + f.KVM.CPU
+		}
+		if f.KVM.CPUReason != "" {
+			kvm += " (" + f.KVM.CPUReason + ")"
 		}
 		if f.KVM.UsableReason != "" {
 			kvm += ": " + f.KVM.UsableReason

@@ -81,7 +81,11 @@ func TestProbeBootKVMVerdict(t *testing.T) {
 	if booted.KVM.Usable == "unusable" && booted.KVM.UsableReason == "" {
 		t.Error("probe --boot: unusable without a reason")
 	}
-	if cached := probe(); cached.KVM.Usable != booted.KVM.Usable || cached.KVM.ProbedAt != booted.KVM.ProbedAt {
-		t.Errorf("probe after --boot: %q at %q, want the cached %q at %q", cached.KVM.Usable, cached.KVM.ProbedAt, booted.KVM.Usable, booted.KVM.ProbedAt)
+	if (booted.KVM.Usable == "usable") != (booted.KVM.CPU != "") {
+		t.Errorf("probe --boot: kvm.usable %q with cpu %q: want a CPU model exactly when usable", booted.KVM.Usable, booted.KVM.CPU)
+	}
+	if cached := probe(); cached.KVM.Usable != booted.KVM.Usable || cached.KVM.ProbedAt != booted.KVM.ProbedAt || cached.KVM.CPU != booted.KVM.CPU {
+		t.Errorf("probe after --boot: %q at %q on %q, want the cached %q at %q on %q", cached.KVM.Usable, cached.KVM.ProbedAt, cached.KVM.CPU,
+			booted.KVM.Usable, booted.KVM.ProbedAt, booted.KVM.CPU)
 	}
 }

@@ -107,6 +107,10 @@ type KVM struct {
 	UsableReason string `json:"usable_reason"`
 	// ProbedAt is when the verdict was measured (RFC 3339), "" if never.
 	ProbedAt string `json:"probed_at"`
+	// CPU is the CPU model KVM guests get, the first the probe booted
+	// ("" unless usable); CPUReason why the models before it failed.
+	CPU       string `json:"cpu"`
+	CPUReason string `json:"cpu_reason"`
 }
 
 // Tool is an external program found on PATH.
