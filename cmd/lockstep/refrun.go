@@ -1,0 +1,24 @@
+package main
+
+import (
+	"context"
+	"flag"
+
+	"github.com/lockstep-sandbox/lockstep/internal/refns"
+)
+
+// The hidden verb an isolated reference run starts as (package
+// internal/refns), in the namespaces its starter cloned it into.
+func init() {
+	register(&verb{
+		Name:   refns.Verb,
+		Hidden: true,
+		Usage:  refns.Verb + " [--read-only <path>]… -- <command>…",
+		Short:  "the start of an isolated reference run: PID 1 of its user, mount and PID namespaces",
+		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+			var readOnly []string
+			fs.Func("read-only", "a path the run sees read-only (repeatable)", func(s string) error { readOnly = append(readOnly, s); return nil })
+			return func(ctx context.Context, io *stdio, args []string) int { return refns.Serve(readOnly, args, io.err) }
+		},
+	})
+}

@@ -1,0 +1,21 @@
+// Package refns runs an exercise's reference run (the one run with no
+// sandbox, as root) so that it cannot change what the program that started
+// it reads or writes afterwards, nor outlive its run.
+//
+// The starting program clones the run with SysProcAttr: a user namespace
+// that maps every id to itself (0 0 4294967295: root keeps its power over
+// files, CAP_DAC_OVERRIDE included, but has no capability toward the
+// starting program's namespaces, so it cannot ptrace it, load a module or
+// remount what it holds), and mount, PID, IPC and UTS namespaces of its own.
+// The clone executes this program as the role Verb (`<program> ref-run
+// --read-only P… -- <command>…`), through a descriptor opened before any run
+// (Exec), never by a path a run could have replaced. As PID 1 of the new
+// PID namespace the role (Serve) mounts a fresh /proc, makes the kernel's
+// tunables (/proc/sys and its siblings, /sys) and every --read-only path
+// read-only, gives the run a /dev of its own (the harmless character
+// devices, a private devpts and /dev/shm; no disk), drops CAP_SYS_ADMIN
+// from its bounding set so the run cannot undo any of it, and runs the
+// command as its child. When the command ends the role exits with its
+// status, and the kernel kills whatever else the run started (a setsid
+// daemon included): a PID namespace dies with its init.
+package refns

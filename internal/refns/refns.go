@@ -1,0 +1,247 @@
+package refns
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Verb is the role's first argument: `<program> ref-run --read-only P… --
+// <command>…`.
+const Verb = "ref-run"
+
+// SetupStatus is the role's exit status when it could not isolate the run;
+// the command has not run. Its message names what failed.
+const SetupStatus = 125
+
+// Hint is what the isolation needs, said where starting it fails.
+const Hint = "the reference run starts in user, mount and PID namespaces of its own (a kernel with CONFIG_USER_NS and CONFIG_PID_NS, user.max_user_namespaces above 0, and the right to map every id: root)"
+
+// programFD is the descriptor the program is passed as and executed
+// through (os/exec's first extra file).
+const programFD = 3
+
+// Namespaces are the run's namespaces besides the user namespace.
+const Namespaces = unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
+
+// kernelPaths are the kernel's writable surfaces a root whose ids are
+// the real ones could write through: they are read-only in every run.
+var kernelPaths = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/sys"}
+
+// devNodes are the character devices of the run's /dev.
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// devLinks are the links of the run's /dev.
+var devLinks = map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+	"stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"}
+
+// Open opens path as a program to execute later (O_PATH): what is executed
+// is the file open now, whatever is renamed over path meanwhile.
+func Open(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening the program %s: %w", path, err)
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// OpenSelf opens this process's own executable (Open of /proc/self/exe).
+func OpenSelf() (*os.File, error) { return Open("/proc/self/exe") }
+
+// Path is a path that executes f from a process of this one's user and PID
+// namespaces (/proc/<pid>/fd/<n>): the argv[0] of a command that must run
+// the open program, not whatever lies at its old path.
+func Path(f *os.File) string {
+	return "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/" + strconv.Itoa(int(f.Fd()))
+}
+
+// Wrap changes cmd (whose Path and Args are the command, with no extra
+// files) into the role that runs it isolated: program (this program, Open
+// before any run) executed through a descriptor of its own as Verb, cloned
+// into a user namespace mapping every id to itself and the Namespaces, in a
+// process group of its own. readOnly are paths the run sees read-only.
+func Wrap(cmd *exec.Cmd, program *os.File, readOnly []string) error {
+	if program == nil {
+		return errors.New("isolated run: no program to serve the role " + Verb)
+	}
+	if len(cmd.ExtraFiles) > 0 {
+		return errors.New("isolated run: the command has extra files; the program is passed as the first")
+	}
+	args := []string{"lockstep", Verb}
+	for _, p := range readOnly {
+		args = append(args, "--read-only", p)
+	}
+	args = append(append(args, "--", cmd.Path), cmd.Args[1:]...)
+	every := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: math.MaxUint32}}
+	cmd.Path, cmd.Args = "/proc/self/fd/"+strconv.Itoa(programFD), args
+	cmd.ExtraFiles = []*os.File{program}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: unix.CLONE_NEWUSER | Namespaces,
+		UidMappings: every, GidMappings: every, GidMappingsEnableSetgroups: true}
+	return nil
+}
+
+// Main is the role: it parses its arguments and calls Serve.
+func Main(args []string, stderr io.Writer) int {
+	var readOnly []string
+	for len(args) >= 2 && args[0] == "--read-only" {
+		readOnly, args = append(readOnly, args[1]), args[2:]
+	}
+	if len(args) < 2 || args[0] != "--" {
+		fmt.Fprintf(stderr, "usage: %s [--read-only <path>]… -- <command>…\n", Verb)
+		return 2
+	}
+	return Serve(readOnly, args[1:], stderr)
+}
+
+// Serve is the role in the run's new namespaces, as their PID 1: it
+// isolates the run (a fresh /proc, the kernel's tunables and readOnly
+// read-only, a /dev of its own, no CAP_SYS_ADMIN), runs argv as its child
+// and returns its status (death by signal N is 128+N), or SetupStatus.
+func Serve(readOnly, argv []string, stderr io.Writer) int {
+	// The bounding set belongs to a thread, and the command is forked
+	// from this one.
+	runtime.LockOSThread()
+	if err := isolate(readOnly); err != nil {
+		fmt.Fprintf(stderr, "lockstep %s: %v; %s\n", Verb, err, Hint)
+		return SetupStatus
+	}
+	status, err := run(argv)
+	if err != nil {
+		fmt.Fprintf(stderr, "lockstep %s: %v\n", Verb, err)
+		return SetupStatus
+	}
+	return status
+}
+
+// isolate prepares the namespaces the command runs in.
+func isolate(readOnly []string) error {
+	// The program's own descriptor (and anything else inherited) must not
+	// reach the command: reopened through /proc, it would be writable.
+	if err := unix.CloseRange(programFD, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("closing inherited descriptors on exec: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making / private: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("a /proc of the run's PID namespace: %w", err)
+	}
+	if err := newDev(); err != nil {
+		return fmt.Errorf("the run's /dev: %w", err)
+	}
+	for _, p := range append(append([]string(nil), kernelPaths...), readOnly...) {
+		if err := makeReadOnly(p); err != nil {
+			return fmt.Errorf("making %s read-only: %w", p, err)
+		}
+	}
+	// Without CAP_SYS_ADMIN the run cannot unmount what is above; in a
+	// user namespace of its own every mount here is locked.
+	if err := unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_SYS_ADMIN, 0, 0, 0); err != nil {
+		return fmt.Errorf("dropping CAP_SYS_ADMIN: %w", err)
+	}
+	return nil
+}
+
+// makeReadOnly binds p (and what is mounted below it) over itself and makes
+// the binds read-only; a missing p has nothing to protect.
+func makeReadOnly(p string) error {
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return err
+	}
+	return unix.MountSetattr(unix.AT_FDCWD, p, unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+}
+
+// newDev puts a tmpfs over /dev holding binds of devNodes, devLinks, a
+// devpts of the run's own and a /dev/shm: no disk, no device of the guest's
+// or host's beyond those.
+func newDev() error {
+	trees := map[string]int{}
+	defer func() {
+		for _, fd := range trees {
+			unix.Close(fd)
+		}
+	}()
+	for _, n := range devNodes {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, "/dev/"+n, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("/dev/%s: %w", n, err)
+		}
+		trees[n] = fd
+	}
+	if err := unix.Mount("lockstep-ref-dev", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755"); err != nil {
+		return err
+	}
+	for n, fd := range trees {
+		if err := os.WriteFile("/dev/"+n, nil, 0o666); err != nil {
+			return err
+		}
+		if err := unix.MoveMount(fd, "", unix.AT_FDCWD, "/dev/"+n, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("/dev/%s: %w", n, err)
+		}
+	}
+	for n, target := range devLinks {
+		if err := os.Symlink(target, "/dev/"+n); err != nil {
+			return err
+		}
+	}
+	return subFS()
+}
+
+// subFS mounts /dev/pts (a new instance) and /dev/shm.
+func subFS() error {
+	for _, m := range []struct{ dir, fstype, data string }{
+		{"/dev/pts", "devpts", "newinstance,ptmxmode=0666,mode=0620"},
+		{"/dev/shm", "tmpfs", "mode=1777"},
+	} {
+		if err := os.Mkdir(m.dir, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount("lockstep-ref-"+m.fstype, m.dir, m.fstype, unix.MS_NOSUID|unix.MS_NOEXEC, m.data); err != nil {
+			return fmt.Errorf("%s (%s): %w", m.dir, m.fstype, err)
+		}
+	}
+	return nil
+}
+
+// run runs argv as this process's child, with its environment and
+// standard descriptors, and returns its status.
+func run(argv []string) (int, error) {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return 0, err
+	}
+	// PID 1 gets only the signals it handles: these are the run's (its
+	// process group has them too); the role waits for the command.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT)
+	go func() {
+		for range sigs {
+		}
+	}()
+	cmd := &exec.Cmd{Path: path, Args: argv, Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("starting %s: %w", path, err)
+	}
+	_ = cmd.Wait()
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		return 128 + int(ws.Signal()), nil
+	}
+	return ws.ExitStatus(), nil
+}
