@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/internal/machine"
+	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"github.com/lockstep-sandbox/lockstep/observer/lane"
@@ -195,14 +197,17 @@ type observer struct {
 	// progressMu keeps the progress lines of runs side by side whole.
 	progressMu sync.Mutex
 	exe        string
-	work       string
-	scratch    string
-	rmTemp     bool
-	wait       time.Duration
-	log        *slog.Logger
-	col        *audit.Collector
-	abi        int
-	prov       record.Provenance
+	// program is exe, open before any run: the isolated runs' role
+	// (exercise.Isolation) is executed through it.
+	program *os.File
+	work    string
+	scratch string
+	rmTemp  bool
+	wait    time.Duration
+	log     *slog.Logger
+	col     *audit.Collector
+	abi     int
+	prov    record.Provenance
 	// factor multiplies the exercise runs' time limits (TimeFactor).
 	factor int
 }
@@ -223,6 +228,11 @@ func newObserver(opts GuestOptions) (*observer, error) {
 		}
 		o.exe = exe
 	}
+	program, err := refns.Open(o.exe)
+	if err != nil {
+		return nil, fmt.Errorf("observe: %w", err)
+	}
+	o.program = program
 	if o.work == "" {
 		o.work = exercise.DefaultWorkDir
 	}
@@ -272,6 +282,7 @@ func (o *observer) recordedFactor() int {
 }
 
 func (o *observer) cleanup() {
+	o.program.Close()
 	if o.rmTemp {
 		os.RemoveAll(o.scratch)
 	}
@@ -699,7 +710,25 @@ func (v *verification) runOptions(prefix []string) exercise.RunOptions {
 		// backstop.
 		bound += PrefixGrace
 	}
-	return exercise.RunOptions{WorkDir: v.o.work, Prefix: prefix, Timeout: bound, Log: v.o.log}
+	opts := exercise.RunOptions{WorkDir: v.o.work, Prefix: prefix, Timeout: bound, Log: v.o.log}
+	if prefix == nil {
+		opts.Isolate = v.o.isolation()
+	}
+	return opts
+}
+
+// isolation isolates a run as root with no sandbox (a reference run, in a
+// lane or not; the warm-up run): the guest's /run/lockstep (this program,
+// its shares, its results) and the observer's inputs and outputs are
+// read-only to it, and nothing it starts outlives it.
+func (o *observer) isolation() *exercise.Isolation {
+	ro := []string{proto.RunDir}
+	for _, p := range []string{o.opts.Exercises, o.opts.PathSets, o.opts.Out} {
+		if abs, err := filepath.Abs(p); err == nil {
+			ro = append(ro, abs)
+		}
+	}
+	return &exercise.Isolation{Program: o.program, ReadOnly: ro}
 }
 
 // account counts a finished run of kind and notes the first run that ran

@@ -13,9 +13,11 @@
 // PID namespace the role (Serve) mounts a fresh /proc, makes the kernel's
 // tunables (/proc/sys and its siblings, /sys) and every --read-only path
 // read-only, gives the run a /dev of its own (the harmless character
-// devices, a private devpts and /dev/shm; no disk), drops CAP_SYS_ADMIN
-// from its bounding set so the run cannot undo any of it, and runs the
-// command as its child. When the command ends the role exits with its
-// status, and the kernel kills whatever else the run started (a setsid
-// daemon included): a PID namespace dies with its init.
+// devices, a private devpts and /dev/shm; no disk), and runs the command
+// as its child in a user namespace nested in its own (every id mapped to
+// itself again) with a mount namespace of that one's, where every one of
+// those mounts is locked: the run, root there with every capability, can
+// neither unmount them nor make them writable. When the command ends the
+// role exits with its status, and the kernel kills whatever else the run
+// started (a setsid daemon included): a PID namespace dies with its init.
 package refns

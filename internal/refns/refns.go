@@ -9,7 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"runtime"
+	"path/filepath"
 	"strconv"
 	"syscall"
 
@@ -79,16 +79,30 @@ func Wrap(cmd *exec.Cmd, program *os.File, readOnly []string) error {
 	}
 	args := []string{"lockstep", Verb}
 	for _, p := range readOnly {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("isolated run: the read-only path %q is not absolute", p)
+		}
 		args = append(args, "--read-only", p)
 	}
 	args = append(append(args, "--", cmd.Path), cmd.Args[1:]...)
-	every := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: math.MaxUint32}}
 	cmd.Path, cmd.Args = "/proc/self/fd/"+strconv.Itoa(programFD), args
 	cmd.ExtraFiles = []*os.File{program}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: unix.CLONE_NEWUSER | Namespaces,
-		UidMappings: every, GidMappings: every, GidMappingsEnableSetgroups: true}
+	cmd.SysProcAttr = userNS(Namespaces)
+	cmd.SysProcAttr.Setpgid = true
 	return nil
 }
+
+// userNS clones a process into a new user namespace that maps every id to
+// itself, and the namespaces in flags.
+func userNS(flags uintptr) *syscall.SysProcAttr {
+	every := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: math.MaxUint32}}
+	return &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWUSER | flags, UidMappings: every, GidMappings: every,
+		GidMappingsEnableSetgroups: true}
+}
+
+// nested is the command's clone: a user namespace in the role's and a
+// mount namespace of its own.
+func nested() *syscall.SysProcAttr { return userNS(unix.CLONE_NEWNS) }
 
 // Main is the role: it parses its arguments and calls Serve.
 func Main(args []string, stderr io.Writer) int {
@@ -105,12 +119,10 @@ func Main(args []string, stderr io.Writer) int {
 
 // Serve is the role in the run's new namespaces, as their PID 1: it
 // isolates the run (a fresh /proc, the kernel's tunables and readOnly
-// read-only, a /dev of its own, no CAP_SYS_ADMIN), runs argv as its child
-// and returns its status (death by signal N is 128+N), or SetupStatus.
+// read-only, a /dev of its own), runs argv as its child in a user and
+// mount namespace nested in its own, where all of that is locked, and
+// returns its status (death by signal N is 128+N), or SetupStatus.
 func Serve(readOnly, argv []string, stderr io.Writer) int {
-	// The bounding set belongs to a thread, and the command is forked
-	// from this one.
-	runtime.LockOSThread()
 	if err := isolate(readOnly); err != nil {
 		fmt.Fprintf(stderr, "lockstep %s: %v; %s\n", Verb, err, Hint)
 		return SetupStatus
@@ -143,11 +155,6 @@ func isolate(readOnly []string) error {
 		if err := makeReadOnly(p); err != nil {
 			return fmt.Errorf("making %s read-only: %w", p, err)
 		}
-	}
-	// Without CAP_SYS_ADMIN the run cannot unmount what is above; in a
-	// user namespace of its own every mount here is locked.
-	if err := unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_SYS_ADMIN, 0, 0, 0); err != nil {
-		return fmt.Errorf("dropping CAP_SYS_ADMIN: %w", err)
 	}
 	return nil
 }
@@ -220,7 +227,12 @@ func subFS() error {
 }
 
 // run runs argv as this process's child, with its environment and
-// standard descriptors, and returns its status.
+// standard descriptors, and returns its status. The child is cloned into a
+// user namespace nested in this one (every id mapped to itself again) and
+// a mount namespace of that one's: the mounts isolate made are locked
+// there, so the run, root in its namespace with every capability (it may
+// mount, as the command under lane-run does), can neither unmount them nor
+// clear their read-only flag, nor mount a /proc that shows what they hide.
 func run(argv []string) (int, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
@@ -234,7 +246,8 @@ func run(argv []string) (int, error) {
 		for range sigs {
 		}
 	}()
-	cmd := &exec.Cmd{Path: path, Args: argv, Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	cmd := &exec.Cmd{Path: path, Args: argv, Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		SysProcAttr: nested()}
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("starting %s: %w", path, err)
 	}

@@ -37,7 +37,8 @@ func isolation(t *testing.T, readOnly ...string) *Isolation {
 // hostileReference is a build script that, run as root with no sandbox,
 // tries to change what the program that started it relies on (GUARD, a
 // directory it must see read-only, and the program itself: PARENT), to
-// write a kernel tunable (the value it has, rewritten), and to outlive its
+// write a kernel tunable (the value it has, rewritten; also through a
+// /proc of its own), and to outlive its
 // run (a setsid daemon): each success prints a line starting with "HOLE".
 const hostileReference = `
 echo tamper >GUARD/file && echo "HOLE: wrote GUARD/file"
@@ -48,6 +49,7 @@ echo tamper >GUARD/file && echo "HOLE: wrote GUARD/file after umount/remount"
 kill -0 PARENT && echo "HOLE: can signal the program that started the run (pid PARENT)"
 [ -e /proc/PARENT/status ] && grep -q "^Tgid:\s*PARENT\$" /proc/PARENT/status && echo "HOLE: sees pid PARENT"
 v=$(cat /proc/sys/kernel/printk | tr '\t' ' ') && echo "$v" >/proc/sys/kernel/printk && echo "HOLE: wrote /proc/sys/kernel/printk"
+unshare --pid --fork --mount-proc sh -c "echo '$v' >/proc/sys/kernel/printk" 2>/dev/null && echo "HOLE: wrote /proc/sys/kernel/printk through a /proc of its own"
 ls /dev | grep -qE '^(sd|vd|nvme|loop|mem$|kmsg$)' && echo "HOLE: /dev holds $(ls /dev | grep -E '^(sd|vd|nvme|loop|mem$|kmsg$)' | head -3)"
 setsid sleep TOKEN </dev/null >/dev/null 2>&1 &
 sleep 0.5 # the daemon is on its own by now
