@@ -113,6 +113,7 @@ func TestVerifyGuestForgedReference(t *testing.T) {
 		t.Fatalf("lockstep verify printed no one-cell result: %v\n%s\n%s", err, out.String(), errb.String())
 	}
 	c := res.Cells[0]
+	t.Logf("%s × %s = %s (%s)", c.Kernel, c.Exercise, c.Verdict, c.Why)
 	if c.Verdict != Fail || !strings.Contains(c.Why, "/srv") {
 		t.Errorf("%s × %s = %s (%s); want fail naming /srv, as writes-outside\nthe guests' progress:\n%s",
 			c.Kernel, c.Exercise, c.Verdict, c.Why, errb.String())
