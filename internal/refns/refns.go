@@ -38,6 +38,12 @@ const Namespaces = unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | un
 // the real ones could write through: they are read-only in every run.
 var kernelPaths = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/sys"}
 
+// systemPaths hold the programs, libraries and loader configuration
+// (/etc/ld.so.preload) of what the starter runs outside any sandbox after
+// the run (strace, as root): they are read-only in every run. (On a merged
+// /usr the top-level links lead into /usr.)
+var systemPaths = []string{"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
 // devNodes are the character devices of the run's /dev.
 var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
@@ -151,7 +157,7 @@ func isolate(readOnly []string) error {
 	if err := newDev(); err != nil {
 		return fmt.Errorf("the run's /dev: %w", err)
 	}
-	for _, p := range append(append([]string(nil), kernelPaths...), readOnly...) {
+	for _, p := range append(append(append([]string(nil), kernelPaths...), systemPaths...), readOnly...) {
 		if err := makeReadOnly(p); err != nil {
 			return fmt.Errorf("making %s read-only: %w", p, err)
 		}

@@ -6,8 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
+	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
 )
 
 // TestMain serves the isolated runs' role (refns.Verb) from this test
@@ -36,12 +38,16 @@ func isolation(t *testing.T, readOnly ...string) *Isolation {
 
 // hostileReference is a build script that, run as root with no sandbox,
 // tries to change what the program that started it relies on (GUARD, a
-// directory it must see read-only, and the program itself: PARENT), to
+// directory it must see read-only; the system's programs and libraries,
+// which the starter may run unsandboxed; the program itself: PARENT), to
 // write a kernel tunable (the value it has, rewritten; also through a
 // /proc of its own), and to outlive its
 // run (a setsid daemon): each success prints a line starting with "HOLE".
 const hostileReference = `
 echo tamper >GUARD/file && echo "HOLE: wrote GUARD/file"
+for d in /etc /usr/bin /usr/lib; do
+  touch $d/lockstep-isolation-probe.TOKEN 2>/dev/null && rm -f $d/lockstep-isolation-probe.TOKEN && echo "HOLE: wrote $d"
+done
 mv GUARD/file GUARD/moved && echo "HOLE: renamed GUARD/file"
 umount -l GUARD 2>/dev/null && echo "HOLE: unmounted GUARD"
 mount -o remount,bind,rw GUARD 2>/dev/null && echo "HOLE: remounted GUARD read-write"
@@ -122,4 +128,23 @@ func processesNamed(t *testing.T, cmdline string) []int {
 		}
 	}
 	return pids
+}
+
+// TestIsolatedRunTimeout: an isolated run whose time is up ends as a run
+// with no isolation does (its PID 1 passes the group's SIGTERM by; the
+// command and then the namespace end), within the kill grace.
+func TestIsolatedRunTimeout(t *testing.T) {
+	e := scratch(t, "echo started; sleep 60\n")
+	start := time.Now()
+	res, err := e.Run(t.Context(), RunOptions{WorkDir: filepath.Join(t.TempDir(), "w"), Timeout: time.Second, Isolate: isolation(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("a 1 s timeout took %v", took)
+	}
+	if !res.Started || !res.TimedOut || res.Verdict.ExitClass != verdict.Timeout {
+		t.Errorf("timed out isolated run: started %v, timed out %v, class %s; want true, true, %s\n%s",
+			res.Started, res.TimedOut, res.Verdict.ExitClass, verdict.Timeout, res.Log)
+	}
 }
