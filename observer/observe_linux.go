@@ -675,6 +675,9 @@ func (v *verification) laneRuns(ctx context.Context, prefix []string, from, n, l
 		v.o.progress("%s: %s (lane %d of %d)", v.ex.Name, name(from+i), id+1, lanes)
 		opts := v.runOptions(prefix)
 		opts.CopyDir = filepath.Join(v.o.scratch, "lanes", strconv.Itoa(id+1), filepath.Base(v.o.work))
+		if opts.Isolate != nil {
+			opts.Isolate = v.o.isolation(opts.CopyDir)
+		}
 		opts.Prefix = append(lane.Command([]string{v.o.exe}, opts.CopyDir, v.o.work, cpus), prefix...)
 		wg.Add(1)
 		go func() {
@@ -712,23 +715,29 @@ func (v *verification) runOptions(prefix []string) exercise.RunOptions {
 	}
 	opts := exercise.RunOptions{WorkDir: v.o.work, Prefix: prefix, Timeout: bound, Log: v.o.log}
 	if prefix == nil {
-		opts.Isolate = v.o.isolation()
+		opts.Isolate = v.o.isolation("")
 	}
 	return opts
 }
 
 // isolation isolates a run as root with no sandbox (a reference run, in a
 // lane or not; the warm-up run): the guest's /run/lockstep (this program,
-// its shares, its results) and the observer's inputs and outputs are
-// read-only to it, and nothing it starts outlives it.
-func (o *observer) isolation() *exercise.Isolation {
+// its shares, its results), the observer's inputs and outputs and its
+// scratch directory (where later runs' traces are written) are read-only
+// to it, but for copyDir, its lane's copy, if any; nothing it starts
+// outlives it.
+func (o *observer) isolation(copyDir string) *exercise.Isolation {
 	ro := []string{proto.RunDir}
-	for _, p := range []string{o.opts.Exercises, o.opts.PathSets, o.opts.Out} {
+	for _, p := range []string{o.opts.Exercises, o.opts.PathSets, o.opts.Out, o.scratch} {
 		if abs, err := filepath.Abs(p); err == nil {
 			ro = append(ro, abs)
 		}
 	}
-	return &exercise.Isolation{Program: o.program, ReadOnly: ro}
+	iso := &exercise.Isolation{Program: o.program, ReadOnly: ro}
+	if abs, err := filepath.Abs(copyDir); copyDir != "" && err == nil {
+		iso.Writable = []string{abs}
+	}
+	return iso
 }
 
 // account counts a finished run of kind and notes the first run that ran

@@ -8,13 +8,13 @@
 // starting program's namespaces, so it cannot ptrace it, load a module or
 // remount what it holds), and mount, PID, IPC and UTS namespaces of its own.
 // The clone executes this program as the role Verb (`<program> ref-run
-// --read-only P… -- <command>…`), through a descriptor opened before any run
+// --read-only P… --writable W… -- <command>…`), through a descriptor opened before any run
 // (Exec), never by a path a run could have replaced. As PID 1 of the new
 // PID namespace the role (Serve) mounts a fresh /proc, makes the kernel's
 // tunables (/proc/sys and its siblings, /sys), the system's programs,
 // libraries and loader configuration (/etc, /usr, /bin, /sbin, /lib…:
 // what the starter runs outside any sandbox afterwards, strace) and every
-// --read-only path read-only, gives the run a /dev of its own (the harmless character
+// --read-only path read-only (but each --writable path below them), gives the run a /dev of its own (the harmless character
 // devices, a private devpts and /dev/shm; no disk), and runs the command
 // as its child in a user namespace nested in its own (every id mapped to
 // itself again) with a mount namespace of that one's, where every one of

@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Verb is the role's first argument: `<program> ref-run --read-only P… --
-// <command>…`.
+// Verb is the role's first argument: `<program> ref-run --read-only P…
+// --writable W… -- <command>…`.
 const Verb = "ref-run"
 
 // SetupStatus is the role's exit status when it could not isolate the run;
@@ -75,8 +75,9 @@ func Path(f *os.File) string {
 // files) into the role that runs it isolated: program (this program, Open
 // before any run) executed through a descriptor of its own as Verb, cloned
 // into a user namespace mapping every id to itself and the Namespaces, in a
-// process group of its own. readOnly are paths the run sees read-only.
-func Wrap(cmd *exec.Cmd, program *os.File, readOnly []string) error {
+// process group of its own. readOnly are paths the run sees read-only;
+// writable are paths below them it may write all the same.
+func Wrap(cmd *exec.Cmd, program *os.File, readOnly, writable []string) error {
 	if program == nil {
 		return errors.New("isolated run: no program to serve the role " + Verb)
 	}
@@ -84,11 +85,16 @@ func Wrap(cmd *exec.Cmd, program *os.File, readOnly []string) error {
 		return errors.New("isolated run: the command has extra files; the program is passed as the first")
 	}
 	args := []string{"lockstep", Verb}
-	for _, p := range readOnly {
-		if !filepath.IsAbs(p) {
-			return fmt.Errorf("isolated run: the read-only path %q is not absolute", p)
+	for _, l := range []struct {
+		flag  string
+		paths []string
+	}{{"--read-only", readOnly}, {"--writable", writable}} {
+		for _, p := range l.paths {
+			if !filepath.IsAbs(p) {
+				return fmt.Errorf("isolated run: the path %q (%s) is not absolute", p, l.flag)
+			}
+			args = append(args, l.flag, p)
 		}
-		args = append(args, "--read-only", p)
 	}
 	args = append(append(args, "--", cmd.Path), cmd.Args[1:]...)
 	cmd.Path, cmd.Args = "/proc/self/fd/"+strconv.Itoa(programFD), args
@@ -112,24 +118,29 @@ func nested() *syscall.SysProcAttr { return userNS(unix.CLONE_NEWNS) }
 
 // Main is the role: it parses its arguments and calls Serve.
 func Main(args []string, stderr io.Writer) int {
-	var readOnly []string
-	for len(args) >= 2 && args[0] == "--read-only" {
-		readOnly, args = append(readOnly, args[1]), args[2:]
+	var readOnly, writable []string
+	for ; len(args) >= 2 && (args[0] == "--read-only" || args[0] == "--writable"); args = args[2:] {
+		if args[0] == "--read-only" {
+			readOnly = append(readOnly, args[1])
+		} else {
+			writable = append(writable, args[1])
+		}
 	}
 	if len(args) < 2 || args[0] != "--" {
-		fmt.Fprintf(stderr, "usage: %s [--read-only <path>]… -- <command>…\n", Verb)
+		fmt.Fprintf(stderr, "usage: %s [--read-only <path>]… [--writable <path>]… -- <command>…\n", Verb)
 		return 2
 	}
-	return Serve(readOnly, args[1:], stderr)
+	return Serve(readOnly, writable, args[1:], stderr)
 }
 
 // Serve is the role in the run's new namespaces, as their PID 1: it
-// isolates the run (a fresh /proc, the kernel's tunables and readOnly
-// read-only, a /dev of its own), runs argv as its child in a user and
+// isolates the run (a fresh /proc, the kernel's tunables, the system's
+// paths and readOnly read-only but for writable, a /dev of its own), runs
+// argv as its child in a user and
 // mount namespace nested in its own, where all of that is locked, and
 // returns its status (death by signal N is 128+N), or SetupStatus.
-func Serve(readOnly, argv []string, stderr io.Writer) int {
-	if err := isolate(readOnly); err != nil {
+func Serve(readOnly, writable, argv []string, stderr io.Writer) int {
+	if err := isolate(readOnly, writable); err != nil {
 		fmt.Fprintf(stderr, "lockstep %s: %v; %s\n", Verb, err, Hint)
 		return SetupStatus
 	}
@@ -142,7 +153,7 @@ func Serve(readOnly, argv []string, stderr io.Writer) int {
 }
 
 // isolate prepares the namespaces the command runs in.
-func isolate(readOnly []string) error {
+func isolate(readOnly, writable []string) error {
 	// The program's own descriptor (and anything else inherited) must not
 	// reach the command: reopened through /proc, it would be writable.
 	if err := unix.CloseRange(programFD, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
@@ -162,19 +173,30 @@ func isolate(readOnly []string) error {
 			return fmt.Errorf("making %s read-only: %w", p, err)
 		}
 	}
+	for _, p := range writable {
+		if err := bindSelf(p, unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}); err != nil {
+			return fmt.Errorf("keeping %s writable: %w", p, err)
+		}
+	}
 	return nil
 }
 
 // makeReadOnly binds p (and what is mounted below it) over itself and makes
-// the binds read-only; a missing p has nothing to protect.
+// the binds read-only.
 func makeReadOnly(p string) error {
+	return bindSelf(p, unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+}
+
+// bindSelf binds p (and what is mounted below it) over itself and changes
+// the binds' attributes by attr; a missing p is left alone.
+func bindSelf(p string, attr unix.MountAttr) error {
 	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return err
 	}
-	return unix.MountSetattr(unix.AT_FDCWD, p, unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+	return unix.MountSetattr(unix.AT_FDCWD, p, unix.AT_RECURSIVE, &attr)
 }
 
 // newDev puts a tmpfs over /dev holding binds of devNodes, devLinks, a

@@ -60,12 +60,13 @@ ls /dev | grep -qE '^(sd|vd|nvme|loop|mem$|kmsg$)' && echo "HOLE: /dev holds $(l
 setsid sleep TOKEN </dev/null >/dev/null 2>&1 &
 sleep 0.5 # the daemon is on its own by now
 echo in-work >in-work
+echo open >GUARD/open/file || echo "LOST: cannot write GUARD/open, writable below GUARD"
 echo ran to the end
 `
 
 // TestIsolatedRunContainsHostileReference runs hostileReference as an
-// isolated run: its working directory stays writable and its output
-// reaches the runner, but GUARD is unchanged, no HOLE line is printed, and
+// isolated run: its working directory and GUARD/open (Writable) stay
+// writable and its output reaches the runner, but GUARD is unchanged, no HOLE line is printed, and
 // its setsid daemon is gone when Run returns.
 func TestIsolatedRunContainsHostileReference(t *testing.T) {
 	dir := t.TempDir()
@@ -76,11 +77,16 @@ func TestIsolatedRunContainsHostileReference(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(guard, "file"), []byte("kept\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Mkdir(filepath.Join(guard, "open"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	token := strconv.Itoa(100000 + os.Getpid()%100000)
 	script := strings.NewReplacer("GUARD", guard, "PARENT", strconv.Itoa(os.Getpid()), "TOKEN", token).Replace(hostileReference)
 	e := scratch(t, script)
 	work := filepath.Join(dir, "w")
-	res, err := e.Run(t.Context(), RunOptions{WorkDir: work, Isolate: isolation(t, guard)})
+	iso := isolation(t, guard)
+	iso.Writable = []string{filepath.Join(guard, "open")}
+	res, err := e.Run(t.Context(), RunOptions{WorkDir: work, Isolate: iso})
 	daemons := processesNamed(t, "sleep\x00"+token)
 	for _, pid := range daemons {
 		if p, err := os.FindProcess(pid); err == nil {
@@ -94,7 +100,7 @@ func TestIsolatedRunContainsHostileReference(t *testing.T) {
 		t.Fatalf("isolated run: started %v, status %d; want a run to the end, status 0\n%s", res.Started, res.Status, res.Log)
 	}
 	for _, l := range strings.Split(string(res.Log), "\n") {
-		if strings.HasPrefix(l, "HOLE") {
+		if strings.HasPrefix(l, "HOLE") || strings.HasPrefix(l, "LOST") {
 			t.Errorf("%s", l)
 		}
 	}

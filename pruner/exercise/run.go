@@ -104,9 +104,12 @@ type Isolation struct {
 	// what is executed.
 	Program *os.File
 	// ReadOnly are the paths the run sees read-only besides the kernel's
-	// own (e.g. a guest's /run/lockstep: this program, its inputs, its
-	// results).
+	// and the system's own (e.g. a guest's /run/lockstep: this program,
+	// its inputs, its results).
 	ReadOnly []string
+	// Writable are paths below ReadOnly the run may write all the same
+	// (e.g. a lane's copy in a read-only scratch directory).
+	Writable []string
 }
 
 // Result is what one run of an exercise showed.
@@ -282,7 +285,7 @@ func (e *Exercise) start(argv []string, opts RunOptions) (*runProcess, error) {
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
 	if opts.Isolate != nil {
-		err = refns.Wrap(p.cmd, opts.Isolate.Program, opts.Isolate.ReadOnly)
+		err = refns.Wrap(p.cmd, opts.Isolate.Program, opts.Isolate.ReadOnly, opts.Isolate.Writable)
 	}
 	if err == nil {
 		opts.Log.Debug("exercise run", "exercise", e.Stem(), "dir", opts.WorkDir, "argv", p.cmd.Args)
