@@ -71,8 +71,8 @@ func needRootAudit(t *testing.T) {
 
 // hostVerification sets up one exercise's verification on this machine's
 // kernel, with a collector of its own.
-// openProgram opens bin as the observer's isolated runs' program, closed
-// when t ends.
+// openProgram opens bin as the observer's program (observer.program),
+// closed when t ends.
 func openProgram(t *testing.T, bin string) *os.File {
 	t.Helper()
 	f, err := refns.Open(bin)
@@ -102,8 +102,10 @@ func hostVerification(t *testing.T, backlog uint32, raw io.Writer) (*verificatio
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &observer{opts: GuestOptions{Key: "fixture", ReferenceRuns: 1, JointRuns: 1, Rounds: 3}, exe: bin, program: openProgram(t, bin),
+	o := &observer{opts: GuestOptions{Key: "fixture", ReferenceRuns: 1, JointRuns: 1, Rounds: 3}, exe: bin,
 		work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10, log: slog.New(slog.DiscardHandler)}
+	o.program = openProgram(t, bin)
+	o.runExe = refns.Path(o.program)
 	o.opts.Progress = testWriter{t}
 	es := &ExerciseSummary{Runs: map[string]int{}}
 	v := &verification{o: o, k: &record.KVM{}, es: es, ex: ex}

@@ -198,8 +198,13 @@ type observer struct {
 	progressMu sync.Mutex
 	exe        string
 	// program is exe, open before any run: the isolated runs' role
-	// (exercise.Isolation) is executed through it.
+	// (exercise.Isolation) is executed through it, and so is every
+	// lockstep this process starts itself (runExe, its path), never
+	// again by a path a run could have replaced. What runs inside a
+	// sandbox or an isolated run, out of reach of this process's
+	// descriptors, gets exe.
 	program *os.File
+	runExe  string
 	work    string
 	scratch string
 	rmTemp  bool
@@ -232,7 +237,7 @@ func newObserver(opts GuestOptions) (*observer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("observe: %w", err)
 	}
-	o.program = program
+	o.program, o.runExe = program, refns.Path(program)
 	if o.work == "" {
 		o.work = exercise.DefaultWorkDir
 	}
@@ -678,7 +683,11 @@ func (v *verification) laneRuns(ctx context.Context, prefix []string, from, n, l
 		if opts.Isolate != nil {
 			opts.Isolate = v.o.isolation(opts.CopyDir)
 		}
-		opts.Prefix = append(lane.Command([]string{v.o.exe}, opts.CopyDir, v.o.work, cpus), prefix...)
+		lanes := v.o.runExe
+		if opts.Isolate != nil {
+			lanes = v.o.exe
+		}
+		opts.Prefix = append(lane.Command([]string{lanes}, opts.CopyDir, v.o.work, cpus), prefix...)
 		wg.Add(1)
 		go func() {
 			defer func() { free <- id; wg.Done() }()
@@ -790,7 +799,7 @@ func (v *verification) observeRun(ctx context.Context, kind string, nth int, p *
 			}
 		}()
 	}
-	ob, err := RunObserved(ctx, Spec{Policy: p, Exe: o.exe, Scratch: o.scratch, Stem: fmt.Sprintf("%s.%s.%d", v.ex.Stem(), kind, nth),
+	ob, err := RunObserved(ctx, Spec{Policy: p, Exe: o.runExe, Scratch: o.scratch, Stem: fmt.Sprintf("%s.%s.%d", v.ex.Stem(), kind, nth),
 		Kind: kind, LogSubprocesses: true, Collector: o.col, Wait: o.wait,
 		Control: control.Options{PseudoTerminals: v.ex.Config.UsesPseudoTerminals, NoCreate: true},
 		Run: func(ctx context.Context, prefix []string) (int, string, error) {

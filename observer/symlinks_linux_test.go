@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"github.com/lockstep-sandbox/lockstep/pruner/control"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
@@ -197,8 +198,10 @@ func observerKeyCase(t *testing.T, name string, joint int) (*observer, exercise.
 		t.Fatalf("ForKey(observer) = %v, %v; want %s among them", found, err, name)
 	}
 	o := &observer{opts: GuestOptions{Key: "observer", PathSets: observerPathSet, ReferenceRuns: 1, JointRuns: joint, Rounds: 3},
-		exe: lockstepBinary(t), program: openProgram(t, lockstepBinary(t)), work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10,
+		exe: lockstepBinary(t), work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10,
 		log: slog.New(slog.DiscardHandler)}
+	o.program = openProgram(t, o.exe)
+	o.runExe = refns.Path(o.program)
 	o.opts.Progress = testWriter{t}
 	return o, found[i]
 }
