@@ -118,6 +118,10 @@ func nested() *syscall.SysProcAttr { return userNS(unix.CLONE_NEWNS) }
 
 // Main is the role: it parses its arguments and calls Serve.
 func Main(args []string, stderr io.Writer) int {
+	clone := len(args) > 0 && args[0] == CloneFlag
+	if clone {
+		args = args[1:]
+	}
 	var readOnly, writable []string
 	for ; len(args) >= 2 && (args[0] == "--read-only" || args[0] == "--writable"); args = args[2:] {
 		if args[0] == "--read-only" {
@@ -127,10 +131,65 @@ func Main(args []string, stderr io.Writer) int {
 		}
 	}
 	if len(args) < 2 || args[0] != "--" {
-		fmt.Fprintf(stderr, "usage: %s [--read-only <path>]… [--writable <path>]… -- <command>…\n", Verb)
+		fmt.Fprintf(stderr, "usage: %s [%s] [--read-only <path>]… [--writable <path>]… -- <command>…\n", Verb, CloneFlag)
 		return 2
 	}
+	if clone {
+		return Clone(readOnly, writable, args[1:], stderr)
+	}
 	return Serve(readOnly, writable, args[1:], stderr)
+}
+
+// CloneFlag, first after Verb, asks the role to clone itself into the
+// run's namespaces (Clone) rather than be there already: for a starter
+// that execs it in place, as cold-run does.
+const CloneFlag = "--clone"
+
+// CloneCommand is the argv prefix that isolates the command after it from
+// a process that executes it in place: program (a path: it is executed
+// before the run starts), Verb, CloneFlag and the paths. The command
+// follows.
+func CloneCommand(program string, readOnly, writable []string) []string {
+	argv := []string{program, Verb, CloneFlag}
+	for _, p := range readOnly {
+		argv = append(argv, "--read-only", p)
+	}
+	for _, p := range writable {
+		argv = append(argv, "--writable", p)
+	}
+	return append(argv, "--")
+}
+
+// Clone runs argv isolated as Wrap does, from this process (this program
+// again, opened now, cloned into the namespaces as Serve), in this
+// process's group, and returns its status, or SetupStatus.
+func Clone(readOnly, writable, argv []string, stderr io.Writer) int {
+	status, err := clone(readOnly, writable, argv)
+	if err != nil {
+		fmt.Fprintf(stderr, "lockstep %s: %v; %s\n", Verb, err, Hint)
+		return SetupStatus
+	}
+	return status
+}
+
+func clone(readOnly, writable, argv []string) (int, error) {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return 0, err
+	}
+	self, err := OpenSelf()
+	if err != nil {
+		return 0, err
+	}
+	defer self.Close()
+	cmd := &exec.Cmd{Path: path, Args: argv, Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	if err := Wrap(cmd, self, readOnly, writable); err != nil {
+		return 0, err
+	}
+	// The run's process group is its starter's: a signal to it reaches
+	// the command.
+	cmd.SysProcAttr.Setpgid = false
+	return wait(cmd)
 }
 
 // Serve is the role in the run's new namespaces, as their PID 1: it
@@ -266,18 +325,22 @@ func run(argv []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	// PID 1 gets only the signals it handles: these are the run's (its
-	// process group has them too); the role waits for the command.
+	return wait(&exec.Cmd{Path: path, Args: argv, Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		SysProcAttr: nested()})
+}
+
+// wait starts cmd, waits for it and returns its status (death by signal N
+// is 128+N). The signals a run's process group gets are the command's: the
+// role lets them by (PID 1 gets only those it handles) and waits.
+func wait(cmd *exec.Cmd) (int, error) {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT)
 	go func() {
 		for range sigs {
 		}
 	}()
-	cmd := &exec.Cmd{Path: path, Args: argv, Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		SysProcAttr: nested()}
 	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("starting %s: %w", path, err)
+		return 0, fmt.Errorf("starting %s: %w", cmd.Path, err)
 	}
 	_ = cmd.Wait()
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
