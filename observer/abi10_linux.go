@@ -132,7 +132,7 @@ func (v *verification) jointPolicy(p *policy.Policy, round int) ([]string, error
 	if err := os.WriteFile(path, v.timed(p).Render(), 0o644); err != nil {
 		return nil, err
 	}
-	return enforcer.Command(enforcer.Prefix(v.o.exe, false), path), nil
+	return enforcer.Command(enforcer.Prefix(v.o.runExe, false), path), nil
 }
 
 // jointFirst is the round's first joint run, accounted, and what runs

@@ -69,7 +69,7 @@ func (v *verification) keepContainment(c *containment) ([]record.ContainmentChec
 func (v *verification) containSetup() contain.Setup {
 	o := v.o
 	return contain.Setup{
-		Probe: []string{o.exe, contain.Verb}, Enforcer: enforcer.Prefix(o.exe, false),
+		Probe: []string{o.exe, contain.Verb}, Enforcer: enforcer.Prefix(o.runExe, false),
 		WorkDir: o.work, ScratchDir: o.scratch, Env: exercise.DefaultEnv(o.work),
 	}
 }
@@ -94,7 +94,7 @@ func (v *verification) startTimeoutCheck(ctx context.Context, p *policy.Policy) 
 		return nil
 	}
 	s := v.containSetup()
-	s.Enforcer = append(lane.Command([]string{v.o.exe}, copyDir, v.o.work, nil), s.Enforcer...)
+	s.Enforcer = append(lane.Command([]string{v.o.runExe}, copyDir, v.o.work, nil), s.Enforcer...)
 	return contain.StartEarly(ctx, p, s, contain.TimeoutCheck)
 }
 

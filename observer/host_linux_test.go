@@ -19,6 +19,7 @@ import (
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/record"
@@ -70,6 +71,18 @@ func needRootAudit(t *testing.T) {
 
 // hostVerification sets up one exercise's verification on this machine's
 // kernel, with a collector of its own.
+// openProgram opens bin as the observer's program (observer.program),
+// closed when t ends.
+func openProgram(t *testing.T, bin string) *os.File {
+	t.Helper()
+	f, err := refns.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 func hostVerification(t *testing.T, backlog uint32, raw io.Writer) (*verification, *policy.Policy) {
 	t.Helper()
 	needRootAudit(t)
@@ -91,6 +104,8 @@ func hostVerification(t *testing.T, backlog uint32, raw io.Writer) (*verificatio
 	}
 	o := &observer{opts: GuestOptions{Key: "fixture", ReferenceRuns: 1, JointRuns: 1, Rounds: 3}, exe: bin,
 		work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10, log: slog.New(slog.DiscardHandler)}
+	o.program = openProgram(t, bin)
+	o.runExe = refns.Path(o.program)
 	o.opts.Progress = testWriter{t}
 	es := &ExerciseSummary{Runs: map[string]int{}}
 	v := &verification{o: o, k: &record.KVM{}, es: es, ex: ex}

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/internal/machine"
+	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"github.com/lockstep-sandbox/lockstep/observer/lane"
@@ -195,14 +197,22 @@ type observer struct {
 	// progressMu keeps the progress lines of runs side by side whole.
 	progressMu sync.Mutex
 	exe        string
-	work       string
-	scratch    string
-	rmTemp     bool
-	wait       time.Duration
-	log        *slog.Logger
-	col        *audit.Collector
-	abi        int
-	prov       record.Provenance
+	// program is exe, open before any run: the isolated runs' role
+	// (exercise.Isolation) is executed through it, and so is every
+	// lockstep this process starts itself (runExe, its path), never
+	// again by a path a run could have replaced. What runs inside a
+	// sandbox or an isolated run, out of reach of this process's
+	// descriptors, gets exe.
+	program *os.File
+	runExe  string
+	work    string
+	scratch string
+	rmTemp  bool
+	wait    time.Duration
+	log     *slog.Logger
+	col     *audit.Collector
+	abi     int
+	prov    record.Provenance
 	// factor multiplies the exercise runs' time limits (TimeFactor).
 	factor int
 }
@@ -223,6 +233,11 @@ func newObserver(opts GuestOptions) (*observer, error) {
 		}
 		o.exe = exe
 	}
+	program, err := refns.Open(o.exe)
+	if err != nil {
+		return nil, fmt.Errorf("observe: %w", err)
+	}
+	o.program, o.runExe = program, refns.Path(program)
 	if o.work == "" {
 		o.work = exercise.DefaultWorkDir
 	}
@@ -272,6 +287,7 @@ func (o *observer) recordedFactor() int {
 }
 
 func (o *observer) cleanup() {
+	o.program.Close()
 	if o.rmTemp {
 		os.RemoveAll(o.scratch)
 	}
@@ -664,7 +680,14 @@ func (v *verification) laneRuns(ctx context.Context, prefix []string, from, n, l
 		v.o.progress("%s: %s (lane %d of %d)", v.ex.Name, name(from+i), id+1, lanes)
 		opts := v.runOptions(prefix)
 		opts.CopyDir = filepath.Join(v.o.scratch, "lanes", strconv.Itoa(id+1), filepath.Base(v.o.work))
-		opts.Prefix = append(lane.Command([]string{v.o.exe}, opts.CopyDir, v.o.work, cpus), prefix...)
+		if opts.Isolate != nil {
+			opts.Isolate = v.o.isolation(opts.CopyDir)
+		}
+		lanes := v.o.runExe
+		if opts.Isolate != nil {
+			lanes = v.o.exe
+		}
+		opts.Prefix = append(lane.Command([]string{lanes}, opts.CopyDir, v.o.work, cpus), prefix...)
 		wg.Add(1)
 		go func() {
 			defer func() { free <- id; wg.Done() }()
@@ -699,7 +722,31 @@ func (v *verification) runOptions(prefix []string) exercise.RunOptions {
 		// backstop.
 		bound += PrefixGrace
 	}
-	return exercise.RunOptions{WorkDir: v.o.work, Prefix: prefix, Timeout: bound, Log: v.o.log}
+	opts := exercise.RunOptions{WorkDir: v.o.work, Prefix: prefix, Timeout: bound, Log: v.o.log}
+	if prefix == nil {
+		opts.Isolate = v.o.isolation("")
+	}
+	return opts
+}
+
+// isolation isolates a run as root with no sandbox (a reference run, in a
+// lane or not; the warm-up run): the guest's /run/lockstep (this program,
+// its shares, its results), the observer's inputs and outputs and its
+// scratch directory (where later runs' traces are written) are read-only
+// to it, but for copyDir, its lane's copy, if any; nothing it starts
+// outlives it.
+func (o *observer) isolation(copyDir string) *exercise.Isolation {
+	ro := []string{proto.RunDir}
+	for _, p := range []string{o.opts.Exercises, o.opts.PathSets, o.opts.Out, o.scratch} {
+		if abs, err := filepath.Abs(p); err == nil {
+			ro = append(ro, abs)
+		}
+	}
+	iso := &exercise.Isolation{Program: o.program, ReadOnly: ro}
+	if abs, err := filepath.Abs(copyDir); copyDir != "" && err == nil {
+		iso.Writable = []string{abs}
+	}
+	return iso
 }
 
 // account counts a finished run of kind and notes the first run that ran
@@ -752,7 +799,7 @@ func (v *verification) observeRun(ctx context.Context, kind string, nth int, p *
 			}
 		}()
 	}
-	ob, err := RunObserved(ctx, Spec{Policy: p, Exe: o.exe, Scratch: o.scratch, Stem: fmt.Sprintf("%s.%s.%d", v.ex.Stem(), kind, nth),
+	ob, err := RunObserved(ctx, Spec{Policy: p, Exe: o.runExe, Scratch: o.scratch, Stem: fmt.Sprintf("%s.%s.%d", v.ex.Stem(), kind, nth),
 		Kind: kind, LogSubprocesses: true, Collector: o.col, Wait: o.wait,
 		Control: control.Options{PseudoTerminals: v.ex.Config.UsesPseudoTerminals, NoCreate: true},
 		Run: func(ctx context.Context, prefix []string) (int, string, error) {

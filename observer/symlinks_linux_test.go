@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"github.com/lockstep-sandbox/lockstep/pruner/control"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
@@ -199,6 +200,8 @@ func observerKeyCase(t *testing.T, name string, joint int) (*observer, exercise.
 	o := &observer{opts: GuestOptions{Key: "observer", PathSets: observerPathSet, ReferenceRuns: 1, JointRuns: joint, Rounds: 3},
 		exe: lockstepBinary(t), work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10,
 		log: slog.New(slog.DiscardHandler)}
+	o.program = openProgram(t, o.exe)
+	o.runExe = refns.Path(o.program)
 	o.opts.Progress = testWriter{t}
 	return o, found[i]
 }

@@ -42,7 +42,7 @@ func (o *observer) warmUp(ctx context.Context) (stop func()) {
 		defer close(done)
 		t0 := time.Now()
 		_, err := ex.Run(ctx, exercise.RunOptions{WorkDir: o.work, CopyDir: copyDir, Log: o.log,
-			Prefix: lane.Command([]string{o.exe}, copyDir, o.work, nil)})
+			Prefix: lane.Command([]string{o.exe}, copyDir, o.work, nil), Isolate: o.isolation(copyDir)})
 		switch {
 		case errors.Is(ctx.Err(), context.Canceled):
 			o.log.Info("observe: the warm-up run stopped at the proof's end", "after", time.Since(t0))

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 )
 
@@ -20,7 +21,8 @@ import (
 var builtLanguages = []string{"c", "c-gcc", "cpp", "generic", "java-maven", "python", "r"}
 
 // TestShippedBases runs every built language's reference exercise on this
-// machine's kernel twice: unsandboxed, and under its shipped base with
+// machine's kernel twice: unsandboxed (isolated, as verify's reference run
+// is: exercise.Isolation), and under its shipped base with
 // lockstep run (bases/BaseLanguage-<key>.cfg plus the exercise's own file,
 // bases/exercises/<key>_<exercise>.cfg, which holds its limits). Both runs
 // must be usable references (tests ran and passed) and agree. The bases
@@ -116,7 +118,12 @@ func runUnderBase(t *testing.T, key, name string) {
 	for _, f := range []string{"BaseLanguage-" + key + ".cfg", "exercises/" + key + "_" + name + ".cfg"} {
 		configs = append(configs, "--config", movedWorkDir(t, filepath.Join("../bases", f), dir, work))
 	}
-	opts := exercise.RunOptions{WorkDir: work, Timeout: 10 * time.Minute}
+	program, err := refns.Open(lockstepBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer program.Close()
+	opts := exercise.RunOptions{WorkDir: work, Timeout: 10 * time.Minute, Isolate: &exercise.Isolation{Program: program}}
 	bare, err := ex.Run(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +132,7 @@ func runUnderBase(t *testing.T, key, name string) {
 		t.Fatalf("unsandboxed: %v (status %d); is its toolchain installed (testdata/exercises/%s/README.md)?\n%s",
 			err, bare.Status, filepath.Join(ex.Family, ex.Name), bare.Log)
 	}
+	opts.Isolate = nil
 	opts.Prefix = append(append([]string{lockstepBinary(t), "run", "-q"}, configs...), "--")
 	based, err := ex.Run(t.Context(), opts)
 	if err != nil {

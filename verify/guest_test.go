@@ -81,3 +81,41 @@ func TestVerifyGuest(t *testing.T) {
 	}
 	t.Logf("wall %.1f s, the guests' own %.1f s", res.WallSeconds, res.GuestSeconds)
 }
+
+// TestVerifyGuestForgedReference runs `lockstep verify` over
+// forges-reference, an attack fixture: the tests of writes-outside, whose
+// build script, run as root with no sandbox (the reference run), renames a
+// wrapper over the guest's lockstep binary (so the joint runs would run
+// unsandboxed and agree) and leaves a setsid daemon that rewrites a failing
+// cell to a pass. The reference run is isolated, so the cell fails as
+// writes-outside's does, naming /srv; it must never pass.
+func TestVerifyGuestForgedReference(t *testing.T) {
+	needHostKernel(t)
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip("no qemu-system-x86_64 on PATH: guest tests need QEMU")
+	}
+	if _, err := guesttest.PinnedKernel(); err != nil {
+		t.Fatalf("kernel %s: %v", kernel.DefaultPin, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, lockstepBinary(t), "verify", "--json", "--base", "BaseLanguage-generic.cfg", "--kernel", kernel.DefaultPin,
+		"--exercises", "exercises", "--exercise", "forges-reference", "--boot-timeout", "10m", "--mem", "2048")
+	cmd.Dir = "testdata"
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("lockstep verify: %v\n%s", err, errb.String())
+	}
+	var res Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res.Cells) != 1 {
+		t.Fatalf("lockstep verify printed no one-cell result: %v\n%s\n%s", err, out.String(), errb.String())
+	}
+	c := res.Cells[0]
+	t.Logf("%s × %s = %s (%s)", c.Kernel, c.Exercise, c.Verdict, c.Why)
+	if c.Verdict != Fail || !strings.Contains(c.Why, "/srv") {
+		t.Errorf("%s × %s = %s (%s); want fail naming /srv, as writes-outside\nthe guests' progress:\n%s",
+			c.Kernel, c.Exercise, c.Verdict, c.Why, errb.String())
+	}
+}

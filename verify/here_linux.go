@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/internal/machine"
+	"github.com/lockstep-sandbox/lockstep/internal/refns"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/observer"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
@@ -30,7 +32,10 @@ type HereOptions struct {
 	Exercises, Key, Exercise string
 	// JointRuns: 0 is DefaultJointRuns.
 	JointRuns int
-	// Exe is the lockstep binary (`run`, the probes); "" is this executable.
+	// Exe is the lockstep binary (`run`, the probes, the reference run's
+	// role); "" is this executable. It is opened before the reference run
+	// and executed through that descriptor (program), never again by a
+	// path the reference run could have replaced.
 	Exe string
 	// WorkDir is the exercise's working directory; "" is
 	// exercise.DefaultWorkDir.
@@ -46,6 +51,10 @@ type HereOptions struct {
 	// Progress receives one line per step; nil discards.
 	Progress func(format string, args ...any)
 	Log      *slog.Logger
+
+	// program is Exe, open (refns.Open); it is executed as runExe.
+	program *os.File
+	runExe  string
 }
 
 // Here verifies one exercise on the running kernel. The error is for
@@ -55,6 +64,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
+	defer opts.program.Close()
 	abi, err := enforcer.HostABI()
 	if err != nil {
 		return nil, fmt.Errorf("verify: Landlock ABI of the running kernel: %w", err)
@@ -70,7 +80,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	}
 	// The containment's timeout check waits out the policy's own timeout
 	// (up to the probe's cap): it waits beside the runs (contain.Early).
-	early := contain.StartEarly(ctx, opts.Policy, containSetup(opts.Exe, opts.WorkDir), contain.TimeoutCheck)
+	early := contain.StartEarly(ctx, opts.Policy, containSetup(opts), contain.TimeoutCheck)
 	defer early.Stop()
 	timed := c.timed(opts, ex.Name)
 	bound := observer.RunBound(timed, opts.RunTimeout)
@@ -138,14 +148,20 @@ func (c *Cell) noReference(ref *exercise.Result, bound time.Duration, factor int
 
 // runner runs ex once per call, bounded by bound: under lockstep run the
 // policy's timeout ends the command (124), and the runner's bound, a grace
-// later, is the backstop.
+// later, is the backstop. The reference run (no prefix), root with no
+// sandbox, is isolated (exercise.Isolation): the guest's /run/lockstep (this
+// program, its shares, its results) and the exercises are read-only to it,
+// and nothing it starts outlives it.
 func runner(ctx context.Context, ex *exercise.Exercise, opts HereOptions, bound time.Duration) runFunc {
 	return func(prefix []string) (*exercise.Result, error) {
-		b := bound
-		if prefix != nil && b != 0 {
-			b += observer.PrefixGrace
+		ro := exercise.RunOptions{WorkDir: opts.WorkDir, Prefix: prefix, Timeout: bound, Log: opts.Log}
+		if prefix != nil && bound != 0 {
+			ro.Timeout += observer.PrefixGrace
 		}
-		return ex.Run(ctx, exercise.RunOptions{WorkDir: opts.WorkDir, Prefix: prefix, Timeout: b, Log: opts.Log})
+		if prefix == nil {
+			ro.Isolate = &exercise.Isolation{Program: opts.program, ReadOnly: []string{proto.RunDir, opts.Exercises}}
+		}
+		return ex.Run(ctx, ro)
 	}
 }
 
@@ -183,6 +199,9 @@ func (opts *HereOptions) setDefaults() error {
 	if opts.WorkDir == "" {
 		opts.WorkDir = exercise.DefaultWorkDir
 	}
+	if opts.Exercises, err = filepath.Abs(opts.Exercises); err != nil {
+		return err
+	}
 	if opts.Progress == nil {
 		opts.Progress = func(string, ...any) {}
 	}
@@ -193,6 +212,10 @@ func (opts *HereOptions) setDefaults() error {
 		}
 		opts.Exe = exe
 	}
+	if opts.program, err = refns.Open(opts.Exe); err != nil {
+		return err
+	}
+	opts.runExe = refns.Path(opts.program)
 	return nil
 }
 
@@ -218,7 +241,7 @@ func (c *Cell) jointRuns(opts HereOptions, name string, run runFunc, ref *exerci
 		opts.Progress("%s: joint run %d/%d", name, i, opts.JointRuns)
 		// Every isolation layer, as a user's lockstep run: the exercise
 		// must pass under the enforcer as it is shipped.
-		res, err := run(enforcer.Command(enforcer.EnforcePrefix(opts.Exe), cfg))
+		res, err := run(enforcer.Command(enforcer.EnforcePrefix(opts.runExe), cfg))
 		if err != nil {
 			return false, fmt.Errorf("verify: joint run: %w", err)
 		}
@@ -236,7 +259,7 @@ func (c *Cell) jointRuns(opts HereOptions, name string, run runFunc, ref *exerci
 // be observed.
 func (c *Cell) diagnose(ctx context.Context, opts HereOptions, timed *policy.Policy, name string, run runFunc) error {
 	opts.Progress("%s: a joint run disagreed with the reference: diagnosis run (strace + audit where offered)", name)
-	obs, err := observer.ObserveRun(ctx, observer.HereOptions{Kernel: opts.Kernel, Policy: timed, Exe: opts.Exe, Log: opts.Log},
+	obs, err := observer.ObserveRun(ctx, observer.HereOptions{Kernel: opts.Kernel, Policy: timed, Exe: opts.runExe, Log: opts.Log},
 		func(ctx context.Context, prefix []string) (int, string, error) {
 			res, err := run(prefix)
 			if err != nil {
@@ -260,7 +283,7 @@ func (c *Cell) diagnose(ctx context.Context, opts HereOptions, timed *policy.Pol
 func (c *Cell) checkContainment(ctx context.Context, opts HereOptions, name string, early *contain.Early) error {
 	opts.Progress("%s: containment checks", name)
 	var err error
-	c.Containment, err = containment(ctx, early, opts.Policy, containSetup(opts.Exe, opts.WorkDir))
+	c.Containment, err = containment(ctx, early, opts.Policy, containSetup(opts))
 	if err != nil {
 		return fmt.Errorf("verify: containment: %w", err)
 	}
@@ -312,10 +335,12 @@ func writePolicy(timed *policy.Policy) (scratch, cfg string, err error) {
 }
 
 // containSetup is how a cell's containment checks run their probes (their
-// policy files in a temporary directory of each run's own).
-func containSetup(exe, work string) contain.Setup {
-	return contain.Setup{Probe: []string{exe, contain.Verb}, Enforcer: enforcer.Prefix(exe, false),
-		WorkDir: work, Env: exercise.DefaultEnv(work)}
+// policy files in a temporary directory of each run's own): the enforcer
+// through the open program; the probe, which the enforcer executes in its
+// sandbox (where this process's descriptors are out of reach), by its path.
+func containSetup(opts HereOptions) contain.Setup {
+	return contain.Setup{Probe: []string{opts.Exe, contain.Verb}, Enforcer: enforcer.Prefix(opts.runExe, false),
+		WorkDir: opts.WorkDir, Env: exercise.DefaultEnv(opts.WorkDir)}
 }
 
 func oneLine(v verdict.Verdict) string {

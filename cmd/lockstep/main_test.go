@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/pruner/cold"
 )
 
@@ -19,9 +20,10 @@ func TestMain(m *testing.M) {
 		return
 	}
 	// A prune run in this process starts each run as this binary's
-	// cold-run verb (the prune's default cold program is the enforcer's
-	// binary: os.Executable()), as lockstep's main would.
-	if len(os.Args) > 1 && os.Args[1] == cold.Verb {
+	// cold-run verb, and each baseline run as its ref-run verb first (the
+	// prune's default cold program is the enforcer's binary:
+	// os.Executable()), as lockstep's main would.
+	if len(os.Args) > 1 && (os.Args[1] == cold.Verb || os.Args[1] == refns.Verb) {
 		os.Exit(run(context.Background(), os.Args[1:], newStdio()))
 	}
 	code := m.Run()

@@ -32,8 +32,9 @@ runs them one after another). In each guest:
 
   1. a rule the kernel cannot enforce (a UDP row below Landlock ABI 10) fails
      the cell, naming the rule;
-  2. one reference run unsandboxed (no tests, or an infrastructure failure:
-     indeterminate);
+  2. one reference run unsandboxed, isolated in namespaces of its own so
+     it cannot touch what the guest runs or writes after it (no tests, or
+     an infrastructure failure: indeterminate);
   3. --joint-runs runs under the policy (every layer, the limits): each must
      reach the reference's verdict;
   4. if one did not: a diagnosis run under strace (and Landlock's audit

@@ -56,8 +56,16 @@
 // tells the caller whether the prefix let the command start at all
 // ([Result.Started], [Result.BeforeStart]).
 //
+// An isolated run ([RunOptions.Isolate], package internal/refns: root's
+// reference run in verify's and the observer's guests) runs in user, mount
+// and PID namespaces of its own, with the paths its caller names, the
+// system's and the kernel's read-only to it: it cannot change what its
+// caller reads or runs after it, and everything it starts, setsid daemons
+// included, dies with it.
+//
 // # Limitations
 //
 // A process that leaves the run's process group (setsid) is not killed by
-// the runner; the pruner runs exercises in a throwaway guest for that reason.
+// the runner unless the run is isolated; the pruner runs exercises in a
+// throwaway guest for that reason.
 package exercise

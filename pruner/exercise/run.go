@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
 )
@@ -89,6 +90,26 @@ type RunOptions struct {
 	// Started, if set, gets the pid of the process the run started, right
 	// after it started (e.g. to measure that process tree alone).
 	Started func(pid int)
+	// Isolate, if set, runs the command (prefix and all) in namespaces of
+	// its own (package internal/refns): an unsandboxed run as root then
+	// cannot change what this process reads or writes after it, nor
+	// outlive it.
+	Isolate *Isolation
+}
+
+// Isolation is how a run is isolated (RunOptions.Isolate).
+type Isolation struct {
+	// Program serves the role refns.Verb (lockstep, or a test binary that
+	// does), opened with refns.Open before any run: the run cannot replace
+	// what is executed.
+	Program *os.File
+	// ReadOnly are the paths the run sees read-only besides the kernel's
+	// and the system's own (e.g. a guest's /run/lockstep: this program,
+	// its inputs, its results).
+	ReadOnly []string
+	// Writable are paths below ReadOnly the run may write all the same
+	// (e.g. a lane's copy in a read-only scratch directory).
+	Writable []string
 }
 
 // Result is what one run of an exercise showed.
@@ -263,18 +284,31 @@ func (e *Exercise) start(argv []string, opts RunOptions) (*runProcess, error) {
 		Stderr:      errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	opts.Log.Debug("exercise run", "exercise", e.Stem(), "dir", opts.WorkDir, "argv", argv)
-	p.start = time.Now()
-	err = p.cmd.Start()
+	if opts.Isolate != nil {
+		err = refns.Wrap(p.cmd, opts.Isolate.Program, opts.Isolate.ReadOnly, opts.Isolate.Writable)
+	}
+	if err == nil {
+		opts.Log.Debug("exercise run", "exercise", e.Stem(), "dir", opts.WorkDir, "argv", p.cmd.Args)
+		p.start = time.Now()
+		err = p.cmd.Start()
+	}
 	outW.Close()
 	errW.Close()
 	if err != nil {
 		outR.Close()
 		errR.Close()
 		p.readers.Wait()
-		return nil, err
+		return nil, startError(err, opts.Isolate != nil)
 	}
 	return p, nil
+}
+
+// startError says what an isolated run needs when it could not start.
+func startError(err error, isolated bool) error {
+	if isolated {
+		return fmt.Errorf("%w; %s", err, refns.Hint)
+	}
+	return err
 }
 
 // wait waits for the command to exit and returns Wait's error. When

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/pruner/cold"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
@@ -59,7 +60,8 @@ type Options struct {
 	// every run in a mount namespace of its own, the system paths under
 	// overlays thrown away after it); nil means {Enforcer[0]}, lockstep
 	// itself or the program that calls ServeRoles. The pipeline appends
-	// cold.Verb and its arguments.
+	// cold.Verb and its arguments. Its program also serves the baseline
+	// runs' isolation (refns.Verb: lockstep and ServeRoles do).
 	ColdRun []string
 	// Strace is the strace binary; "" means "strace" from PATH.
 	Strace string
@@ -221,8 +223,11 @@ type state struct {
 	ownTmp   bool
 	// stage is the empty directory each cold run mounts its tmpfs on
 	// (outside scratch, which every run keeps); cold the role's program.
-	stage    string
-	cold     []string
+	stage string
+	cold  []string
+	// iso is the baseline runs' isolation, after their cold prefix; nil
+	// where they cannot be isolated (isolate).
+	iso      []string
 	enforcer []string
 	strace   string
 	workDir  string
@@ -304,7 +309,36 @@ func newState(ex *exercise.Exercise, opts Options) (*state, error) {
 		s.close()
 		return nil, err
 	}
+	s.isolate()
 	return s, nil
+}
+
+// isolate readies the baseline runs' isolation (package internal/refns,
+// inside their cold root: root with no sandbox, they cannot reach this
+// process, the scratch directory where later runs' traces are written,
+// the exercise or the system's programs, and nothing they start outlives
+// them) and tries it on /bin/true. Where a run cannot be isolated (no user
+// namespaces, no right to map every id: not root) the baseline runs as
+// before, and the log says so.
+func (s *state) isolate() {
+	path, err := exec.LookPath(s.cold[0])
+	var ro []string
+	for _, p := range []string{s.scratch, s.ex.Dir} {
+		abs, aerr := filepath.Abs(p)
+		err = errors.Join(err, aerr)
+		ro = append(ro, abs)
+	}
+	if err == nil {
+		iso := refns.CloneCommand(path, ro, nil)
+		argv := append(append(cold.Command(s.cold, s.stage, []string{s.scratch}), iso...), "/bin/true")
+		var out []byte
+		if out, err = exec.Command(argv[0], argv[1:]...).CombinedOutput(); err == nil {
+			s.iso = iso
+			return
+		}
+		err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
+	}
+	s.lg.Warn("prune: the baseline runs are not isolated (they run as before, in this process's user and PID namespaces)", "err", err, "needs", refns.Hint)
 }
 
 // coldCheck makes the stage and runs /bin/true cold once, so a machine
@@ -473,7 +507,8 @@ func (s *state) baseline(ctx context.Context) error {
 		n = DefaultBaselineRuns
 	}
 	for i := 1; i <= n; i++ {
-		res, err := s.ex.Run(ctx, exercise.RunOptions{WorkDir: s.workDir, Prefix: s.coldPrefix(), Timeout: s.opts.RunTimeout, Log: s.lg})
+		prefix := append(s.coldPrefix(), s.iso...)
+		res, err := s.ex.Run(ctx, exercise.RunOptions{WorkDir: s.workDir, Prefix: prefix, Timeout: s.opts.RunTimeout, Log: s.lg})
 		s.runs["baseline"]++
 		if err != nil {
 			return fmt.Errorf("baseline run %d: %w", i, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/pruner/cold"
 	"github.com/lockstep-sandbox/lockstep/pruner/contain"
 	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
@@ -38,6 +39,9 @@ const EnforcerVerb = "lockstep-enforce"
 //     ContainOptions.Probe), and the processes its nproc check starts.
 //   - os.Args[1] == cold.Verb: the start of every run, in a mount
 //     namespace of its own (the default Options.ColdRun; package cold).
+//   - os.Args[1] == refns.Verb: the start of every baseline run, isolated
+//     in namespaces of its own (package internal/refns), before its
+//     cold-run.
 //
 // The enforcer's own re-executions (its restricted child and its cgroup
 // reaper, selected by enforcer.RoleEnv) need no call: package enforcer's
@@ -54,6 +58,8 @@ func ServeRoles() {
 		os.Exit(contain.ProbeMain(os.Args[2:], os.Stdout))
 	case cold.Verb:
 		os.Exit(cold.Main(os.Args[2:], os.Stderr))
+	case refns.Verb:
+		os.Exit(refns.Main(os.Args[2:], os.Stderr))
 	}
 }
 
