@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 )
 
@@ -33,7 +34,8 @@ func TestRunObservedStages(t *testing.T) {
 		t.Fatalf("RunObserved = %+v, %v; want a run-stage error that reads as its cause, with the output so far", ob, err)
 	}
 	cfg := filepath.Join(dir, "s.cfg")
-	want := []string{"-o", filepath.Join(dir, "s.trace"), "/x/lockstep", "run", "-q", "--config", cfg, "--"}
+	want := append([]string{"-o", filepath.Join(dir, "s.trace"), "/x/lockstep", "run", "-q"}, enforcer.MeasureArgs()...)
+	want = append(want, "--config", cfg, "--")
 	if got[0] != "strace" || !slices.Equal(got[len(got)-len(want):], want) {
 		t.Errorf("prefix = %q, want strace … %q", got, want)
 	}

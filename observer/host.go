@@ -89,8 +89,10 @@ type RunJSON struct {
 	MemMB           int             `json:"mem_mb"`
 	Timings         harness.Timings `json:"timings"`
 	// TimeFactor is the factor the exercise runs' timeout and cpu limits
-	// were multiplied by in the guest (observe.json's; absent: 1).
-	TimeFactor int `json:"time_factor,omitempty"`
+	// were multiplied by in the guest: 1 under KVM, the TCG factor under
+	// TCG. Always written, so a reader need not know the convention of
+	// observe.json and the sidecars (absent: 1).
+	TimeFactor int `json:"time_factor"`
 	// Audit are the guest collector's counters; Exercises each exercise's
 	// account (observe.json).
 	Audit     *AuditCounters    `json:"audit,omitempty"`
@@ -341,13 +343,17 @@ func writeRunJSON(opts HostOptions, res *HostResult, results string, start time.
 	doc := RunJSON{Schema: RunJSONSchema, Key: opts.Key, Status: res.Status, Reason: res.Reason, Lockstep: r.Lockstep, KernelPin: opts.Pin,
 		KernelRelease: r.KernelRelease, BzImageSHA256: r.KernelSHA256, InitramfsSHA256: r.InitramfsSHA256,
 		QEMUVersion: r.QEMUVersion, Accel: r.Accel, AccelReason: r.AccelReason, CPU: r.CPU, VCPUs: r.CPUs, MemMB: r.MemMB,
-		Timings: r.Timings, Exercises: []ExerciseSummary{}, Artefacts: artefacts, Seconds: time.Since(start).Seconds()}
+		Timings: r.Timings, Exercises: []ExerciseSummary{}, Artefacts: artefacts, Seconds: time.Since(start).Seconds(),
+		TimeFactor: TimeFactor(r.Accel, opts.TCGTimeFactor)}
 	if b, err := os.ReadFile(filepath.Join(filepath.Dir(opts.Kernel), "config")); err == nil {
 		sum := sha256.Sum256(b)
 		doc.ConfigSHA256 = hex.EncodeToString(sum[:])
 	}
 	if s := res.Summary; s != nil {
-		doc.Audit, doc.Exercises, doc.TimeFactor = &s.Audit, s.Exercises, s.TimeFactor
+		doc.Audit, doc.Exercises = &s.Audit, s.Exercises
+		if s.TimeFactor > 1 {
+			doc.TimeFactor = s.TimeFactor // the guest's word over the host's
+		}
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
