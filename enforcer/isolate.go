@@ -167,13 +167,20 @@ const changeRights = landlock.FSWriteFile | landlock.FSTruncate | landlock.FSMak
 	landlock.FSRemoveDir | landlock.FSRefer | landlock.FSMakeChar | landlock.FSMakeBlock
 
 // writablePaths lists the ruleset's paths granted a right that changes
-// the file system.
+// the file system, as the child opens them: with the links resolved when
+// the policy was checked (PathRule.Open), so that each is the mount point
+// its bind shows in mountinfo.
 func writablePaths(rs *Ruleset) []string {
 	var out []string
 	for _, p := range rs.Paths {
-		if p.Access&changeRights != 0 {
-			out = append(out, p.Path)
+		if p.Access&changeRights == 0 {
+			continue
 		}
+		if p.Open != "" {
+			out = append(out, p.Open)
+			continue
+		}
+		out = append(out, p.Path)
 	}
 	return out
 }
@@ -349,14 +356,15 @@ func readOnlyExcept(writable []string) error {
 }
 
 // bindOntoItself makes path (a directory or a regular file) a mount of its
-// own (with what is mounted beneath it), which stays writable. The path is opened without following
-// a final symlink and bound through /proc/self/fd, so a path swapped for
-// a link since the policy was checked binds the link, not its target
-// (and the Landlock rule for it is refused then).
+// own (with what is mounted beneath it), which stays writable. The path,
+// link-free since the policy was checked, is opened following no link
+// (openNoSymlinks) and bound through /proc/self/fd, so a link swapped in
+// since is never followed; such a path is left alone here, and the
+// Landlock rule for it is refused (addPathRule).
 func bindOntoItself(path string) error {
-	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err == unix.ENOENT {
-		return nil // gone since the check: it grants nothing either
+	fd, err := openNoSymlinks(path)
+	if err == unix.ENOENT || err == unix.ELOOP {
+		return nil // gone or a link since the check: it grants nothing either
 	}
 	if err != nil {
 		return fmt.Errorf("open %s to keep it writable: %w", path, err)
