@@ -4,9 +4,6 @@ package safefile
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -170,26 +167,15 @@ func modeName(m uint32) string {
 // createTemp creates an empty file beside the target, in its directory,
 // with a fresh random name, with the target's permission bits.
 func (r *Replacer) createTemp() (string, *os.File, error) {
-	name := r.name
-	if len(name) > 200 {
-		name = name[:200]
+	var fd int
+	tmp, err := freshTemp(r.name, r.target, func(tmp string) (err error) {
+		fd, err = unix.Openat(int(r.dir.Fd()), tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, uint32(r.st.Mode().Perm()))
+		return err
+	})
+	if err != nil {
+		return "", nil, err
 	}
-	for range 100 {
-		var b [6]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return "", nil, err
-		}
-		tmp := "." + name + "." + hex.EncodeToString(b[:]) + ".tmp"
-		fd, err := unix.Openat(int(r.dir.Fd()), tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, uint32(r.st.Mode().Perm()))
-		if errors.Is(err, unix.EEXIST) {
-			continue
-		}
-		if err != nil {
-			return "", nil, err
-		}
-		return tmp, os.NewFile(uintptr(fd), filepath.Join(filepath.Dir(r.target), tmp)), nil
-	}
-	return "", nil, fmt.Errorf("no free temporary name beside %s", r.target)
+	return tmp, os.NewFile(uintptr(fd), filepath.Join(filepath.Dir(r.target), tmp)), nil
 }
 
 // Close closes the file and its directory.

@@ -109,6 +109,18 @@ func createTemp(target string, perm fs.FileMode) (*os.File, string, error) {
 	if dir == "" {
 		dir = "."
 	}
+	var f *os.File
+	tmp, err := freshTemp(name, target, func(tmp string) (err error) {
+		f, err = os.OpenFile(filepath.Join(dir, tmp), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOCTTY, perm)
+		return err
+	})
+	return f, filepath.Join(dir, tmp), err
+}
+
+// freshTemp calls create with temporary names for name
+// (.<name>.<hex>.tmp, within NAME_MAX) until one does not exist yet, and
+// returns the name it created.
+func freshTemp(name, target string, create func(tmp string) error) (string, error) {
 	// Keep the temporary name within NAME_MAX (255 bytes).
 	if len(name) > 200 {
 		name = name[:200]
@@ -116,16 +128,16 @@ func createTemp(target string, perm fs.FileMode) (*os.File, string, error) {
 	for range 100 {
 		var r [6]byte
 		if _, err := rand.Read(r[:]); err != nil {
-			return nil, "", err
+			return "", err
 		}
-		tmp := filepath.Join(dir, "."+name+"."+hex.EncodeToString(r[:])+".tmp")
-		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOCTTY, perm)
+		tmp := "." + name + "." + hex.EncodeToString(r[:]) + ".tmp"
+		err := create(tmp)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
-		return f, tmp, err
+		return tmp, err
 	}
-	return nil, "", fmt.Errorf("no free temporary name beside %s", target)
+	return "", fmt.Errorf("no free temporary name beside %s", target)
 }
 
 func syncDir(dir string) error {
