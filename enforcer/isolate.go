@@ -254,16 +254,15 @@ func (iso *isolation) attr(a *syscall.SysProcAttr) {
 // without gives up every layer: the clone with the namespaces failed
 // (not root and no user namespaces, or a kernel without them).
 func (iso *isolation) without(cloneErr error) {
+	// The errno alone: the error around it names the executable.
+	var cause any = cloneErr
 	var errno syscall.Errno
-	if !errors.As(cloneErr, &errno) {
-		errno = 0
+	if errors.As(cloneErr, &errno) {
+		cause = errno
 	}
-	why := fmt.Sprintf("the namespaces cannot be created here (clone: %v)", cloneErr)
-	if errno != 0 {
-		why = fmt.Sprintf("the namespaces cannot be created here (clone: %v)", errno)
-	}
+	why := fmt.Sprintf("the namespaces cannot be created here (clone: %v)", cause)
 	if iso.userns {
-		why = "no CAP_SYS_ADMIN (not root), and " + strings.Replace(why, "the namespaces cannot", "no user namespace can", 1)
+		why = fmt.Sprintf("no CAP_SYS_ADMIN (not root), and no user namespace can be created here (clone: %v)", cause)
 	}
 	for _, n := range iso.on {
 		iso.spec.Missing = append(iso.spec.Missing, missingLayer{n, why})
