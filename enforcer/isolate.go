@@ -1,8 +1,6 @@
 package enforcer
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/lockstep-sandbox/lockstep/internal/mountinfo"
 	"github.com/lockstep-sandbox/lockstep/landlock"
 	"golang.org/x/sys/unix"
 )
@@ -401,52 +400,29 @@ func beneathAny(p string, dirs []string) bool {
 	return false
 }
 
-// mountPoints lists the distinct mount points of /proc/self/mountinfo.
+// mountPoints lists the distinct mount points of /proc/self/mountinfo, in
+// its order.
 func mountPoints() ([]string, error) {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil, fmt.Errorf("list the mounts: %w", err)
 	}
-	return parseMountPoints(data), nil
+	ms, err := mountinfo.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("list the mounts: %w", err)
+	}
+	return distinctPoints(ms), nil
 }
 
-// parseMountPoints reads the mount points (the fifth field, octal escapes
-// such as \040 undone) of a mountinfo text, each once, in order.
-func parseMountPoints(data []byte) []string {
+// distinctPoints lists the mount points of ms, each once, in order.
+func distinctPoints(ms []mountinfo.Mount) []string {
 	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 5 {
-			continue
-		}
-		mp := unescapeMountinfo(f[4])
-		if !slices.Contains(out, mp) {
-			out = append(out, mp)
+	for _, m := range ms {
+		if !slices.Contains(out, m.Point) {
+			out = append(out, m.Point)
 		}
 	}
 	return out
-}
-
-// unescapeMountinfo undoes the kernel's \ooo escapes of space, tab,
-// newline and backslash.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // initShell runs initScript as the PID namespace's init; a variable so the

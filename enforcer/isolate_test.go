@@ -3,6 +3,8 @@ package enforcer
 import (
 	"slices"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/internal/mountinfo"
 )
 
 // TestInitWithoutShell: without /bin/sh the PID namespace's init is
@@ -35,8 +37,12 @@ func TestParseMountPoints(t *testing.T) {
 26 22 0:42 / /dev rw - tmpfs tmpfs rw
 `
 	want := []string{"/", "/dev", "/mnt/with space", `/mnt/back\slash`}
-	if got := parseMountPoints([]byte(info)); !slices.Equal(got, want) {
-		t.Errorf("parseMountPoints = %q, want %q", got, want)
+	ms, err := mountinfo.Parse([]byte(info))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := distinctPoints(ms); !slices.Equal(got, want) {
+		t.Errorf("distinctPoints = %q, want %q", got, want)
 	}
 }
 

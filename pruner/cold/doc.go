@@ -21,6 +21,6 @@
 // the run's last process ends, the namespace, the overlays and everything
 // written into them are gone.
 //
-// Plan decides, from /proc/self/mountinfo (ParseMountinfo), what becomes of
+// Plan decides, from /proc/self/mountinfo (mountinfo.Parse), what becomes of
 // each mount; Enter carries it out; Main is the role.
 package cold

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockstep-sandbox/lockstep/internal/mountinfo"
 	"github.com/lockstep-sandbox/lockstep/internal/nsexec"
 	"golang.org/x/sys/unix"
 )
@@ -103,7 +104,7 @@ func Enter(stage string, keep []string) error {
 	if err != nil {
 		return err
 	}
-	mounts, err := ParseMountinfo(data)
+	mounts, err := mountinfo.Parse(data)
 	if err != nil {
 		return err
 	}

@@ -1,83 +1,14 @@
 package cold
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/mountinfo"
 )
-
-// Mount is one line of /proc/<pid>/mountinfo: where it is mounted, its file
-// system type and whether the mount is read-only.
-type Mount struct {
-	Point    string
-	FSType   string
-	ReadOnly bool
-}
-
-// ParseMountinfo reads the lines of /proc/<pid>/mountinfo (proc(5)): mount
-// ID, parent ID, major:minor, root, mount point, mount options, optional
-// fields ended by "-", file system type, source, super options. Octal
-// escapes in the mount point (\040 for a space) are undone.
-func ParseMountinfo(data []byte) ([]Mount, error) {
-	var out []Mount
-	for i, line := range bytes.Split(data, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		m, err := parseMountLine(string(line))
-		if err != nil {
-			return nil, fmt.Errorf("mountinfo line %d: %w", i+1, err)
-		}
-		out = append(out, m)
-	}
-	return out, nil
-}
-
-func parseMountLine(line string) (Mount, error) {
-	f := strings.Fields(line)
-	sep := slices.Index(f, "-")
-	if len(f) < 6 || sep < 6 || sep+1 >= len(f) {
-		return Mount{}, fmt.Errorf("want at least 6 fields, a \"-\" and the file system type, got %q", line)
-	}
-	point, err := unescapeOctal(f[4])
-	if err != nil {
-		return Mount{}, err
-	}
-	if !filepath.IsAbs(point) {
-		return Mount{}, fmt.Errorf("mount point %q is not absolute", point)
-	}
-	return Mount{Point: filepath.Clean(point), FSType: f[sep+1], ReadOnly: slices.Contains(strings.Split(f[5], ","), "ro")}, nil
-}
-
-// unescapeOctal undoes the kernel's \ooo escapes of space, tab, newline
-// and backslash in a mountinfo path.
-func unescapeOctal(s string) (string, error) {
-	if !strings.Contains(s, `\`) {
-		return s, nil
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '\\' {
-			b.WriteByte(s[i])
-			continue
-		}
-		if i+4 > len(s) {
-			return "", fmt.Errorf("a cut-off escape in %q", s)
-		}
-		n, err := strconv.ParseUint(s[i+1:i+4], 8, 8)
-		if err != nil {
-			return "", fmt.Errorf("escape %q in %q: want three octal digits", s[i:i+4], s)
-		}
-		b.WriteByte(byte(n))
-		i += 3
-	}
-	return b.String(), nil
-}
 
 // Kind is what Enter does with one path of the new root.
 type Kind int
@@ -130,7 +61,7 @@ var pseudo = map[string]bool{
 // stage, whose tmpfs holds the new root. keep and stage are absolute,
 // clean paths; stage must not lie beneath a keep path nor a keep path
 // beneath the stage.
-func Plan(mounts []Mount, keep []string, stage string) ([]Step, error) {
+func Plan(mounts []mountinfo.Mount, keep []string, stage string) ([]Step, error) {
 	for _, p := range append([]string{stage}, keep...) {
 		if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
 			return nil, fmt.Errorf("%q: want an absolute, clean path other than /", p)
@@ -141,7 +72,7 @@ func Plan(mounts []Mount, keep []string, stage string) ([]Step, error) {
 			return nil, fmt.Errorf("the stage %s and the keep path %s overlap: the stage's tmpfs would be bound into the run", stage, k)
 		}
 	}
-	last := map[string]Mount{}
+	last := map[string]mountinfo.Mount{}
 	var order []string
 	for _, m := range mounts {
 		if _, seen := last[m.Point]; !seen {

@@ -5,11 +5,13 @@ import (
 	"os"
 	"slices"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/internal/mountinfo"
 )
 
 // captured reads a mountinfo captured from a real run (testdata/*.mountinfo;
 // the first line is the command that produced it).
-func captured(t *testing.T, name string) []Mount {
+func captured(t *testing.T, name string) []mountinfo.Mount {
 	t.Helper()
 	data, err := os.ReadFile("testdata/" + name)
 	if err != nil {
@@ -21,7 +23,7 @@ func captured(t *testing.T, name string) []Mount {
 			lines = append(lines, l)
 		}
 	}
-	ms, err := ParseMountinfo(bytes.Join(lines, []byte("\n")))
+	ms, err := mountinfo.Parse(bytes.Join(lines, []byte("\n")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +75,8 @@ func TestPlanContainer(t *testing.T) {
 // at a path wins.
 func TestPlanHost(t *testing.T) {
 	ms := captured(t, "host.mountinfo")
-	ms = append(ms, Mount{Point: "/srv/data", FSType: "ext4"}, Mount{Point: "/srv/data", FSType: "squashfs", ReadOnly: true},
-		Mount{Point: "/tmp/lockstep-cold-1/x", FSType: "tmpfs"}, Mount{Point: "/var/tmp/testing-dir/sub", FSType: "tmpfs"})
+	ms = append(ms, mountinfo.Mount{Point: "/srv/data", FSType: "ext4"}, mountinfo.Mount{Point: "/srv/data", FSType: "squashfs", ReadOnly: true},
+		mountinfo.Mount{Point: "/tmp/lockstep-cold-1/x", FSType: "tmpfs"}, mountinfo.Mount{Point: "/var/tmp/testing-dir/sub", FSType: "tmpfs"})
 	steps, err := Plan(ms, []string{"/var/tmp/testing-dir"}, "/tmp/lockstep-cold-1")
 	if err != nil {
 		t.Fatal(err)
@@ -114,21 +116,6 @@ func TestPlanRefusesOverlap(t *testing.T) {
 	}
 }
 
-func TestParseMountinfo(t *testing.T) {
-	ms, err := ParseMountinfo([]byte("36 35 98:0 /mnt1 /mnt\\040two ro,noatime master:1 - ext3 /dev/root rw\n\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ms) != 1 || ms[0] != (Mount{Point: "/mnt two", FSType: "ext3", ReadOnly: true}) {
-		t.Errorf("got %+v", ms)
-	}
-	for _, bad := range []string{"36 35 98:0 / /mnt rw", "36 35 98:0 / mnt rw - ext4 x rw", "1 2 3 4 /a\\04 rw - t s o", "1 2 3 4 /a\\999 rw - t s o", "1 2 3 4 /a rw -"} {
-		if _, err := ParseMountinfo([]byte(bad)); err == nil {
-			t.Errorf("%q parsed, want an error", bad)
-		}
-	}
-}
-
 func FuzzParseMountinfo(f *testing.F) {
 	for _, name := range []string{"container.mountinfo", "host.mountinfo"} {
 		data, err := os.ReadFile("testdata/" + name)
@@ -139,7 +126,7 @@ func FuzzParseMountinfo(f *testing.F) {
 	}
 	f.Add([]byte("1 2 3 4 /a\\134b rw - t s o"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ms, err := ParseMountinfo(data)
+		ms, err := mountinfo.Parse(data)
 		if err != nil {
 			return
 		}
