@@ -113,6 +113,7 @@ func TestRunCannotChangeHostMetadata(t *testing.T) {
 			if tc.uid != 0 {
 				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(tc.uid), Gid: uint32(tc.uid)}}
 			}
+			cmd.Dir = d // the checkout may be closed to uid 65534 (a 0700 clone)
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			if err := cmd.Run(); err != nil {
@@ -416,6 +417,7 @@ func TestRunRequireIsolation(t *testing.T) {
 	run := func(args ...string) (int, string, string) {
 		cmd := exec.Command(lbin, append(append([]string{"run"}, args...), "--config", cfg, "--", "/usr/bin/echo", "ran")...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		cmd.Dir = d // the checkout may be closed to uid 65534 (a 0700 clone)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
@@ -458,6 +460,7 @@ if pid == 0:
     os.setresgid(0, 0, 0); os.setresuid(0, 0, 0)
     open("/proc/sys/user/max_user_namespaces", "w").write("0")
     os.setgroups([])
+    os.chdir(os.path.dirname(sys.argv[1]))  # the checkout may be closed to uid 65534
     os.setresgid(65534, 65534, 65534); os.setresuid(65534, 65534, 65534)
     os.execv(sys.argv[1], sys.argv[1:])
 os.read(r, 1)
