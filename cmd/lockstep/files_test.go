@@ -17,9 +17,9 @@ import (
 	"github.com/lockstep-sandbox/lockstep/kernel"
 )
 
-// The files lockstep reads and writes, tried as issue 18 (items 11 to 15)
-// found them: through the real binary, with real FIFOs, /dev/zero, symbolic
-// links and directories.
+// The files lockstep reads and writes, tried the ways that once broke them:
+// through the real binary, with real FIFOs, /dev/zero, symbolic links and
+// directories.
 
 // filesBinDir holds the binary the tests below share; TestMain removes it.
 var filesBinDir string

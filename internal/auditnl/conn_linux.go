@@ -21,7 +21,7 @@ import (
 // (elastic/go-libaudit#105), so a reader that must stop had to poll it; the
 // collector's 2 ms poll woke the guest's vCPU 500 times a second for the
 // whole observation and slowed the exercise's runs beside it by about 45 %
-// under TCG (docs/performance.md).
+// under TCG (CHANGELOG.md, 2026-12-02).
 type Conn struct {
 	f   *os.File
 	rc  syscall.RawConn

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The limits of issue 21: no function over maxLines, and few over warnLines.
+// The limits: no function over maxLines, and few over warnLines.
 // maxOverWarn is how many functions over warnLines there were when it was
 // last lowered: the count may fall, never rise. Lower it when it falls.
 const (
