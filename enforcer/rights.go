@@ -10,9 +10,8 @@ import (
 )
 
 // SectionRights maps each filesystem section to the Landlock rights it
-// grants (landlock.Rights says which), before masking by the running ABI
-// (as Phobos's letters do): a right the ABI does not know is neither handled
-// nor granted.
+// grants (landlock.Rights says which), before masking by the running ABI:
+// a right the ABI does not know is neither handled nor granted.
 //
 // MAKE_CHAR and MAKE_BLOCK belong to no section: they are always handled and
 // never granted.
@@ -52,8 +51,8 @@ func (u Unenforceable) String() string {
 //
 //   - TCP [connect]/[bind] rows need ABI 4 (network rules), except
 //     `[bind] allow 0`: it grants only a kernel-chosen port, which a kernel
-//     without network rules allows anyway (as in Phobos, the shipped Java
-//     base runs on older kernels).
+//     without network rules allows anyway (so the shipped Java base runs
+//     on older kernels).
 //   - UDP rows need ABI 10, every one of them: below it UDP is not restricted
 //     at all, so a row would pretend a boundary that does not exist.
 //   - [restructure] rows need ABI 2: below it the kernel refuses every
@@ -179,8 +178,8 @@ type StatFunc func(path string, followLink bool) (FileKind, error)
 
 // Compile turns a policy into the ruleset for ABI row row. It refuses
 // (ErrUnenforceable) a policy with a rule the row cannot enforce, naming each,
-// a path whose rights are a strict subset of an ancestor's (as Phobos's
-// enforcer does: Landlock cannot narrow beneath a grant), and any path rule
+// a path whose rights are a strict subset of an ancestor's (Landlock
+// cannot narrow beneath a grant), and any path rule
 // that cannot be applied (a changeable section naming a symlink, a
 // directory-only section naming a file), all at once. stat tells
 // what each path is; missing paths grant nothing and are listed in Missing.

@@ -1163,7 +1163,7 @@ func (g *guestRun) endHung(qmpPath, consolePath string, argv []string, reason st
 	}
 	path := filepath.Join(dir, "forensics.txt")
 	if err := os.MkdirAll(dir, 0o755); err == nil {
-		if err := os.WriteFile(path, []byte(text), 0o644); err == nil {
+		if err := safefile.WriteFile(path, []byte(text), 0o644); err == nil {
 			g.res.ForensicsFile = path
 		}
 	}

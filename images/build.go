@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/internal/shellquote"
 )
 
@@ -277,7 +278,7 @@ func keepFailed(log *slog.Logger, err error, tmp, logPath, keep string) {
 		log.Error("build directory still has mounts; left in place", "dir", tmp)
 		return
 	}
-	if lb, rerr := os.ReadFile(logPath); rerr == nil && os.WriteFile(keep, lb, 0o644) == nil {
+	if lb, rerr := os.ReadFile(logPath); rerr == nil && safefile.WriteFile(keep, lb, 0o644) == nil {
 		var be *BuildError
 		if errors.As(err, &be) {
 			be.Log = keep

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 const unpackedMarker = ".lockstep-unpacked"
@@ -228,9 +230,9 @@ func (kb *kernelBuild) configure(ctx context.Context, frag []byte, dir string) (
 	}
 	if err := CheckConfig(filepath.Join(kb.obj, ".config"), cfg, RequiredOptions(frag)); err != nil {
 		// Keep the unfit config for inspection beside the failed log.
-		os.WriteFile(dir+".unfit.config", cfg, 0o644)
+		werr := safefile.WriteFile(dir+".unfit.config", cfg, 0o644)
 		var u *UnfitError
-		if errors.As(err, &u) {
+		if errors.As(err, &u) && werr == nil {
 			u.Config = dir + ".unfit.config"
 		}
 		return nil, err

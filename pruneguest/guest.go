@@ -183,8 +183,9 @@ func (o *outDir) prepare() error {
 	return nil
 }
 
-// clean removes a key's stale artefacts from out, as Phobos does; the KVM
-// run's records stay.
+// clean removes a key's stale artefacts from out (its *.cfg and *.json),
+// so none of an earlier prune is mistaken for this one's; the KVM run's
+// records stay.
 func clean(out, key string) error {
 	for _, pat := range []string{"*.cfg", "*.json"} {
 		ms, err := filepath.Glob(filepath.Join(out, key+"_"+pat))

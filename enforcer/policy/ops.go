@@ -10,7 +10,7 @@ import (
 	"syscall"
 )
 
-// sectionLetters are the Phobos enforcer's right letters per section.
+// sectionLetters are the rights letters each section grants.
 var sectionLetters = map[Section]string{
 	Read: "r", Execute: "x", Write: "w", Create: "m", CreateIPC: "p", CreateSymlink: "l",
 	Delete: "d", Restructure: "mdf", Ioctl: "i",
@@ -32,7 +32,7 @@ func IsWriteClass(s Section) bool {
 	return false
 }
 
-// Letters returns the rights letters (Phobos's r w x m p l f d i, in that
+// Letters returns the rights letters (r w x m p l f d i, in that
 // display order) that a set of sections grants; [restructure] grants m, d
 // and f (refer).
 func Letters(secs map[Section]bool) string {
@@ -208,7 +208,7 @@ func Ancestors(p string) []string {
 	return out
 }
 
-// Remainder is what exercise needs beyond base (Phobos's cfgfile.remainder):
+// Remainder is what exercise needs beyond base:
 // per path, only the sections whose rights base does not already grant on
 // the path or an ancestor; network rules base does not name; every limit of
 // exercise. Comments of kept paths and rules are kept.
@@ -274,14 +274,14 @@ type Nesting struct {
 	Letters, AncestorLetters string
 }
 
-// String words the nesting as Phobos's enforcer refuses it.
+// String words the nesting as the enforcer's refusal names it.
 func (n Nesting) String() string {
 	return fmt.Sprintf("%q is granted %q but lies beneath %q, which is granted the wider %q", n.Path, n.Letters, n.Ancestor, n.AncestorLetters)
 }
 
 // StrictSubsets lists every path whose rights letters are a strict subset of
-// an ancestor path's, sorted by path then ancestor. Phobos's enforcer refuses
-// such a policy (after resolving symlinks; this check is lexical), because
+// an ancestor path's, sorted by path then ancestor. The enforcer refuses such
+// a policy (after resolving symlinks; this check is lexical), because
 // Landlock grants the ancestor's rights beneath it anyway and the narrower
 // entry would mislead a reader. Incomparable sets are fine.
 func (p *Policy) StrictSubsets() []Nesting {
@@ -314,8 +314,7 @@ func (p *Policy) sortedPaths() []string {
 
 // NormaliseHierarchy returns a copy in which every path whose rights are a
 // strict subset of an ancestor's is raised to hold the ancestor's sections
-// too (Phobos's generalise.normalise_hierarchy, which the orchestrator and
-// the pruner apply: Landlock grants the ancestor's rights beneath it anyway,
+// too (the orchestrator and the pruner apply it: Landlock grants the ancestor's rights beneath it anyway,
 // and the enforcer refuses strict-subset nesting). Incomparable sets are left
 // alone. The error is non-nil (and the policy nil) only when p itself is not
 // a valid policy (see Validate); the result always passes StrictSubsets
@@ -371,8 +370,8 @@ func (e PathError) String() string { return e.Path + ": " + e.Err.Error() }
 
 // MissingPaths returns the paths, in the given sections, that do not exist
 // on this machine (following symlinks; see IsMissing), sorted. With no
-// sections it checks [read], [execute] and [ioctl]: the sections Phobos
-// requires to exist for an exercise config (a base tolerates missing ones,
+// sections it checks [read], [execute] and [ioctl]: the sections an
+// exercise config requires to exist (a base tolerates missing ones,
 // which are dropped at enforcement).
 func (p *Policy) MissingPaths(sections ...Section) []string {
 	missing, _ := p.StatPaths(sections...)

@@ -28,7 +28,9 @@ const sectionList = "read, execute, write, create, create-ipc, create-symlink, d
 // acceptRefusal is the reason [accept] is refused.
 const acceptRefusal = "[accept] is not supported: lockstep has no inbound proxy, so an exposed port could not be filtered by source; remove the section and grant the listening port with [bind]"
 
-// Limit value bounds (Phobos's cfgfile and policy parser).
+// Limit value bounds: a value with more significant digits, or above the
+// maximum, is refused. The digit bounds are Phobos's, so a policy either
+// accepts, the other does too.
 const (
 	maxTimeoutDigits = 15            // significant integer digits of a timeout
 	maxLimitDigits   = 18            // significant digits of every other limit
@@ -46,10 +48,11 @@ const (
 // problem is reported at once as an ErrorList (sorted, file:line each); on any
 // problem the policy is nil. Parse never touches the file system.
 //
-// Lexing follows Phobos's phobos-policy-parse.sh: LF line ends only (a CR
-// anywhere is refused), no UTF-8 byte order mark, no NUL byte; "#" starts a
-// comment anywhere on a line; lines are trimmed of ASCII white space; a
-// section header is "[name]"; a row before the first header is refused.
+// Lexing: LF line ends only (a CR anywhere is refused), no UTF-8 byte order
+// mark, no NUL byte; "#" starts a comment anywhere on a line; lines are
+// trimmed of ASCII white space; a section header is "[name]"; a row before
+// the first header is refused. These are Phobos's lexing rules, so both
+// read a policy file alike.
 //
 // Comments are kept for rendering: the comment lines directly above a row
 // (and a comment after it on the same line) belong to that row's path or
@@ -139,12 +142,12 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// Load combines policy files the way Phobos's policy system does: every
+// Load combines policy files: every
 // Base*.cfg of baseDir in sorted order (baseDir "" means no bases; a baseDir
 // without any Base*.cfg is refused, so nothing ever runs unconfined by
 // accident), then each config in order. Paths and network rules are unioned,
 // limits combined (a zero spelling switches a limit off and wins, else the
-// largest value). As in Phobos, when configs is empty every [connect] and
+// largest value). When configs is empty every [connect] and
 // [bind] row of the bases is dropped: no network without an exercise config.
 // Problems of every file are reported together.
 func Load(baseDir string, configs []string) (*Policy, error) {
@@ -428,8 +431,9 @@ func (p *parser) connect(n int, s, comment string) {
 	p.pol.addConnect(r)
 }
 
-// parseConnectTarget splits and checks <host>[:<port>] (Phobos's
-// parse_network_target and its host and port rules).
+// parseConnectTarget splits <host>[:<port>] (an IPv6 host in brackets, or
+// bare with no port; no port means every port) and checks the host and the
+// port, returning the rule or what is wrong.
 func parseConnectTarget(t string) (ConnectRule, string) {
 	var host, port string
 	switch {

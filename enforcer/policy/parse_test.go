@@ -348,8 +348,8 @@ func TestLoad(t *testing.T) {
 	if got := string(p.Render()); got != want {
 		t.Fatalf("Load =\n%s\nwant\n%s", got, want)
 	}
-	// Without configs, the bases' network rows are dropped (Phobos: no
-	// network without an exercise config).
+	// Without configs, the bases' network rows are dropped (no network
+	// without an exercise config).
 	p, err = Load(bases, nil)
 	if err != nil {
 		t.Fatal(err)

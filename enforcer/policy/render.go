@@ -12,7 +12,7 @@ import (
 )
 
 // escapeComment writes every byte outside printable ASCII, and "#", as \xHH
-// (Phobos's comment_text), so a comment can never end a line or start a new one.
+// so a comment can never end a line or start a new one.
 func escapeComment(s string) string {
 	clean := true
 	for i := 0; i < len(s); i++ {
