@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 	"github.com/lockstep-sandbox/lockstep/landlock"
 	"io"
 	"net"
@@ -118,23 +119,13 @@ func runWithout(t *testing.T, without []string, cfg string, env []string, cmd ..
 	return result{status, err, out.String(), errb.String()}
 }
 
-// needHostLandlock fails the test on a kernel without Landlock (lockstep
-// cannot work there) and returns the ABI; kernel-dependent expectations are
-// computed from it, and a test of a feature the ABI lacks skips naming it.
+// needHostLandlock fails the test on a kernel that should have Landlock
+// and has none (lockstep cannot work there) and returns the ABI;
+// kernel-dependent expectations are computed from it, and a test of a
+// feature the ABI lacks goes through featuretest.Require.
 func needHostLandlock(t *testing.T) int {
 	t.Helper()
-	abi, err := HostABI()
-	if err != nil || abi < 1 {
-		t.Fatalf("this machine's kernel has no Landlock (%v); host-kernel tests need it", err)
-	}
-	return abi
-}
-
-func needABI(t *testing.T, want int, what string) {
-	t.Helper()
-	if abi := needHostLandlock(t); abi < want {
-		t.Skipf("host Landlock ABI %d lacks %s (ABI %d+)", abi, what, want)
-	}
+	return featuretest.Require(t, featuretest.Landlock)
 }
 
 // needCgroupCaps skips when this machine offers the enforcer no cgroup for
@@ -334,7 +325,7 @@ func fileHas(rel, want string) func(*testing.T, string, bool) {
 // TestNetwork binds and connects real TCP sockets on loopback from a real
 // executed binary (this test binary in helper mode), allowed and refused.
 func TestNetwork(t *testing.T) {
-	needABI(t, landlock.ABINetwork, "TCP port rules")
+	featuretest.Require(t, featuretest.LandlockNetwork)
 	eachPath(t, func(t *testing.T) {
 		self, err := os.Executable()
 		if err != nil {
@@ -392,7 +383,6 @@ func pickFreePort(t *testing.T) int {
 // mismatch are refused with 125 before anything runs (a marker file proves it).
 func TestRefusalsRunNothing(t *testing.T) {
 	needHostLandlock(t)
-	abi, _ := HostABI()
 	d := t.TempDir()
 	marker := filepath.Join(d, "ran")
 	cfg := baseRules + "[write]\n" + d + "\n[create]\n" + d + "\n"
@@ -408,8 +398,9 @@ func TestRefusalsRunNothing(t *testing.T) {
 		{"hash mismatch", cfg, "sha256:" + strings.Repeat("0", 64), []string{"hash mismatch", "Nothing ran."}, ErrHashMismatch},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
-			if tc.Name == "udp rule" && abi >= landlock.ABIUDP {
-				t.Skipf("host ABI %d enforces UDP rules; the refusal is covered by TestCheckEnforceable", abi)
+			if tc.Name == "udp rule" {
+				// On ABI 10 and later TestCheckEnforceable covers the refusal.
+				featuretest.RequireWithout(t, featuretest.LandlockUDP)
 			}
 			p := mustParse(t, tc.Cfg)
 			var errb bytes.Buffer
@@ -601,7 +592,7 @@ func TestLeftoversAreKilled(t *testing.T) {
 }
 
 func TestLogSubprocessesStatusLine(t *testing.T) {
-	needABI(t, landlock.ABIAuditRecords, "audit log flags")
+	featuretest.Require(t, featuretest.LandlockAudit)
 	p := mustParse(t, baseRules)
 	var errb bytes.Buffer
 	status, err := Run(context.Background(), Options{Policy: p, Command: []string{"/usr/bin/true"}, LogSubprocesses: true, Stderr: &errb})
@@ -681,7 +672,7 @@ func TestMemoryCap(t *testing.T) {
 // LogSubprocesses and checks that landlock_restrict_self got
 // LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON (0x2).
 func TestLogFlagReachesKernel(t *testing.T) {
-	needABI(t, landlock.ABIAuditRecords, "audit log flags")
+	featuretest.Require(t, featuretest.LandlockAudit)
 	strace, err := exec.LookPath("strace")
 	if err != nil {
 		t.Skip("strace not on PATH")
@@ -785,7 +776,7 @@ func TestCgroupV2OnHybrid(t *testing.T) {
 // TestNetworkUDP: UDP port rules, enforced from ABI 10 (a pinned 7.2 guest
 // kernel); below it they are refused (TestRefusalsRunNothing).
 func TestNetworkUDP(t *testing.T) {
-	needABI(t, landlock.ABIUDP, "UDP port rules")
+	featuretest.Require(t, featuretest.LandlockUDP)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 	"github.com/lockstep-sandbox/lockstep/observer"
 
@@ -111,9 +112,8 @@ func TestObserveHereTCPBind(t *testing.T) {
 // TestObserveHereUDPRuleBelowABI10: a UDP row on this ABI-7 kernel is a
 // refusal of the policy (125), carried as the rule, with no refusals.
 func TestObserveHereUDPRuleBelowABI10(t *testing.T) {
-	if abi := needHost(t); abi >= 10 {
-		t.Skipf("this kernel offers Landlock ABI %d; the case needs one below 10", abi)
-	}
+	needHost(t)
+	featuretest.RequireWithout(t, featuretest.LandlockUDP)
 	o, err := observer.ObserveHere(t.Context(), observer.HereOptions{Policy: hostPolicy(t, "udp.cfg", "udp-allow.cfg"),
 		Command: []string{"/usr/bin/python3", "-c", pyUDP}, Exe: lockstepBinary(t), Dir: t.TempDir()})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
+	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 )
 
@@ -18,10 +19,7 @@ func TestEnforcerCommandLine(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(truePolicy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	abi, err := enforcer.HostABI()
-	if err != nil {
-		t.Skipf("no Landlock here: %v", err)
-	}
+	abi := featuretest.Require(t, featuretest.Landlock)
 	row, _ := enforcer.Row(abi)
 	prefixes := [][]string{enforcer.Prefix(bin, false), enforcer.EnforcePrefix(bin)}
 	if row.RestrictFlags != 0 { // a kernel with restrict_self flags at all (ABI 7+) takes the log flag

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 	"golang.org/x/sys/unix"
 )
@@ -320,9 +321,8 @@ except OSError as e:
 // against execution and refuses MFD_EXEC. Before, the memfd copy of true
 // ran (exit 0, nothing printed). Needs a kernel with memfd_noexec (6.3+).
 func TestRunMemfdExecRefused(t *testing.T) {
-	if _, err := os.Stat("/proc/sys/vm/memfd_noexec"); err != nil {
-		t.Skip("no vm.memfd_noexec on this kernel (before 6.3)")
-	}
+	_, err := os.Stat("/proc/sys/vm/memfd_noexec")
+	featuretest.SkipIfNotSupported(t, featuretest.MemfdNoexec, err)
 	if os.Geteuid() != 0 {
 		t.Skip("vm.memfd_noexec is written by root in the initial user namespace only")
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockstep-sandbox/lockstep/enforcer"
+	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 )
 
@@ -39,9 +39,7 @@ func needPython(t *testing.T) string {
 // restricted itself and forked the command alive until the command ended:
 // the command could SIGSTOP it (the whole of lockstep) or ptrace it.
 func TestRunCommandCannotReachLockstep(t *testing.T) {
-	if abi, err := enforcer.HostABI(); err != nil || abi < 6 {
-		t.Skipf("no Landlock signal scope here (ABI %d, %v)", abi, err)
-	}
+	featuretest.Require(t, featuretest.LandlockScope)
 	py := needPython(t)
 	bin := lockstepbin.Build(t)
 	d := t.TempDir()

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 	"golang.org/x/sys/unix"
 )
@@ -73,9 +74,7 @@ func tiocstiInjector(line string) int {
 func legacyTIOCSTI(t *testing.T) {
 	const knob = "/proc/sys/dev/tty/legacy_tiocsti"
 	old, err := os.ReadFile(knob)
-	if err != nil {
-		t.Skipf("dev.tty.legacy_tiocsti cannot be read (%v): this kernel has no such switch", err)
-	}
+	featuretest.SkipIfNotSupported(t, featuretest.LegacyTIOCSTI, err)
 	if err := os.WriteFile(knob, []byte("1"), 0); err != nil {
 		t.Skipf("sysctl dev.tty.legacy_tiocsti=1 cannot be set (%v): run as root", err)
 	}
