@@ -13,7 +13,7 @@ const Verb = "run"
 // mount the kernel refuses a write before Landlock is asked, so neither
 // its EACCES nor its audit record would be seen), with --log-subprocesses
 // when logSubprocesses (the kernel then audits denials after the exec too;
-// Landlock ABI 7+). It is what the observer, pruner/contain and
+// Landlock ABI 7+). It is what the observer, evidence/contain and
 // pruner/prune take as their Enforcer; Command completes it. A run that
 // is to be as isolated as a user's takes EnforcePrefix.
 func Prefix(exe string, logSubprocesses bool) []string {

@@ -14,13 +14,13 @@
 // behaviour that uses it.
 //
 // It is a leaf: it imports nothing of the module, and nothing outside the
-// standard library, so the parsers that use it (pruner/attribute,
+// standard library, so the parsers that use it (evidence/attribute,
 // observer/audit) still build on any OS. It never asks the kernel anything;
 // the enforcer does (enforcer.HostABI). Its tests hold every constant to
 // golang.org/x/sys/unix (generated from the kernel's uapi headers) and every
 // ABI row to go-landlock's presets.
 //
 // It is exported, not internal, because the pruner is a library: a program
-// using pruner/attribute reads refusals whose rights are [Right] values, and
+// using evidence/attribute reads refusals whose rights are [Right] values, and
 // may well want to know which ABI enforces them.
 package landlock

@@ -11,10 +11,10 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/pruner/contain"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
-	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
+	"github.com/lockstep-sandbox/lockstep/evidence/contain"
+	"github.com/lockstep-sandbox/lockstep/evidence/verdict"
+	"github.com/lockstep-sandbox/lockstep/exercise"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // abi10 is the ABI-10 phase: joint runs with every layer and the policy's

@@ -12,8 +12,8 @@ import (
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/pruner/contain"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/evidence/contain"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 )
 
 // besideVerification is hostVerification with two lanes, one CPU kept for

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockstep-sandbox/lockstep/evidence/strace"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
-	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
 // AbortError stops one exercise's verification: Reason becomes the record's

@@ -9,13 +9,13 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/evidence/contain"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/observer/lane"
-	"github.com/lockstep-sandbox/lockstep/pruner/contain"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
-// contain runs pruner/contain's checks under final, the policy that settled
+// contain runs evidence/contain's checks under final, the policy that settled
 // (Phobos's KVM run has none): each canary unreadable, a read-only path
 // unwritable, a loopback port no rule names neither reachable nor bindable,
 // and each limit it can reach holding; each check with a control first

@@ -7,10 +7,10 @@ import (
 	"strconv"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/evidence/attribute"
 	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
-	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // Comparison is the outcome of joining one run's strace refusals with its

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/evidence/attribute"
+	"github.com/lockstep-sandbox/lockstep/evidence/strace"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
-	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
-	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
 const captureDir = "testdata/crosscheck-host"

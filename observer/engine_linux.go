@@ -10,10 +10,10 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/evidence/attribute"
+	"github.com/lockstep-sandbox/lockstep/evidence/control"
+	"github.com/lockstep-sandbox/lockstep/evidence/strace"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
-	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
-	"github.com/lockstep-sandbox/lockstep/pruner/control"
-	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
 // Spec is one observed run: a policy, the lockstep binary that applies it
@@ -56,7 +56,7 @@ type Observed struct {
 	// Trace is strace's log, as written.
 	Trace []byte
 	// Landlock are the refusals inside the enforcer's domain that
-	// pruner/attribute puts in the filesystem or network layer and the
+	// evidence/attribute puts in the filesystem or network layer and the
 	// control replay confirms; Other are the limits' refusals there.
 	Landlock, Other []*attribute.Refusal
 	// Audit is what the collector saw of the run's domains, and Denials

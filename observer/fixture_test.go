@@ -9,7 +9,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/path_sets/fixture from fixture.rules")
@@ -24,7 +24,7 @@ var fixtureProvenance = record.Provenance{Pruner: record.PrunerName, Kernel: "6.
 	LandlockABI: 7, UID: 0, Strace: "strace -- version 6.1", Date: "2026-11-29T09:35:00Z"}
 
 // fixtureFiles renders the fixture's .cfg (header by record.CfgHeader, body
-// policy.Render) and its record with pruner/record's writers.
+// policy.Render) and its record with record's writers.
 func fixtureFiles(t *testing.T) map[string][]byte {
 	t.Helper()
 	return pathSetFiles(t, filepath.Join(fixtureDir, "fixture.rules"), "fixture", "udp-fixture",
@@ -69,7 +69,7 @@ func pathSetFiles(t *testing.T, rulesFile, key, ex string, log []record.Entry) m
 const observerPathSet = "testdata/path_sets/observer"
 
 // TestObserverPathSet: the committed .cfg and records of the observer key
-// are what pruner/record writes for their .rules (-update rewrites them).
+// are what record writes for their .rules (-update rewrites them).
 func TestObserverPathSet(t *testing.T) {
 	for _, ex := range []string{"proc-mounts", "nofile-hang"} {
 		files := pathSetFiles(t, filepath.Join(observerPathSet, ex+".rules"), "observer", ex, []record.Entry{})
@@ -81,14 +81,14 @@ func TestObserverPathSet(t *testing.T) {
 				}
 			}
 			if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, want) {
-				t.Errorf("%s differs from what pruner/record writes (go test ./observer -run TestObserverPathSet -update): %v", name, err)
+				t.Errorf("%s differs from what record writes (go test ./observer -run TestObserverPathSet -update): %v", name, err)
 			}
 		}
 	}
 }
 
 // TestFixturePathSet: the committed .cfg and record are exactly what
-// pruner/record writes for fixture.rules (go test -update rewrites them),
+// record writes for fixture.rules (go test -update rewrites them),
 // the record vouches for the .cfg, and the policy lacks the UDP row.
 func TestFixturePathSet(t *testing.T) {
 	for name, want := range fixtureFiles(t) {
@@ -103,7 +103,7 @@ func TestFixturePathSet(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from what pruner/record writes (go test ./observer -run TestFixturePathSet -update)", name)
+			t.Errorf("%s differs from what record writes (go test ./observer -run TestFixturePathSet -update)", name)
 		}
 	}
 	cfg, _ := os.ReadFile(filepath.Join(fixtureDir, "fixture_udp-fixture.cfg"))

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // TestObserveGuestObserverKey observes the observer key on the 7.2.13 pin:

@@ -23,9 +23,9 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 
+	"github.com/lockstep-sandbox/lockstep/evidence/strace"
 	"github.com/lockstep-sandbox/lockstep/kernel"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
-	"github.com/lockstep-sandbox/lockstep/pruner/strace"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 func needGuest(t testing.TB) {

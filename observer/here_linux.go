@@ -14,11 +14,11 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/evidence/attribute"
+	"github.com/lockstep-sandbox/lockstep/evidence/control"
 	"github.com/lockstep-sandbox/lockstep/internal/machine"
 	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
-	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
-	"github.com/lockstep-sandbox/lockstep/pruner/control"
 )
 
 // HereOptions configures ObserveHere and ObserveRun: one observed run on the

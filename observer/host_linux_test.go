@@ -19,10 +19,10 @@ import (
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 func TestMain(m *testing.M) {

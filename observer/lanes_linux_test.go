@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/pruner/contain"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/evidence/contain"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // TestReferenceLanesHostKernel: with two lanes the first reference run runs

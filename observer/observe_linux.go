@@ -15,6 +15,10 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/evidence/attribute"
+	"github.com/lockstep-sandbox/lockstep/evidence/control"
+	"github.com/lockstep-sandbox/lockstep/evidence/verdict"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/internal/machine"
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
@@ -22,11 +26,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 	"github.com/lockstep-sandbox/lockstep/observer/lane"
 	"github.com/lockstep-sandbox/lockstep/observer/proof"
-	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
-	"github.com/lockstep-sandbox/lockstep/pruner/control"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
-	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // Guest is the observer inside the guest: it starts the audit collector before

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/observer/proof"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // SummarySchema is the version of the Summary document (observe.json).
@@ -163,7 +163,7 @@ type ExerciseSummary struct {
 	// found its audit record(s), with them (Refusal.Audit), in trace order.
 	// The .abi10.json keeps only their count (Phobos's schema).
 	Matched []Refusal `json:"cross_check_matched,omitempty"`
-	// Containment are pruner/contain's checks under the settled policy.
+	// Containment are evidence/contain's checks under the settled policy.
 	Containment []ContainmentCheck `json:"containment,omitempty"`
 	Seconds     float64            `json:"seconds"`
 }
@@ -176,7 +176,7 @@ type TraceInfo struct {
 }
 
 // ContainmentCheck is one containment check under the verified policy, as
-// pruner/contain ran it.
+// evidence/contain ran it.
 type ContainmentCheck struct {
 	Name string `json:"name"`
 	// Held: the sandbox refused the probe (and its control, if any,
@@ -187,7 +187,7 @@ type ContainmentCheck struct {
 	Detail  string `json:"detail"`
 }
 
-// containmentChecks converts pruner/contain's record of the checks.
+// containmentChecks converts evidence/contain's record of the checks.
 func containmentChecks(rs []record.ContainmentCheck) []ContainmentCheck {
 	out := make([]ContainmentCheck, 0, len(rs))
 	for _, r := range rs {

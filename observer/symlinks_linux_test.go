@@ -13,10 +13,10 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/evidence/control"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
-	"github.com/lockstep-sandbox/lockstep/pruner/control"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 )
 
 // symlinksWork is the capture script's working directory.

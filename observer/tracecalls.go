@@ -4,7 +4,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
+	"github.com/lockstep-sandbox/lockstep/evidence/attribute"
 )
 
 // mountCalls change the mount topology, which Landlock refuses (EPERM) to

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
+	"github.com/lockstep-sandbox/lockstep/evidence/attribute"
 )
 
 // TestTracedCallsCoverRecords checks that an observed run traces every call

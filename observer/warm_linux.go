@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/observer/lane"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 )
 
 // warmUp runs the key's first exercise once, unsandboxed, in a lane on the

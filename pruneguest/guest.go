@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/prune"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // GuestRole is the registered role (proto.EnvRole) of the prune's guest

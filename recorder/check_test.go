@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/evidence/attribute"
+	"github.com/lockstep-sandbox/lockstep/evidence/strace"
 	"github.com/lockstep-sandbox/lockstep/observer"
-	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
-	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
 func TestStartDiffNamesTheDifference(t *testing.T) {

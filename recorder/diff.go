@@ -5,8 +5,8 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/lockstep-sandbox/lockstep/derive/placement"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
 )
 
 // DiffResult compares a policy with what a recording's sessions used.
@@ -45,7 +45,7 @@ func Diff(rec, file string) (*DiffResult, error) {
 func (c *collected) lacks(base, g *policy.Policy, d *DiffResult) {
 	seen := map[string]bool{}
 	for _, s := range c.sightings {
-		if generalise.Covered(base, s.o.Path, s.o.Section) || !generalise.Covered(g, s.o.Path, s.o.Section) {
+		if placement.Covered(base, s.o.Path, s.o.Section) || !placement.Covered(g, s.o.Path, s.o.Section) {
 			continue
 		}
 		k := fmt.Sprintf("[%s] %s", s.o.Section, s.o.Path)

@@ -17,7 +17,7 @@
 //     under strace on a pseudo-terminal driven by a [Script], and brings the
 //     trace back.
 //   - [Generate] turns every session's successful calls into needs
-//     (pruner/attribute.Uses), places them (pruner/generalise.Grants and
+//     (evidence/attribute.Uses), places them (derive/placement.Grants and
 //     NetworkRules) and writes the policy and its record.
 //   - [Diff] compares a policy with what the sessions used.
 //   - [Check] replays a scripted session in a fresh guest under the

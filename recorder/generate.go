@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/lockstep-sandbox/lockstep/derive/limits"
+	"github.com/lockstep-sandbox/lockstep/derive/placement"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/landlock"
-	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
-	"github.com/lockstep-sandbox/lockstep/pruner/limits"
 )
 
 // Files Generate writes into the recording.
@@ -117,17 +117,17 @@ type Generated struct {
 
 // sighting is one observation with the call behind it.
 type sighting struct {
-	o    generalise.Observation
+	o    placement.Observation
 	call string
 }
 
-// collected is every session's needs, ready for the pruner's placement.
+// collected is every session's needs, ready for placement (derive/placement).
 type collected struct {
 	sightings []sighting
-	net       []generalise.NetNeed
+	net       []placement.NetNeed
 	netCalls  []string
 	netNames  []string // each net need's TLS server name, "" none
-	served    []generalise.Endpoint
+	served    []placement.Endpoint
 	existed   map[string]Entry
 	record    *Record
 	ungranted map[string]bool
@@ -140,8 +140,8 @@ type collected struct {
 }
 
 // Generate turns every session of the recording into a policy and its
-// record, with the layer pruner's placement (generalise.Grants, its
-// execute narrowing and compaction, generalise.NetworkRules), and writes
+// record, with the shared placement (placement.Grants, its
+// execute narrowing and compaction, placement.NetworkRules), and writes
 // both into the recording. The status is StatusOK or one of Generate's.
 func Generate(rec string, opts GenerateOptions) (*Generated, error) {
 	if err := opts.check(); err != nil {
@@ -234,16 +234,16 @@ func (c *collected) add(run int, name string, s *SessionRecord) {
 		}
 		for _, n := range u.Needs {
 			for _, sec := range n.Sections {
-				c.sightings = append(c.sightings, sighting{generalise.Observation{Path: n.Path, Section: section(sec), Run: run, TGID: u.TGID, TID: u.PID}, call})
+				c.sightings = append(c.sightings, sighting{placement.Observation{Path: n.Path, Section: section(sec), Run: run, TGID: u.TGID, TID: u.PID}, call})
 			}
 		}
 		c.move(run, u, call)
 		for _, n := range u.Net {
-			c.net = append(c.net, generalise.NetNeed{Section: section(n.Section), Addr: n.Addr, Port: n.Port, Transport: policy.Transport(n.Transport)})
+			c.net = append(c.net, placement.NetNeed{Section: section(n.Section), Addr: n.Addr, Port: n.Port, Transport: policy.Transport(n.Transport)})
 			c.netCalls = append(c.netCalls, call)
 			c.netNames = append(c.netNames, n.Name)
 			if n.Section == string(policy.Bind) && n.Port > 0 {
-				c.served = append(c.served, generalise.Endpoint{Port: n.Port, Transport: policy.Transport(n.Transport)})
+				c.served = append(c.served, placement.Endpoint{Port: n.Port, Transport: policy.Transport(n.Transport)})
 			}
 		}
 	}
@@ -260,7 +260,7 @@ func (c *collected) move(run int, u Use, call string) {
 	c.moves = append(c.moves, [2]string{u.Needs[0].Path, u.Needs[1].Path})
 	for _, n := range u.Needs[:2] {
 		sec := policy.Section(landlock.Refer.Section())
-		c.sightings = append(c.sightings, sighting{generalise.Observation{Path: n.Path, Section: sec, Run: run, TGID: u.TGID, TID: u.PID}, call})
+		c.sightings = append(c.sightings, sighting{placement.Observation{Path: n.Path, Section: sec, Run: run, TGID: u.TGID, TID: u.PID}, call})
 	}
 }
 
@@ -275,8 +275,8 @@ func (c *collected) ungrantable(u Use, call string) {
 
 // env is the placement's view of the machine: what the sessions found
 // before they ran, climbing anywhere below the top-level directories.
-func (c *collected) env() generalise.Env {
-	return generalise.Env{Existed: func(p string) (bool, bool) {
+func (c *collected) env() placement.Env {
+	return placement.Env{Existed: func(p string) (bool, bool) {
 		e, ok := c.existed[p]
 		return ok, e.Dir
 	}, Scanned: []string{"/"}}

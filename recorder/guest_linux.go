@@ -16,14 +16,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockstep-sandbox/lockstep/derive/limits"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/evidence/attribute"
+	"github.com/lockstep-sandbox/lockstep/evidence/control"
+	"github.com/lockstep-sandbox/lockstep/evidence/strace"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
-	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
-	"github.com/lockstep-sandbox/lockstep/pruner/control"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/pruner/limits"
-	"github.com/lockstep-sandbox/lockstep/pruner/strace"
 )
 
 // GuestRole is the registered role of run's guest side: the job of the
@@ -267,7 +267,7 @@ func judgeExisted(trace, tty string, start *StartState, started time.Time) ([]En
 
 // withInterpreters adds to every execute what the kernel also opens for
 // execution (a script's interpreter, an ELF file's loader), as the
-// pruner's control replay does: no trace line shows those opens, yet
+// control replay (evidence/control) does: no trace line shows those opens, yet
 // Landlock checks [execute] on them.
 func withInterpreters(uses []*attribute.Refusal) []*attribute.Refusal {
 	for i, u := range uses {

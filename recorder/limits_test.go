@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockstep-sandbox/lockstep/pruner/limits"
+	"github.com/lockstep-sandbox/lockstep/derive/limits"
 )
 
 // generate --limits turns the sessions' samples (their maxima) into

@@ -6,17 +6,17 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/lockstep-sandbox/lockstep/derive/placement"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/landlock"
-	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
 )
 
 // place builds the policy from the collected needs with the pruner's own
 // rules, and fills the record's grants, widenings and refusals to place.
 func (c *collected) place() *policy.Policy {
 	env := c.env()
-	obs := make([]generalise.Observation, len(c.sightings))
+	obs := make([]placement.Observation, len(c.sightings))
 	var executed []string
 	for i, s := range c.sightings {
 		obs[i] = s.o
@@ -24,11 +24,11 @@ func (c *collected) place() *policy.Policy {
 			executed = append(executed, s.o.Path)
 		}
 	}
-	grants, reports := generalise.Grants(obs, env)
+	grants, reports := placement.Grants(obs, env)
 	p := &policy.Policy{}
-	generalise.Add(p, grants)
-	p, narrowed := generalise.NarrowExecute(p, nil, executed, env)
-	p, _ = generalise.Compact(p, nil, generalise.DefaultThreshold, env)
+	placement.Add(p, grants)
+	p, narrowed := placement.NarrowExecute(p, nil, executed, env)
+	p, _ = placement.Compact(p, nil, placement.DefaultThreshold, env)
 	// The hierarchy rule, as the pruner prepares every candidate: the
 	// enforcer refuses a row narrower than an ancestor's.
 	if q, err := p.NormaliseHierarchy(); err == nil {
@@ -83,13 +83,13 @@ func coveringRow(p *policy.Policy, q string) string {
 }
 
 // widenedBecause says why a grant landed on another path than its object.
-func (c *collected) widenedBecause(g generalise.Grant) string {
+func (c *collected) widenedBecause(g placement.Grant) string {
 	switch _, existed := c.existed[g.Object]; {
 	case g.Comment != "":
 		return g.Comment
 	case !existed:
 		return "no session found it before it ran: granted on the nearest directory that existed before (never / nor a top-level directory)"
-	case generalise.IsReadClass(g.Section):
+	case placement.IsReadClass(g.Section):
 		return "a file outside the fine-grained roots is granted on its directory"
 	}
 	return "placed by the layer pruner's rules"
@@ -100,12 +100,12 @@ func (c *collected) widenedBecause(g generalise.Grant) string {
 // wildcard), an endpoint whose TLS ClientHello named its server by that
 // name, every other endpoint held by its address with a comment.
 func (c *collected) network(p *policy.Policy) {
-	net := generalise.NetworkRules(c.net, c.served, landlock.ABIUDP)
+	net := placement.NetworkRules(c.net, c.served, landlock.ABIUDP)
 	p.Connect, p.Bind = net.Connect, net.Bind
 	c.record.NotPlaced = append(c.record.NotPlaced, net.Reports...)
 	seen := map[string]bool{}
 	for i, n := range c.net {
-		if n.Section != policy.Connect || !n.Addr.IsValid() || n.Port <= 0 || generalise.Loopback(n.Addr) {
+		if n.Section != policy.Connect || !n.Addr.IsValid() || n.Port <= 0 || placement.Loopback(n.Addr) {
 			continue
 		}
 		addr := n.Addr.Unmap().String()

@@ -9,8 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lockstep-sandbox/lockstep/derive/limits"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
-	"github.com/lockstep-sandbox/lockstep/pruner/limits"
 )
 
 // Files of a session directory (D/N/sessions/<k>/).

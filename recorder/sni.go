@@ -3,7 +3,7 @@ package recorder
 import (
 	"strings"
 
-	"github.com/lockstep-sandbox/lockstep/pruner/strace"
+	"github.com/lockstep-sandbox/lockstep/evidence/strace"
 )
 
 // serverNames maps each socket (by its inode, from strace's -y

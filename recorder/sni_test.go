@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-sandbox/lockstep/pruner/strace"
+	"github.com/lockstep-sandbox/lockstep/evidence/strace"
 )
 
 // clientHello is the first record crypto/tls's client writes for

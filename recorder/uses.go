@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
+	"github.com/lockstep-sandbox/lockstep/evidence/attribute"
 )
 
 // Use is one successful call of a session and what it needs under

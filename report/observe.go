@@ -11,7 +11,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // Observe renders a `lockstep observe` run: one matrix row for the kernel,

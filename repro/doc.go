@@ -17,8 +17,8 @@
 // audit daemon first (observer/audit) and joins each strace refusal with
 // its records through observer.CrossCheck, the observer's own matching.
 // Refusals are the calls strace saw fail inside the enforcer's domain that
-// package pruner/attribute puts in the filesystem or network layer and the
-// control replay (pruner/control) confirms would have succeeded unsandboxed.
+// package evidence/attribute puts in the filesystem or network layer and the
+// control replay (evidence/control) confirms would have succeeded unsandboxed.
 // A policy row the kernel cannot enforce (a UDP rule below ABI 10) makes the
 // enforcer exit 125 before anything runs: that side carries the rules it
 // could not enforce, not refusals.

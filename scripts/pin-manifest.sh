@@ -2,7 +2,7 @@
 # Writes the manifest of a pinned read root (prune.json pinned_read_roots) on stdout: one
 # "<sha256>  <path relative to the root>" line per regular file and per symbolic link that leads to
 # one (hashed through the link), sorted bytewise; links to directories are not followed. This is
-# pruner/pinned's format and what pinned.Make writes (TestScriptMatchesMake holds them together).
+# pruner/readroot's format and what readroot.Make writes (TestScriptMatchesMake holds them together).
 #
 #   scripts/pin-manifest.sh /usr/share/maven-repo > pruner/prune/seeds/maven-repo.sha256
 set -euo pipefail

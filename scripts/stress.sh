@@ -21,14 +21,14 @@ LOAD=${LOAD:-1}
 #   verify: TestVerifyGuest exited 137 without a cell (containment's nproc
 #           control in a guest, see docs/reliability.md);
 #   pruner/prune: TestHostGeneric's nofile 256 vs 512 (bash's fd 255);
-#   pruner/contain: the containment checks that run at once;
+#   evidence/contain: the containment checks that run at once;
 #   harness: the ports' tails dropped at the reboot under a slow host
 #            (results frame, then the last events);
 #   observer: runs side by side, work started on a foretelling and stopped
 #             when the run it waits on does not call for it;
 #   harness TestNestedKVM: the KVM tier, the pin under KVM in a TCG guest
 #             (make test-kvm): its boots sit closest to their deadlines.
-TESTS=${TESTS:-./verify:^(TestVerifyGuest|TestHereHostKernel)$ ./pruner/prune:^(TestHostGeneric|TestHostBrokenAborts)$ ./pruner/contain:^(TestExecuteSmallMemLimit|TestExecuteTimeLimits|TestProbeEndsAtTimeout|TestFinishStopsWhenCancelled|TestExecuteCancelledIsAnError)$ ./harness:^(TestResultsDiskFull|TestGuestLargeOutput|TestGuestSlowHostReader|TestNestedKVM)$ ./observer:^(TestObserveGuest|TestContainBesideJointHostKernel|TestContainNotBesideRunsInTheWorkDirHostKernel|TestPhaseBesideBusyHostKernel|TestDiagnosisBesideJointHostKernel|TestBesideDiscardedHostKernel|TestCrossCheckBesideReferenceHostKernel|TestEarlyTimeoutCheckHostKernel|TestEarlyTimeoutCheckOwnCopyHostKernel)$}
+TESTS=${TESTS:-./verify:^(TestVerifyGuest|TestHereHostKernel)$ ./pruner/prune:^(TestHostGeneric|TestHostBrokenAborts)$ ./evidence/contain:^(TestExecuteSmallMemLimit|TestExecuteTimeLimits|TestProbeEndsAtTimeout|TestFinishStopsWhenCancelled|TestExecuteCancelledIsAnError)$ ./harness:^(TestResultsDiskFull|TestGuestLargeOutput|TestGuestSlowHostReader|TestNestedKVM)$ ./observer:^(TestObserveGuest|TestContainBesideJointHostKernel|TestContainNotBesideRunsInTheWorkDirHostKernel|TestPhaseBesideBusyHostKernel|TestDiagnosisBesideJointHostKernel|TestBesideDiscardedHostKernel|TestCrossCheckBesideReferenceHostKernel|TestEarlyTimeoutCheckHostKernel|TestEarlyTimeoutCheckOwnCopyHostKernel)$}
 
 if ! [[ $N =~ ^[1-9][0-9]*$ ]]; then
 	echo "stress: N=$N: want a count of rounds, 1 or more" >&2

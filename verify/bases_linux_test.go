@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 )
 
 // builtLanguages are the languages lockstep ships a base for

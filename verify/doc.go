@@ -18,7 +18,7 @@
 //     kernel offers them (ABI 7+), Landlock's audit records (observer.ObserveRun),
 //     naming each refused call, its object, rights, record and granting row
 //     → fail;
-//  5. if it held: the pruner's containment checks under the policy
+//  5. if it held: the containment checks (evidence/contain) under the policy
 //     (contain.Execute: canaries unreadable, a read-only file unwritable, an
 //     unnamed loopback port neither reachable nor bindable, each limit
 //     holding), run as `lockstep contain-probe` children → pass, or fail

@@ -16,11 +16,11 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/evidence/contain"
+	"github.com/lockstep-sandbox/lockstep/evidence/verdict"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/observer"
-	"github.com/lockstep-sandbox/lockstep/pruner/contain"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
 )
 
 // HereOptions configures Here, one cell on the running kernel.
@@ -355,7 +355,7 @@ func oneLine(v verdict.Verdict) string {
 	return fmt.Sprintf("%s, %d test(s): %d passed, %d not", v.ExitClass, len(v.Tests), pass, fail)
 }
 
-// containment runs pruner/contain's checks under p, as the pruner and the
+// containment runs evidence/contain's checks under p, as the pruner and the
 // observer do: the canaries unreadable, a read-only path unwritable, a
 // loopback port no rule names neither reachable nor bindable, and each limit
 // the probe can reach holding; the timeout check is early's.

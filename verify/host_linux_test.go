@@ -14,7 +14,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/pruner/contain"
+	"github.com/lockstep-sandbox/lockstep/evidence/contain"
 )
 
 var (

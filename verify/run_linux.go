@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/observer"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 )
 
 // Guest paths of the host's inputs.

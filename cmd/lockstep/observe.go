@@ -34,7 +34,7 @@ status 3 and nothing is written), then for each exercise of the key:
   4. ABI-10 phase: 3 joint runs with every layer and the policy's limits; a
      refused UDP bind that strace's rule and a net.bind_udp record both name
      becomes "[bind] allow <port> udp"; any other difference aborts; 3 rounds;
-  5. containment (pruner/contain): the canaries, a write into a read-only
+  5. containment (evidence/contain): the canaries, a write into a read-only
      path, a connect and a bind to ports no rule names, one probe per limit.
 
 With more than one vCPU (--cpus), the reference runs and each round's joint

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/observer"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 )
 
 // allKeys is the --key value that observes every key of the exercise tree;

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
-	"github.com/lockstep-sandbox/lockstep/pruner/orchestrate"
+	"github.com/lockstep-sandbox/lockstep/orchestrate"
 )
 
 func init() {

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
+	"github.com/lockstep-sandbox/lockstep/evidence/contain"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/pruneguest"
-	"github.com/lockstep-sandbox/lockstep/pruner/contain"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/prune"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // TestPruneVerb: usage errors, the refusal on a machine not declared

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // fakeRoot makes a small root whose Python lives at pyDir.

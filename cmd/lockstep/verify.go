@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/kernel"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
 	"github.com/lockstep-sandbox/lockstep/report"
 	"github.com/lockstep-sandbox/lockstep/verify"
 )

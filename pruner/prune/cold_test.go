@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 )
 
 // cacheExercise passes when it reads 42 from input, or, without reading

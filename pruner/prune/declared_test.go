@@ -22,7 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 )
 
 // The stand-in for a host outside the run: a name that looks external,

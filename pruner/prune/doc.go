@@ -1,6 +1,6 @@
 // Package prune is the per-exercise pipeline of lockstep's layer pruner (the
 // default prune): it ties packages exercise, strace, attribute, control,
-// generalise, search, limits and contain together and writes the policy and
+// placement, search, limits and contain together and writes the policy and
 // its schema-2 record (Phobos's stages.prune_exercise).
 //
 // # Entry point
@@ -28,7 +28,7 @@
 //  2. Grow (package search) from the seed: observed runs under
 //     `strace … lockstep run --config candidate.cfg -- …`; every refusal is
 //     attributed, replayed outside the sandbox (package control) and placed
-//     (package generalise); filesystem and network grants grow together
+//     (package placement); filesystem and network grants grow together
 //     (Phobos grows them in two stages; lockstep's enforcer handles both in
 //     one ruleset, so one stage sees both, with fewer runs).
 //  3. Compaction (three read-class siblings become their parent), execute

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/prune"
 	"github.com/lockstep-sandbox/lockstep/pruner/search"
 )

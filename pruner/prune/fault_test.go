@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/internal/fulldisk"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // guestResult is a prune's result made of a real pair from

@@ -12,8 +12,8 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/exercise"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 var (

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/derive/placement"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/exercise"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // The java-maven reference exercise's pinned repository and the file the
@@ -205,7 +205,7 @@ func TestHostJavaMaven(t *testing.T) {
 		t.Fatalf("aborted: %s\n%v", res.Aborted.Aborted, res.Aborted.Evidence["last_failing_log_tail"])
 	}
 	t.Logf("%d runs %v in %v:\n%s", res.TotalRuns(), res.Runs, time.Since(start).Round(time.Second), res.Cfg)
-	if !res.Policy.FS[mavenRepo][policy.Read] || res.Policy.Comments[mavenRepo] != generalise.PinnedComment(mavenRepo) {
+	if !res.Policy.FS[mavenRepo][policy.Read] || res.Policy.Comments[mavenRepo] != placement.PinnedComment(mavenRepo) {
 		t.Errorf("%s is not one [read] entry with the pinned comment", mavenRepo)
 	}
 	for q, secs := range res.Policy.FS {

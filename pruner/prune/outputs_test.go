@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
 	"github.com/lockstep-sandbox/lockstep/pruner/search"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // TestGuestOutputs reads the prunes made in a guest on 7.2.13

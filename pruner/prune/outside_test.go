@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-sandbox/lockstep/pruner/contain"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/evidence/contain"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // outsideMain is the program of the outside module: it imports only
@@ -24,7 +24,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/prune"
 )
 

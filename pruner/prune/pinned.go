@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/pruner/pinned"
+	"github.com/lockstep-sandbox/lockstep/pruner/readroot"
 	"github.com/lockstep-sandbox/lockstep/pruner/search"
 )
 
@@ -13,7 +13,7 @@ import (
 type pinnedRoot struct {
 	Path     string `json:"path"`
 	Manifest string `json:"manifest"`
-	m        pinned.Manifest
+	m        readroot.Manifest
 }
 
 // loadPinned reads the manifest of every pinned read root from the seed
@@ -24,7 +24,7 @@ func (s *state) loadPinned() error {
 		if err != nil {
 			return &search.AbortError{Reason: fmt.Sprintf("pinned read root %s: manifest %s: %v", r.Path, r.Manifest, err)}
 		}
-		m, err := pinned.ParseManifest(data)
+		m, err := readroot.ParseManifest(data)
 		if err != nil {
 			return &search.AbortError{Reason: fmt.Sprintf("pinned read root %s: manifest %s: %v", r.Path, r.Manifest, err)}
 		}
@@ -41,11 +41,11 @@ func (s *state) verifyPinned(when string) error {
 	}
 	type verified struct {
 		pinnedRoot
-		pinned.Summary
+		readroot.Summary
 	}
 	var out []verified
 	for _, r := range s.pinned {
-		sum, err := pinned.Verify(r.Path, r.m)
+		sum, err := readroot.Verify(r.Path, r.m)
 		if err != nil {
 			return &search.AbortError{Reason: fmt.Sprintf("%s: %v", when, err)}
 		}

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/derive/placement"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
-	"github.com/lockstep-sandbox/lockstep/pruner/pinned"
+	"github.com/lockstep-sandbox/lockstep/exercise"
+	"github.com/lockstep-sandbox/lockstep/pruner/readroot"
 	"github.com/lockstep-sandbox/lockstep/pruner/search"
 )
 
@@ -33,7 +33,7 @@ func newPinnedFixture(t *testing.T, extra string) *pinnedFixture {
 	for p, s := range files {
 		write(t, filepath.Join(base, p), s, 0o644)
 	}
-	m, err := pinned.Make(f.tree)
+	m, err := readroot.Make(f.tree)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestHostPinnedAndKept(t *testing.T) {
 		t.Fatalf("aborted: %s\n%v", res.Aborted.Aborted, res.Aborted.Evidence["last_failing_log_tail"])
 	}
 	t.Logf("%d runs %v:\n%s", res.TotalRuns(), res.Runs, res.Cfg)
-	if !res.Policy.FS[f.tree][policy.Read] || res.Policy.Comments[f.tree] != generalise.PinnedComment(f.tree) {
+	if !res.Policy.FS[f.tree][policy.Read] || res.Policy.Comments[f.tree] != placement.PinnedComment(f.tree) {
 		t.Errorf("the pinned tree %s is not one [read] entry with its comment", f.tree)
 	}
 	for q := range res.Policy.FS {

@@ -13,23 +13,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/derive/placement"
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/evidence/contain"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/pruner/cold"
-	"github.com/lockstep-sandbox/lockstep/pruner/contain"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
 	"github.com/lockstep-sandbox/lockstep/pruner/search"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // Defaults of Options.
 const (
 	DefaultBaselineRuns     = 3
 	DefaultVerificationRuns = 3
-	DefaultThreshold        = generalise.DefaultThreshold
+	DefaultThreshold        = placement.DefaultThreshold
 )
 
 // ErrNotDisposable is returned by Disposable (and Prune) on a machine that
@@ -272,7 +272,7 @@ func newState(ex *exercise.Exercise, opts Options) (*state, error) {
 	if s.workDir == "" {
 		s.workDir = exercise.DefaultWorkDir
 	}
-	if !filepath.IsAbs(s.workDir) || filepath.Clean(s.workDir) != s.workDir || generalise.Depth(s.workDir) < 2 {
+	if !filepath.IsAbs(s.workDir) || filepath.Clean(s.workDir) != s.workDir || placement.Depth(s.workDir) < 2 {
 		return nil, fmt.Errorf("working directory %q: want an absolute, clean path at depth 2 or deeper", s.workDir)
 	}
 	s.enforcer = opts.Enforcer

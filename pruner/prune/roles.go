@@ -13,10 +13,10 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/evidence/contain"
+	"github.com/lockstep-sandbox/lockstep/evidence/verdict"
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/pruner/cold"
-	"github.com/lockstep-sandbox/lockstep/pruner/contain"
-	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
 	"golang.org/x/sys/unix"
 )
 

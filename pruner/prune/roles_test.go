@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
-	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
+	"github.com/lockstep-sandbox/lockstep/evidence/verdict"
 )
 
 // servedRole runs this test binary (whose TestMain calls ServeRoles) as

@@ -10,16 +10,16 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockstep-sandbox/lockstep/derive/placement"
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/pruner/attribute"
-	"github.com/lockstep-sandbox/lockstep/pruner/control"
-	"github.com/lockstep-sandbox/lockstep/pruner/exercise"
-	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
-	"github.com/lockstep-sandbox/lockstep/pruner/record"
+	"github.com/lockstep-sandbox/lockstep/evidence/attribute"
+	"github.com/lockstep-sandbox/lockstep/evidence/control"
+	"github.com/lockstep-sandbox/lockstep/evidence/strace"
+	"github.com/lockstep-sandbox/lockstep/evidence/verdict"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/pruner/search"
-	"github.com/lockstep-sandbox/lockstep/pruner/strace"
-	"github.com/lockstep-sandbox/lockstep/pruner/verdict"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // maxEvidence caps the refusals kept per grant in the record.
@@ -87,7 +87,7 @@ type notGranted struct {
 // or the file's access was refused.
 func attributor(held *policy.Policy) *attribute.Attributor {
 	return attribute.New(attribute.Options{Resolve: attribute.ResolveSymlinks,
-		CreateHeld: func(dir string) bool { return generalise.Covered(held, dir, policy.Create) }})
+		CreateHeld: func(dir string) bool { return placement.Covered(held, dir, policy.Create) }})
 }
 
 // attribute reads an observed run's trace and returns the grants its
@@ -100,18 +100,18 @@ func (s *state) attribute(trace string, run int, held *policy.Policy) (*policy.P
 	a := attributor(held)
 	var reported, confirmed []string
 	var notLandlock, other []notGranted
-	var obs []generalise.Observation
+	var obs []placement.Observation
 	var obsWhy []string
-	var needs []generalise.NetNeed
+	var needs []placement.NetNeed
 	var needWhy []string
-	var served []generalise.Endpoint
+	var served []placement.Endpoint
 	copts := control.Options{PseudoTerminals: s.ex.Config.UsesPseudoTerminals}
 	var all []*attribute.Refusal
 	defer func() { s.limitHits = limitHitsOf(all) }()
 	for _, c := range tr.Calls {
 		if c.InDomain && !c.Failed() && c.Name == "bind" && len(c.Args) > 1 {
 			if sa, ok := c.Args[1].SockAddr(); ok && sa.Port > 0 {
-				served = append(served, generalise.Endpoint{Port: sa.Port, Transport: policy.TCP}, generalise.Endpoint{Port: sa.Port, Transport: policy.UDP})
+				served = append(served, placement.Endpoint{Port: sa.Port, Transport: policy.TCP}, placement.Endpoint{Port: sa.Port, Transport: policy.UDP})
 			}
 		}
 		r := a.Observe(c)
@@ -135,7 +135,7 @@ func (s *state) attribute(trace string, run int, held *policy.Policy) (*policy.P
 		for _, nd := range v.Refusal.Needs {
 			nd.Path = attribute.ResolveSymlinks(nd.Path)
 			for _, sec := range nd.Sections {
-				obs = append(obs, generalise.Observation{Path: nd.Path, Section: sec, Run: run, TGID: c.TGID, TID: c.PID})
+				obs = append(obs, placement.Observation{Path: nd.Path, Section: sec, Run: run, TGID: c.TGID, TID: c.PID})
 				obsWhy = append(obsWhy, desc)
 				if sec == policy.Execute {
 					s.executed[nd.Path] = true
@@ -144,14 +144,14 @@ func (s *state) attribute(trace string, run int, held *policy.Policy) (*policy.P
 			}
 		}
 		for _, nn := range r.Net {
-			needs = append(needs, generalise.NetNeed{Section: nn.Section, Addr: nn.Addr, Port: nn.Port, Transport: nn.Transport})
+			needs = append(needs, placement.NetNeed{Section: nn.Section, Addr: nn.Addr, Port: nn.Port, Transport: nn.Transport})
 			needWhy = append(needWhy, desc)
 		}
 	}
-	grants, reports := generalise.Grants(obs, s.env(held))
-	net := generalise.NetworkRules(needs, served, s.abi)
+	grants, reports := placement.Grants(obs, s.env(held))
+	net := placement.NetworkRules(needs, served, s.abi)
 	gp := &policy.Policy{}
-	generalise.Add(gp, grants)
+	placement.Add(gp, grants)
 	gp.Connect, gp.Bind = net.Connect, net.Bind
 	for _, g := range grants {
 		it := search.Item{Section: g.Section, Path: g.Path}
@@ -244,7 +244,7 @@ func (s *state) existed(p string) (bool, bool) {
 	return true, st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
-func (s *state) env(held *policy.Policy) generalise.Env {
+func (s *state) env(held *policy.Policy) placement.Env {
 	scanned := []string{s.workDir}
 	if held != nil {
 		for q, secs := range held.FS {
@@ -261,7 +261,7 @@ func (s *state) env(held *policy.Policy) generalise.Env {
 			}
 		}
 	}
-	return generalise.Env{Existed: s.existed, Scanned: scanned, CompiledPrograms: s.ex.CompiledProgramsPath(s.workDir),
+	return placement.Env{Existed: s.existed, Scanned: scanned, CompiledPrograms: s.ex.CompiledProgramsPath(s.workDir),
 		Pinned: s.pinnedPaths(), PseudoTerminals: s.ex.Config.UsesPseudoTerminals}
 }
 
@@ -272,7 +272,7 @@ func (s *state) prepare(p *policy.Policy) (*policy.Policy, error) {
 	for x := range s.executed {
 		executed = append(executed, x)
 	}
-	q, _ := generalise.NarrowExecute(p, nil, executed, s.env(p))
+	q, _ := placement.NarrowExecute(p, nil, executed, s.env(p))
 	return q.NormaliseHierarchy()
 }
 
@@ -311,7 +311,7 @@ func (s *state) grow(ctx context.Context, start *policy.Policy) (*search.GrowRes
 func (s *state) minimise(ctx context.Context, g *search.GrowResult, start *policy.Policy) (*policy.Policy, error) {
 	grown := search.Build(s.withoutKept(search.Items(g.Policy)), g.Policy)
 	before := search.Items(grown)
-	compacted, widened := generalise.Compact(grown, nil, DefaultThreshold, s.env(g.Policy))
+	compacted, widened := placement.Compact(grown, nil, DefaultThreshold, s.env(g.Policy))
 	items := search.Items(compacted)
 	// A compacted parent stands on its children's refusals.
 	for _, it := range items {

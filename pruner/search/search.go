@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/lockstep-sandbox/lockstep/derive/placement"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
 )
 
 // DefaultRounds is Grow's budget when GrowOptions.Rounds is 0.
@@ -172,7 +172,7 @@ func (it Item) String() string {
 
 func (it Item) coveredBy(p *policy.Policy) bool {
 	if it.Path != "" {
-		return generalise.Covered(p, it.Path, it.Section)
+		return placement.Covered(p, it.Path, it.Section)
 	}
 	for _, it2 := range Items(p) {
 		if it2 == it {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/derive/placement"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/pruner/generalise"
 )
 
 // fakeExercise needs a set of (path, section) grants; like a real build it
@@ -252,8 +252,8 @@ func TestItemsBuildRoundTrip(t *testing.T) {
 	if got := len(Items(p)); got != 6 {
 		t.Errorf("Items: %d, want 6", got)
 	}
-	if !Items(p)[0].coveredBy(p) || (Item{Section: policy.Read, Path: "/usr/lib/x"}).coveredBy(p) != generalise.Covered(p, "/usr/lib/x", policy.Read) {
-		t.Error("coveredBy disagrees with generalise.Covered")
+	if !Items(p)[0].coveredBy(p) || (Item{Section: policy.Read, Path: "/usr/lib/x"}).coveredBy(p) != placement.Covered(p, "/usr/lib/x", policy.Read) {
+		t.Error("coveredBy disagrees with placement.Covered")
 	}
 }
 

@@ -1,6 +1,6 @@
 # Captures trace: less on a fresh pseudo-terminal (its controlling
 # terminal, so less opens /dev/tty, descriptor 3) under strace with the
-# options `lockstep record run` uses (pruner/strace.Command), quit with q.
+# options `lockstep record run` uses (evidence/strace.Command), quit with q.
 #     python3 recorder/testdata/less/capture.py
 import os, pty, time
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Captures trace: client.py under strace with the options `lockstep record
-# run` traces a session with (pruner/strace.Command), the trace set cut to
+# run` traces a session with (evidence/strace.Command), the trace set cut to
 # the network calls and write (the full set reads every library into a
 # 2 MB trace), against a listener on 192.0.2.2:4433 that reads the
 # ClientHello and closes.
