@@ -14,7 +14,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/evidence/contain"
 	"github.com/lockstep-sandbox/lockstep/evidence/verdict"
 	"github.com/lockstep-sandbox/lockstep/exercise"
-	"github.com/lockstep-sandbox/lockstep/record"
+	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 )
 
 // abi10 is the ABI-10 phase: joint runs with every layer and the policy's
@@ -65,7 +65,7 @@ func (v *verification) abi10(ctx context.Context, p *policy.Policy, early *conta
 
 // diagnosed is the rows a diagnosis run of current found and their ports;
 // a difference other than UDP binds current holds no rule for aborts.
-func (v *verification) diagnosed(ob *Observed, current *policy.Policy) ([]record.Row, []int, error) {
+func (v *verification) diagnosed(ob *Observed, current *policy.Policy) ([]kvmrecord.Row, []int, error) {
 	d := difference(ob)
 	var connect []string
 	for _, c := range d.Connect {

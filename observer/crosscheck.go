@@ -10,7 +10,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/evidence/attribute"
 	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
-	"github.com/lockstep-sandbox/lockstep/record"
+	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 )
 
 // Comparison is the outcome of joining one run's strace refusals with its
@@ -22,8 +22,8 @@ type Comparison struct {
 	Compared, Records int
 	// Matched pairs each matched strace refusal with its records.
 	Matched    []Match
-	Mismatches []record.Mismatch
-	AuditOnly  []record.AuditOnly
+	Mismatches []kvmrecord.Mismatch
+	AuditOnly  []kvmrecord.AuditOnly
 }
 
 // Match is one strace refusal and the record(s) of the same event that
@@ -57,7 +57,7 @@ type Match struct {
 // resolved one being KernelPath's for the refused call's process, with
 // readlink (nil: os.Readlink) reading the links as they are now.
 func CrossCheck(refusals []*attribute.Refusal, denials []audit.Denial, readlink Readlink) *Comparison {
-	c := &Comparison{Compared: len(refusals), Mismatches: []record.Mismatch{}, AuditOnly: []record.AuditOnly{}}
+	c := &Comparison{Compared: len(refusals), Mismatches: []kvmrecord.Mismatch{}, AuditOnly: []kvmrecord.AuditOnly{}}
 	var recs []*denial
 	for i := range denials {
 		d := &denials[i]
@@ -104,7 +104,7 @@ func CrossCheck(refusals []*attribute.Refusal, denials []audit.Denial, readlink 
 	}
 	for _, d := range recs {
 		if !d.used {
-			c.AuditOnly = append(c.AuditOnly, record.AuditOnly{Objects: objects(d.Denial), Sections: sections(d.Access.Blockers)})
+			c.AuditOnly = append(c.AuditOnly, kvmrecord.AuditOnly{Objects: objects(d.Denial), Sections: sections(d.Access.Blockers)})
 		}
 	}
 	return c
@@ -115,8 +115,8 @@ func CrossCheck(refusals []*attribute.Refusal, denials []audit.Denial, readlink 
 // Landlock record that does not decode makes the run's records untrusted
 // and the run aborts (JudgeAudit), as a trace line that does not parse does
 // (JudgeTrace), so no written comparison ever skipped one.
-func (c *Comparison) Record() *record.CrossCheck {
-	return &record.CrossCheck{StraceDenials: c.Compared, AuditRecords: c.Records, Unparsed: []string{},
+func (c *Comparison) Record() *kvmrecord.CrossCheck {
+	return &kvmrecord.CrossCheck{StraceDenials: c.Compared, AuditRecords: c.Records, Unparsed: []string{},
 		Mismatches: c.Mismatches, AuditOnly: c.AuditOnly}
 }
 
@@ -223,8 +223,8 @@ func sameEvent(a, b *audit.Denial) bool {
 	return a.Record.Serial == b.Record.Serial && a.Record.Sec == b.Record.Sec && a.Record.Milli == b.Record.Milli
 }
 
-func mismatch(r *attribute.Refusal, objs []string, recs []*denial) record.Mismatch {
-	m := record.Mismatch{Operation: r.Op, Objects: refusalObjects(r), Sections: sectionNames(r.Sections), AuditForObject: [][]string{}}
+func mismatch(r *attribute.Refusal, objs []string, recs []*denial) kvmrecord.Mismatch {
+	m := kvmrecord.Mismatch{Operation: r.Op, Objects: refusalObjects(r), Sections: sectionNames(r.Sections), AuditForObject: [][]string{}}
 	if r.Layer == attribute.Network {
 		m.Sections = nil
 		for _, n := range r.Net {

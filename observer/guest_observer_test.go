@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
-	"github.com/lockstep-sandbox/lockstep/record"
+	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 )
 
 // TestObserveGuestObserverKey observes the observer key on the 7.2.13 pin:
@@ -37,7 +37,7 @@ func TestObserveGuestObserverKey(t *testing.T) {
 		!strings.Contains(out, "observer_nofile-hang: INCONCLUSIVE") {
 		t.Fatalf("exit %d, want 3 with proc-mounts verified and nofile-hang inconclusive", code)
 	}
-	k, err := record.ReadKVM(filepath.Join(ps, "observer_proc-mounts.abi10.json"))
+	k, err := kvmrecord.Read(filepath.Join(ps, "observer_proc-mounts.abi10.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestObserveGuestObserverKey(t *testing.T) {
 	if !bytes.Contains(keptTrace(t, ps, "observer_proc-mounts"), []byte(`"/proc/mounts", O_RDONLY) = -1 EACCES`)) {
 		t.Error("proc-mounts: the cross-check run was not refused /proc/mounts; the case did not happen")
 	}
-	h, err := record.ReadKVM(filepath.Join(ps, "observer_nofile-hang.abi10.json"))
+	h, err := kvmrecord.Read(filepath.Join(ps, "observer_nofile-hang.abi10.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/evidence/strace"
 	"github.com/lockstep-sandbox/lockstep/kernel"
+	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 	"github.com/lockstep-sandbox/lockstep/record"
 )
 
@@ -221,7 +222,7 @@ var runDate = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[
 func readFixtureVerdicts(t *testing.T, dir string) (fixtureVerdicts, []byte) {
 	t.Helper()
 	stem := filepath.Join(dir, "fixture_udp-fixture")
-	k, err := record.ReadKVM(stem + ".abi10.json")
+	k, err := kvmrecord.Read(stem + ".abi10.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,13 +284,13 @@ func checkObserveGuest(t *testing.T, exercises string) string {
 		// The fixture only binds its UDP port: a datagram sent to it would
 		// also need net.connect_send_udp, which no policy can hold below
 		// ABI 10, and the observer would rightly find more than a bind row.
-		if k, err := record.ReadKVM(stem + ".abi10.json"); err == nil {
+		if k, err := kvmrecord.Read(stem + ".abi10.json"); err == nil {
 			ev, _ := json.Marshal(k.Evidence)
 			t.Fatalf("exit %d, want 0: aborted %q, rows %q, evidence %s", code, k.Aborted, rowRules(k.Rows), ev)
 		}
 		t.Fatalf("exit %d, want 0", code)
 	}
-	k, err := record.ReadKVM(stem + ".abi10.json")
+	k, err := kvmrecord.Read(stem + ".abi10.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +318,7 @@ func checkObserveGuest(t *testing.T, exercises string) string {
 	if err := k.Vouches(cfg, sidecar); err != nil {
 		t.Error(err)
 	}
-	if want := record.Sidecar(k.Key, k.Exercise, k.Provenance, k.Rows); !bytes.Equal(sidecar, want) {
+	if want := kvmrecord.Sidecar(k.Key, k.Exercise, k.Provenance, k.Rows); !bytes.Equal(sidecar, want) {
 		t.Errorf("sidecar:\n%s\nwant (Phobos's sidecar shape):\n%s", sidecar, want)
 	}
 	run := readRunJSON(t, ps)
@@ -388,7 +389,7 @@ func TestObserveGuestHashMismatch(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
-	k, err := record.ReadKVM(filepath.Join(ps, "fixture_udp-fixture.abi10.json"))
+	k, err := kvmrecord.Read(filepath.Join(ps, "fixture_udp-fixture.abi10.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
+	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 	"github.com/lockstep-sandbox/lockstep/record"
 )
 
@@ -108,7 +109,7 @@ func hostVerification(t *testing.T, backlog uint32, raw io.Writer) (*verificatio
 	o.runExe = refns.Path(o.program)
 	o.opts.Progress = testWriter{t}
 	es := &ExerciseSummary{Runs: map[string]int{}}
-	v := &verification{o: o, k: &record.KVM{}, es: es, ex: ex}
+	v := &verification{o: o, k: &kvmrecord.Record{}, es: es, ex: ex}
 	p, err := policy.ParseFile(filepath.Join(fixtureDir, "fixture_udp-fixture.cfg"))
 	if err != nil {
 		t.Fatal(err)

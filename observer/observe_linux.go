@@ -24,6 +24,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
+	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 	"github.com/lockstep-sandbox/lockstep/observer/lane"
 	"github.com/lockstep-sandbox/lockstep/observer/proof"
 	"github.com/lockstep-sandbox/lockstep/record"
@@ -167,7 +168,7 @@ func exercisesStatus(failed, inconclusive bool) int {
 
 // write replaces an exercise's .abi10 files: stale ones go first, then the
 // trace, the sidecar (only with rows) and the record, each atomically.
-func (o *observer) write(k *record.KVM, sidecar, trace []byte) error {
+func (o *observer) write(k *kvmrecord.Record, sidecar, trace []byte) error {
 	stem := filepath.Join(o.opts.Out, k.Key+"_"+k.Exercise)
 	for _, suffix := range []string{".abi10.cfg", ".abi10.json", TraceSuffix} {
 		if err := os.Remove(stem + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -188,7 +189,7 @@ func (o *observer) write(k *record.KVM, sidecar, trace []byte) error {
 			return err
 		}
 	}
-	_, err := record.WriteKVM(o.opts.Out, k)
+	_, err := kvmrecord.Write(o.opts.Out, k)
 	return err
 }
 
@@ -221,8 +222,8 @@ func newObserver(opts GuestOptions) (*observer, error) {
 	if opts.Key == "" || opts.Exercises == "" || opts.PathSets == "" || opts.Out == "" {
 		return nil, errors.New("observe: Key, Exercises, PathSets and Out are required")
 	}
-	if opts.WantABI < record.ABI10 {
-		return nil, fmt.Errorf("observe: WantABI %d: the observer needs Landlock ABI %d or more", opts.WantABI, record.ABI10)
+	if opts.WantABI < kvmrecord.ABI10 {
+		return nil, fmt.Errorf("observe: WantABI %d: the observer needs Landlock ABI %d or more", opts.WantABI, kvmrecord.ABI10)
 	}
 	o := &observer{opts: opts, exe: opts.Exe, work: opts.WorkDir, scratch: opts.Scratch, wait: opts.Wait, log: opts.Log,
 		factor: TimeFactor(opts.Accel, opts.TCGTimeFactor)}
@@ -304,9 +305,9 @@ func (o *observer) progress(format string, args ...any) {
 // verify runs the checks of one exercise (Phobos's verify_exercise, in its
 // order, plus the containment checks) and returns its record, sidecar (nil without
 // rows or when a check failed) and the observed run's strace log.
-func (o *observer) verify(ctx context.Context, f exercise.Found) (k *record.KVM, sidecar, trace []byte, es ExerciseSummary) {
-	k = &record.KVM{SchemaVersion: record.KVMSchema, Key: o.opts.Key, Exercise: f.Name, Provenance: o.prov,
-		Kernel: o.prov.Kernel, LandlockABI: o.abi, Mismatches: []record.Mismatch{}, AuditOnly: []record.AuditOnly{}, Rows: []record.Row{},
+func (o *observer) verify(ctx context.Context, f exercise.Found) (k *kvmrecord.Record, sidecar, trace []byte, es ExerciseSummary) {
+	k = &kvmrecord.Record{SchemaVersion: kvmrecord.Schema, Key: o.opts.Key, Exercise: f.Name, Provenance: o.prov,
+		Kernel: o.prov.Kernel, LandlockABI: o.abi, Mismatches: []kvmrecord.Mismatch{}, AuditOnly: []kvmrecord.AuditOnly{}, Rows: []kvmrecord.Row{},
 		TimeFactor: o.recordedFactor()}
 	es = ExerciseSummary{Exercise: f.Name, Reference: []float64{}, Runs: map[string]int{}}
 	v := &verification{o: o, k: k, es: &es}
@@ -335,7 +336,7 @@ func (o *observer) verify(ctx context.Context, f exercise.Found) (k *record.KVM,
 	k.Verified = reason == ""
 	es.Verified, es.Reason = k.Verified, reason
 	if k.Verified && len(k.Rows) > 0 {
-		sidecar = record.Sidecar(k.Key, k.Exercise, k.Provenance, k.Rows)
+		sidecar = kvmrecord.Sidecar(k.Key, k.Exercise, k.Provenance, k.Rows)
 		h := record.SHA256Hex(sidecar)
 		k.ABI10CfgSHA256 = &h
 	}
@@ -345,7 +346,7 @@ func (o *observer) verify(ctx context.Context, f exercise.Found) (k *record.KVM,
 // verification is one exercise's state across its checks.
 type verification struct {
 	o     *observer
-	k     *record.KVM
+	k     *kvmrecord.Record
 	es    *ExerciseSummary
 	ex    *exercise.Exercise
 	ref   *exercise.Result
@@ -950,7 +951,7 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func rowRules(rows []record.Row) []string {
+func rowRules(rows []kvmrecord.Row) []string {
 	s := []string{}
 	for _, r := range rows {
 		s = append(s, r.Rule)

@@ -8,7 +8,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
-	"github.com/lockstep-sandbox/lockstep/record"
+	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 )
 
 // TestRootDigestOnRolePath follows provenance.root_digest along observe's
@@ -34,7 +34,7 @@ func TestRootDigestOnRolePath(t *testing.T) {
 	}
 	pathSets := t.TempDir() // no .cfg: the exercise aborts before any run
 	hopts, err := guestRun(HostOptions{Key: "fixture", Exercises: "../testdata/exercises", PathSets: pathSets,
-		Kernel: "bzImage", WantABI: record.ABI10, Sizing: harness.Sizing{Root: root}}, t.TempDir())
+		Kernel: "bzImage", WantABI: kvmrecord.ABI10, Sizing: harness.Sizing{Root: root}}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +56,12 @@ func TestRootDigestOnRolePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.cleanup()
-	o.proven(t.Context(), record.ABI10)
+	o.proven(t.Context(), kvmrecord.ABI10)
 	sum := &Summary{Exercises: []ExerciseSummary{}}
 	if status := o.exercises(t.Context(), sum); status != StatusFailed || len(sum.Exercises) != 1 {
 		t.Fatalf("exercises = %d, %+v; want status 1 and the fixture's abort", status, sum.Exercises)
 	}
-	k, err := record.ReadKVM(filepath.Join(opts.Out, "fixture_"+sum.Exercises[0].Exercise+".abi10.json"))
+	k, err := kvmrecord.Read(filepath.Join(opts.Out, "fixture_"+sum.Exercises[0].Exercise+".abi10.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
-	"github.com/lockstep-sandbox/lockstep/record"
+	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 )
 
 // Difference is what a diagnosis run of the ABI-10 phase found that the
@@ -26,7 +26,7 @@ type Difference struct {
 // does not hold it already, and a net.bind_udp record of the run names the
 // port (a record without a port counts as port 0). Every other bind rule goes
 // to other. Each row carries every net.bind_udp record of the run.
-func Rows(bind []string, denials []audit.Denial, held []policy.BindRule) (rows []record.Row, ports []int, other []string) {
+func Rows(bind []string, denials []audit.Denial, held []policy.BindRule) (rows []kvmrecord.Row, ports []int, other []string) {
 	refused := map[int]bool{}
 	var lines []string
 	for i := range denials {
@@ -46,7 +46,7 @@ func Rows(bind []string, denials []audit.Denial, held []policy.BindRule) (rows [
 		if holds(held, port) {
 			continue
 		}
-		rows = append(rows, record.Row{Rule: rule, Audit: append([]string{}, lines...)})
+		rows = append(rows, kvmrecord.Row{Rule: rule, Audit: append([]string{}, lines...)})
 		ports = append(ports, port)
 	}
 	return rows, ports, other

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 	"github.com/lockstep-sandbox/lockstep/record"
 )
 
@@ -17,7 +18,7 @@ import (
 // so that decoding into them checks the types and nothing else.
 type (
 	layerFields record.Exercise
-	kvmRecord   record.KVM
+	kvmRecord   kvmrecord.Record
 	kvmFields   struct {
 		kvmRecord
 		Aborted  string         `json:"aborted"`

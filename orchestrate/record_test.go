@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 	"github.com/lockstep-sandbox/lockstep/record"
 )
 
@@ -21,7 +22,7 @@ func fixtureRecords(t *testing.T) map[string][]byte {
 		LandlockABI: 7, UID: 0, Strace: "strace -- version 6.1", Date: "2026-11-20T10:00:00Z"}
 	kvm := prune
 	kvm.Kernel, kvm.LandlockABI, kvm.Date = "7.2.13", 10, "2026-11-21T08:00:00Z"
-	rows := map[string][]record.Row{"java_two": {{
+	rows := map[string][]kvmrecord.Row{"java_two": {{
 		Rule:  "allow 5000 udp",
 		Audit: []string{"[   10.814152] audit: type=1423 audit(1791375760.016:59): domain=119fe767d blockers=net.bind_udp saddr=127.0.0.1 src=5000"},
 	}}}
@@ -51,18 +52,18 @@ func fixtureRecords(t *testing.T) map[string][]byte {
 			continue
 		}
 		h := record.SHA256Hex(cfg)
-		k := &record.KVM{SchemaVersion: record.KVMSchema, Key: key, Exercise: ex, Provenance: kvm, Kernel: kvm.Kernel,
+		k := &kvmrecord.Record{SchemaVersion: kvmrecord.Schema, Key: key, Exercise: ex, Provenance: kvm, Kernel: kvm.Kernel,
 			LandlockABI: 10, VerifiedCfgSHA256: &h,
-			CrossCheck: &record.CrossCheck{StraceDenials: 3, AuditRecords: 3, Unparsed: []string{},
-				Mismatches: []record.Mismatch{}, AuditOnly: []record.AuditOnly{}},
-			Mismatches: []record.Mismatch{}, AuditOnly: []record.AuditOnly{}, Rows: []record.Row{}, Verified: true}
+			CrossCheck: &kvmrecord.CrossCheck{StraceDenials: 3, AuditRecords: 3, Unparsed: []string{},
+				Mismatches: []kvmrecord.Mismatch{}, AuditOnly: []kvmrecord.AuditOnly{}},
+			Mismatches: []kvmrecord.Mismatch{}, AuditOnly: []kvmrecord.AuditOnly{}, Rows: []kvmrecord.Row{}, Verified: true}
 		if rs := rows[stem]; len(rs) > 0 {
-			side := record.Sidecar(key, ex, kvm, rs)
+			side := kvmrecord.Sidecar(key, ex, kvm, rs)
 			sh := record.SHA256Hex(side)
 			k.Rows, k.ABI10CfgSHA256 = rs, &sh
 			out[stem+".abi10.cfg"] = side
 		}
-		if path, err = record.WriteKVM(dir, k); err != nil {
+		if path, err = kvmrecord.Write(dir, k); err != nil {
 			t.Fatalf("%s: %v", stem, err)
 		}
 		if out[stem+".abi10.json"], err = os.ReadFile(path); err != nil {
@@ -102,7 +103,7 @@ func TestFixtureRecords(t *testing.T) {
 		}
 	}
 	for _, stem := range []string{"java_one", "java_two"} {
-		k, err := record.ReadKVM(filepath.Join(fixtureDir, stem+".abi10.json"))
+		k, err := kvmrecord.Read(filepath.Join(fixtureDir, stem+".abi10.json"))
 		if err != nil {
 			t.Fatalf("%s.abi10.json: %v", stem, err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
+	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 	"github.com/lockstep-sandbox/lockstep/pruner/prune"
 	"github.com/lockstep-sandbox/lockstep/record"
 )
@@ -193,7 +194,7 @@ func clean(out, key string) error {
 			return err
 		}
 		for _, m := range ms {
-			if strings.HasSuffix(m, record.KVMSuffix) || strings.HasSuffix(m, record.KVMConfigSuffix) {
+			if strings.HasSuffix(m, kvmrecord.Suffix) || strings.HasSuffix(m, kvmrecord.ConfigSuffix) {
 				continue
 			}
 			if err := os.Remove(m); err != nil {

@@ -1,9 +1,11 @@
-// Package record holds the files a prune and a KVM run leave beside each
-// policy, in Phobos's formats: the exercise record <key>_<exercise>.json
-// (schema 2), the abort record <key>_<exercise>.aborted.json, and the KVM
-// record <key>_<exercise>.abi10.json (schema 1). Each type has the exact
-// JSON field names; readers validate (every problem at once) and writers
-// write atomically.
+// Package record holds the files a prune leaves beside each policy, in
+// Phobos's formats: the exercise record <key>_<exercise>.json (schema 2) and
+// the abort record <key>_<exercise>.aborted.json, with what every record
+// shares: provenance, hashes, the encoder and the validation helpers
+// ([Problems], [ParseInto], [Write]) that the KVM record
+// (observer/kvmrecord) is built on. Each type has the exact JSON field
+// names; readers validate (every problem at once) and writers write
+// atomically.
 //
 // # Writing
 //

@@ -63,12 +63,17 @@ var (
 	exerciseNameBad = lazyre.New(`[/\x00-\x1f\x7f]`)
 )
 
-// problems collects validation problems.
-type problems []string
+// Problems collects a record's validation problems, so a reader reports
+// every one at once. The record types of other packages (the KVM record)
+// validate with it too.
+type Problems []string
 
-func (p *problems) add(format string, a ...any) { *p = append(*p, fmt.Sprintf(format, a...)) }
+// Add appends one problem.
+func (p *Problems) Add(format string, a ...any) { *p = append(*p, fmt.Sprintf(format, a...)) }
 
-func (p problems) err(file string) error {
+// Err returns the problems, sorted, as a *ValidationError naming file; nil
+// when there are none.
+func (p Problems) Err(file string) error {
 	if len(p) == 0 {
 		return nil
 	}
@@ -76,71 +81,75 @@ func (p problems) err(file string) error {
 	return &ValidationError{File: file, Problems: p}
 }
 
-func checkIdentity(p *problems, schema, wantSchema int, key, exercise string) {
+// CheckIdentity adds a problem for a schema version other than wantSchema,
+// a key that is not a key, and an exercise that is not a folder name.
+func CheckIdentity(p *Problems, schema, wantSchema int, key, exercise string) {
 	if schema != wantSchema {
-		p.add("schema_version is %d, want %d", schema, wantSchema)
+		p.Add("schema_version is %d, want %d", schema, wantSchema)
 	}
 	if !keyPattern.MatchString(key) {
-		p.add("key %q is not a key (^[a-z0-9]+(-[a-z0-9]+)*$)", key)
+		p.Add("key %q is not a key (^[a-z0-9]+(-[a-z0-9]+)*$)", key)
 	}
 	if exercise == "" || exercise == "." || exercise == ".." || strings.HasPrefix(exercise, ".") || exerciseNameBad.MatchString(exercise) {
-		p.add("exercise %q is not an exercise folder name", exercise)
+		p.Add("exercise %q is not an exercise folder name", exercise)
 	}
 }
 
-func checkProvenance(p *problems, v Provenance) {
+// CheckProvenance adds a problem for each provenance member that is
+// missing or malformed.
+func CheckProvenance(p *Problems, v Provenance) {
 	if v.Pruner == "" {
-		p.add("provenance.pruner is empty")
+		p.Add("provenance.pruner is empty")
 	}
 	if v.Kernel == "" {
-		p.add("provenance.kernel is empty")
+		p.Add("provenance.kernel is empty")
 	}
 	if v.Architecture == "" {
-		p.add("provenance.architecture is empty")
+		p.Add("provenance.architecture is empty")
 	}
 	if v.LandlockABI < -1 {
-		p.add("provenance.landlock_abi is %d, want -1 (none) or more", v.LandlockABI)
+		p.Add("provenance.landlock_abi is %d, want -1 (none) or more", v.LandlockABI)
 	}
 	if v.Strace == "" {
-		p.add("provenance.strace is empty, want the first line of strace -V, absent or unknown")
+		p.Add("provenance.strace is empty, want the first line of strace -V, absent or unknown")
 	}
 	if _, err := time.Parse(DateLayout, v.Date); err != nil {
-		p.add("provenance.date %q is not a UTC date like 2026-11-29T08:44:42Z", v.Date)
+		p.Add("provenance.date %q is not a UTC date like 2026-11-29T08:44:42Z", v.Date)
 	}
 	if v.RootDigest != "" && !rootdigest.Valid(v.RootDigest) {
-		p.add("provenance.root_digest %q is not sha256:<64 lower-case hex digits>", v.RootDigest)
+		p.Add("provenance.root_digest %q is not sha256:<64 lower-case hex digits>", v.RootDigest)
 	}
 }
 
-func checkPolicy(p *problems, v Policy) {
+func checkPolicy(p *Problems, v Policy) {
 	if v.FS == nil || v.Connect == nil || v.Bind == nil || v.Limits == nil || v.Comments == nil || v.Header == nil || v.Notes == nil {
-		p.add("policy lacks one of fs, connect, bind, limits, comments, header, notes")
+		p.Add("policy lacks one of fs, connect, bind, limits, comments, header, notes")
 	}
 	for path, secs := range v.FS {
 		if !strings.HasPrefix(path, "/") {
-			p.add("policy.fs path %q is not absolute", path)
+			p.Add("policy.fs path %q is not absolute", path)
 		}
 		checkSections(p, path, secs)
 	}
 	for _, r := range v.Connect {
 		if !strings.HasPrefix(r, "allow ") {
-			p.add("policy.connect rule %q does not start with allow", r)
+			p.Add("policy.connect rule %q does not start with allow", r)
 		}
 	}
 	for _, r := range v.Bind {
 		if !strings.HasPrefix(r, "allow ") {
-			p.add("policy.bind rule %q does not start with allow", r)
+			p.Add("policy.bind rule %q does not start with allow", r)
 		}
 	}
 	if !sort.StringsAreSorted(v.Connect) || !sort.StringsAreSorted(v.Bind) {
-		p.add("policy.connect and policy.bind must be sorted")
+		p.Add("policy.connect and policy.bind must be sorted")
 	}
 	for k, n := range v.Limits {
 		if !knownLimit(k) {
-			p.add("policy.limits has key %q, want one of %v", k, policy.LimitKeys)
+			p.Add("policy.limits has key %q, want one of %v", k, policy.LimitKeys)
 		}
 		if f, err := n.Float64(); err != nil || f < 0 {
-			p.add("policy.limits[%q] is %q, want a number ≥ 0", k, n)
+			p.Add("policy.limits[%q] is %q, want a number ≥ 0", k, n)
 		}
 	}
 }
@@ -148,9 +157,9 @@ func checkPolicy(p *problems, v Policy) {
 // checkSections refuses a path's section list unless every section is known
 // and the list is sorted, or in canonical section order (lockstep's records
 // before they were sorted), without repeats.
-func checkSections(p *problems, path string, secs []string) {
+func checkSections(p *Problems, path string, secs []string) {
 	if len(secs) == 0 {
-		p.add("policy.fs[%q] has no section", path)
+		p.Add("policy.fs[%q] has no section", path)
 		return
 	}
 	rank := map[string]int{}
@@ -160,7 +169,7 @@ func checkSections(p *problems, path string, secs []string) {
 	sorted, canonical := true, true
 	for i, s := range secs {
 		if _, ok := rank[s]; !ok {
-			p.add("policy.fs[%q] has section %q, want one of %v", path, s, policy.FilesystemSections)
+			p.Add("policy.fs[%q] has section %q, want one of %v", path, s, policy.FilesystemSections)
 			return
 		}
 		if i > 0 {
@@ -169,7 +178,7 @@ func checkSections(p *problems, path string, secs []string) {
 		}
 	}
 	if !sorted && !canonical {
-		p.add("policy.fs[%q] sections %v are not sorted without repeats", path, secs)
+		p.Add("policy.fs[%q] sections %v are not sorted without repeats", path, secs)
 	}
 }
 
@@ -184,25 +193,25 @@ func knownLimit(k string) bool {
 
 // Validate returns every problem of the record at once (nil if none).
 func (r *Exercise) Validate() error {
-	var p problems
-	checkIdentity(&p, r.SchemaVersion, ExerciseSchema, r.Key, r.Exercise)
+	var p Problems
+	CheckIdentity(&p, r.SchemaVersion, ExerciseSchema, r.Key, r.Exercise)
 	if !r.Stage.valid() {
-		p.add("stage %q is not one of filesystem, network, limits, all", r.Stage)
+		p.Add("stage %q is not one of filesystem, network, limits, all", r.Stage)
 	}
-	checkProvenance(&p, r.Provenance)
+	CheckProvenance(&p, r.Provenance)
 	if !hexPattern.MatchString(r.CfgSHA256) {
-		p.add("cfg_sha256 %q is not a lower-case hex SHA-256", r.CfgSHA256)
+		p.Add("cfg_sha256 %q is not a lower-case hex SHA-256", r.CfgSHA256)
 	}
 	checkPolicy(&p, r.Policy)
 	if r.Log == nil {
-		p.add("log is missing, want a list (possibly empty)")
+		p.Add("log is missing, want a list (possibly empty)")
 	}
 	for i, e := range r.Log {
 		if e.Stage == "" {
-			p.add("log[%d] has no stage", i)
+			p.Add("log[%d] has no stage", i)
 		}
 	}
-	return p.err(r.Key + "_" + r.Exercise + ExerciseSuffix)
+	return p.Err(r.Key + "_" + r.Exercise + ExerciseSuffix)
 }
 
 // Vouches reports whether the record describes cfg: its SHA-256 over the raw
@@ -226,25 +235,25 @@ func (r *Exercise) Shippable() error {
 
 // Validate returns every problem of the abort record at once (nil if none).
 func (r *Aborted) Validate() error {
-	var p problems
-	checkIdentity(&p, r.SchemaVersion, ExerciseSchema, r.Key, r.Exercise)
+	var p Problems
+	CheckIdentity(&p, r.SchemaVersion, ExerciseSchema, r.Key, r.Exercise)
 	if !r.Stage.valid() {
-		p.add("stage %q is not one of filesystem, network, limits, all", r.Stage)
+		p.Add("stage %q is not one of filesystem, network, limits, all", r.Stage)
 	}
 	if strings.TrimSpace(r.Aborted) == "" || strings.ContainsAny(r.Aborted, "\n\r") {
-		p.add("aborted %q is not a one-line reason", r.Aborted)
+		p.Add("aborted %q is not a one-line reason", r.Aborted)
 	}
 	if r.Evidence == nil {
-		p.add("evidence is missing, want an object")
+		p.Add("evidence is missing, want an object")
 	}
-	checkProvenance(&p, r.Provenance)
-	return p.err(r.Key + "_" + r.Exercise + AbortedSuffix)
+	CheckProvenance(&p, r.Provenance)
+	return p.Err(r.Key + "_" + r.Exercise + AbortedSuffix)
 }
 
 // ParseExercise reads and validates an exercise record.
 func ParseExercise(name string, data []byte) (*Exercise, error) {
 	var r Exercise
-	if err := decodeStrict(data, &r); err != nil {
+	if err := DecodeStrict(data, &r); err != nil {
 		return nil, &ValidationError{File: name, Problems: []string{err.Error()}}
 	}
 	if err := r.Validate(); err != nil {
@@ -256,13 +265,29 @@ func ParseExercise(name string, data []byte) (*Exercise, error) {
 // ParseAborted reads and validates an abort record.
 func ParseAborted(name string, data []byte) (*Aborted, error) {
 	var r Aborted
-	if err := decodeStrict(data, &r); err != nil {
+	if err := DecodeStrict(data, &r); err != nil {
 		return nil, &ValidationError{File: name, Problems: []string{err.Error()}}
 	}
 	if err := r.Validate(); err != nil {
 		return nil, rename(err, name)
 	}
 	return &r, nil
+}
+
+// IsSHA256Hex reports whether s is a lower-case hex SHA-256, as [SHA256Hex]
+// writes it.
+func IsSHA256Hex(s string) bool { return hexPattern.MatchString(s) }
+
+// Validator is a record that lists its own problems.
+type Validator interface{ Validate() error }
+
+// ParseInto decodes data into r strictly (no unknown member, nothing after
+// the value) and validates it; every error names the file name.
+func ParseInto(name string, data []byte, r Validator) error {
+	if err := DecodeStrict(data, r); err != nil {
+		return &ValidationError{File: name, Problems: []string{err.Error()}}
+	}
+	return rename(r.Validate(), name)
 }
 
 func rename(err error, name string) error {
@@ -273,8 +298,8 @@ func rename(err error, name string) error {
 	return err
 }
 
-// checkName refuses a record whose file name is not <key>_<exercise><suffix>.
-func checkName(path, key, exercise, suffix string) error {
+// CheckName refuses a record whose file name is not <key>_<exercise><suffix>.
+func CheckName(path, key, exercise, suffix string) error {
 	if want := key + "_" + exercise + suffix; filepath.Base(path) != want {
 		return &ValidationError{File: path, Problems: []string{fmt.Sprintf("records %s/%s, so its name must be %s", key, exercise, want)}}
 	}
@@ -292,7 +317,7 @@ func ReadExercise(path string) (*Exercise, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r, checkName(path, r.Key, r.Exercise, ExerciseSuffix)
+	return r, CheckName(path, r.Key, r.Exercise, ExerciseSuffix)
 }
 
 // ReadAborted reads path, validates it, and checks its name.
@@ -305,7 +330,7 @@ func ReadAborted(path string) (*Aborted, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r, checkName(path, r.Key, r.Exercise, AbortedSuffix)
+	return r, CheckName(path, r.Key, r.Exercise, AbortedSuffix)
 }
 
 // WriteExercise validates r and writes it atomically as
@@ -314,7 +339,7 @@ func WriteExercise(dir string, r *Exercise) (string, error) {
 	if err := r.Validate(); err != nil {
 		return "", err
 	}
-	return write(dir, r.Key+"_"+r.Exercise+ExerciseSuffix, r)
+	return Write(dir, r.Key+"_"+r.Exercise+ExerciseSuffix, r)
 }
 
 // WriteAborted validates r and writes it atomically as
@@ -323,10 +348,12 @@ func WriteAborted(dir string, r *Aborted) (string, error) {
 	if err := r.Validate(); err != nil {
 		return "", err
 	}
-	return write(dir, r.Key+"_"+r.Exercise+AbortedSuffix, r)
+	return Write(dir, r.Key+"_"+r.Exercise+AbortedSuffix, r)
 }
 
-func write(dir, name string, v any) (string, error) {
+// Write marshals v as [Marshal] does and writes it atomically as dir/name,
+// returning the path; v is validated by its caller.
+func Write(dir, name string, v any) (string, error) {
 	data, err := Marshal(v)
 	if err != nil {
 		return "", err

@@ -190,9 +190,9 @@ func pyFloat(f float64) string {
 	return fmt.Sprintf("%se%s%02d", mant, sign, exp)
 }
 
-// decodeStrict decodes one JSON value of data into v, refusing unknown
+// DecodeStrict decodes one JSON value of data into v, refusing unknown
 // fields of v's structs (not of free-form maps) and trailing data.
-func decodeStrict(data []byte, v any) error {
+func DecodeStrict(data []byte, v any) error {
 	if !utf8.Valid(data) {
 		return fmt.Errorf("not UTF-8")
 	}

@@ -21,13 +21,10 @@ import (
 
 // Schema versions and file name suffixes, as Phobos's orchestrator has them.
 const (
-	ExerciseSchema  = 2
-	KVMSchema       = 1
-	ExerciseSuffix  = ".json"
-	AbortedSuffix   = ".aborted.json"
-	KVMSuffix       = ".abi10.json"
-	KVMConfigSuffix = ".abi10.cfg"
-	ConfigSuffix    = ".cfg"
+	ExerciseSchema = 2
+	ExerciseSuffix = ".json"
+	AbortedSuffix  = ".aborted.json"
+	ConfigSuffix   = ".cfg"
 )
 
 // PrunerName is provenance.pruner in lockstep's records (Phobos writes

@@ -11,7 +11,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer"
-	"github.com/lockstep-sandbox/lockstep/record"
+	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 )
 
 // Observe renders a `lockstep observe` run: one matrix row for the kernel,
@@ -93,7 +93,7 @@ func observeSection(e observer.ExerciseSummary, key, pathSets, id, verdict strin
 		}
 		s.Checks = append(s.Checks, Check{Name: "containment: " + c.Name, Verdict: v, Detail: c.Detail})
 	}
-	k, err := record.ReadKVM(filepath.Join(pathSets, key+"_"+e.Exercise+".abi10.json"))
+	k, err := kvmrecord.Read(filepath.Join(pathSets, key+"_"+e.Exercise+".abi10.json"))
 	if err != nil {
 		s.Notes = append(s.Notes, fmt.Sprintf("no record: %v", err))
 		return s

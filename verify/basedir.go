@@ -10,7 +10,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/landlock"
-	"github.com/lockstep-sandbox/lockstep/record"
+	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 )
 
 // Layer is a further policy that some cells of the matrix combine after the
@@ -104,7 +104,7 @@ func readBaseSet(dir, file, exercises string, used map[string]bool) (BaseSet, er
 		for _, x := range []struct {
 			suffix string
 			minABI int
-		}{{baseSuffix, 0}, {record.KVMConfigSuffix, landlock.ABIUDP}} {
+		}{{baseSuffix, 0}, {kvmrecord.ConfigSuffix, landlock.ABIUDP}} {
 			path := filepath.Join(dir, exercisesDir, key+"_"+f.Name+x.suffix)
 			if _, err := os.Lstat(path); os.IsNotExist(err) {
 				continue

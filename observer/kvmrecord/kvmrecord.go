@@ -1,4 +1,4 @@
-package record
+package kvmrecord
 
 import (
 	"encoding/json"
@@ -9,26 +9,36 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/landlock"
+	"github.com/lockstep-sandbox/lockstep/record"
 )
 
 // ABI10 is the Landlock ABI a KVM record must have observed: the first
 // with UDP port rules, which the record's rows are.
 const ABI10 = landlock.ABIUDP
 
-// KVM is the KVM record <key>_<exercise>.abi10.json (schema 1): what the
+// The schema version and file name suffixes, as Phobos's orchestrator has
+// them: the record <key>_<exercise>.abi10.json and its sidecar
+// <key>_<exercise>.abi10.cfg.
+const (
+	Schema       = 1
+	Suffix       = ".abi10.json"
+	ConfigSuffix = ".abi10.cfg"
+)
+
+// Record is the KVM record <key>_<exercise>.abi10.json (schema 1): what the
 // observer saw of one exercise in a guest on a pinned kernel.
-type KVM struct {
-	SchemaVersion int        `json:"schema_version"`
-	Key           string     `json:"key"`
-	Exercise      string     `json:"exercise"`
-	Provenance    Provenance `json:"provenance"`
+type Record struct {
+	SchemaVersion int               `json:"schema_version"`
+	Key           string            `json:"key"`
+	Exercise      string            `json:"exercise"`
+	Provenance    record.Provenance `json:"provenance"`
 	// Kernel is the guest kernel's release; LandlockABI its Landlock ABI.
 	Kernel      string `json:"kernel"`
 	LandlockABI int    `json:"landlock_abi"`
-	// VerifiedCfgSHA256 is SHA256Hex of the .cfg the run verified; nil
+	// VerifiedCfgSHA256 is record.SHA256Hex of the .cfg the run verified; nil
 	// (null) when it stopped before reading it.
 	VerifiedCfgSHA256 *string `json:"verified_cfg_sha256"`
-	// ABI10CfgSHA256 is SHA256Hex of the .abi10.cfg sidecar; nil (null)
+	// ABI10CfgSHA256 is record.SHA256Hex of the .abi10.cfg sidecar; nil (null)
 	// when no sidecar was written.
 	ABI10CfgSHA256 *string `json:"abi10_cfg_sha256"`
 	// CrossCheck is nil (absent) when the run stopped before it.
@@ -80,34 +90,34 @@ type Row struct {
 	Audit []string `json:"audit"`
 }
 
-type kvmAlias KVM
+type alias Record
 
-type kvmAborted struct {
-	kvmAlias
+type aborted struct {
+	alias
 	Aborted  string         `json:"aborted"`
 	Evidence map[string]any `json:"evidence"`
 }
 
 // MarshalJSON writes "aborted" and "evidence" only on an abort, evidence as
 // {} when empty.
-func (r KVM) MarshalJSON() ([]byte, error) {
+func (r Record) MarshalJSON() ([]byte, error) {
 	if r.Aborted == "" {
-		return json.Marshal(kvmAlias(r))
+		return json.Marshal(alias(r))
 	}
 	ev := r.Evidence
 	if ev == nil {
 		ev = map[string]any{}
 	}
-	return json.Marshal(kvmAborted{kvmAlias(r), r.Aborted, ev})
+	return json.Marshal(aborted{alias(r), r.Aborted, ev})
 }
 
 // UnmarshalJSON reads the record with its optional abort members.
-func (r *KVM) UnmarshalJSON(b []byte) error {
-	var a kvmAborted
-	if err := decodeStrict(b, &a); err != nil {
+func (r *Record) UnmarshalJSON(b []byte) error {
+	var a aborted
+	if err := record.DecodeStrict(b, &a); err != nil {
 		return err
 	}
-	*r = KVM(a.kvmAlias)
+	*r = Record(a.alias)
 	r.Aborted, r.Evidence = a.Aborted, a.Evidence
 	if r.Aborted != "" && r.Evidence == nil {
 		return fmt.Errorf("aborted without evidence")
@@ -119,114 +129,111 @@ func (r *KVM) UnmarshalJSON(b []byte) error {
 }
 
 // Validate returns every problem of the record at once (nil if none).
-func (r *KVM) Validate() error {
-	var p problems
-	checkIdentity(&p, r.SchemaVersion, KVMSchema, r.Key, r.Exercise)
-	checkProvenance(&p, r.Provenance)
+func (r *Record) Validate() error {
+	var p record.Problems
+	record.CheckIdentity(&p, r.SchemaVersion, Schema, r.Key, r.Exercise)
+	record.CheckProvenance(&p, r.Provenance)
 	if r.Kernel == "" {
-		p.add("kernel is empty")
+		p.Add("kernel is empty")
 	}
 	for name, h := range map[string]*string{"verified_cfg_sha256": r.VerifiedCfgSHA256, "abi10_cfg_sha256": r.ABI10CfgSHA256} {
-		if h != nil && !hexPattern.MatchString(*h) {
-			p.add("%s %q is not a lower-case hex SHA-256 or null", name, *h)
+		if h != nil && !record.IsSHA256Hex(*h) {
+			p.Add("%s %q is not a lower-case hex SHA-256 or null", name, *h)
 		}
 	}
 	if r.TimeFactor < 0 {
-		p.add("time_factor %d is negative", r.TimeFactor)
+		p.Add("time_factor %d is negative", r.TimeFactor)
 	}
 	if r.Mismatches == nil || r.AuditOnly == nil || r.Rows == nil {
-		p.add("mismatches, audit_only and rows must be lists (possibly empty)")
+		p.Add("mismatches, audit_only and rows must be lists (possibly empty)")
 	}
 	for i, row := range r.Rows {
 		if port, ok := policy.UDPBindRow(row.Rule); !ok {
-			p.add("rows[%d].rule %q is not allow <port> udp", i, row.Rule)
+			p.Add("rows[%d].rule %q is not allow <port> udp", i, row.Rule)
 		} else if port > 65535 {
-			p.add("rows[%d].rule %q has a port above 65535", i, row.Rule)
+			p.Add("rows[%d].rule %q has a port above 65535", i, row.Rule)
 		}
 		if len(row.Audit) == 0 {
-			p.add("rows[%d] (%s) has no audit record behind it", i, row.Rule)
+			p.Add("rows[%d] (%s) has no audit record behind it", i, row.Rule)
 		}
 	}
 	if r.Verified {
 		if r.Aborted != "" {
-			p.add("verified but aborted (%q)", r.Aborted)
+			p.Add("verified but aborted (%q)", r.Aborted)
 		}
 		if len(r.Mismatches) > 0 {
-			p.add("verified with %d mismatches", len(r.Mismatches))
+			p.Add("verified with %d mismatches", len(r.Mismatches))
 		}
 		if r.LandlockABI < ABI10 {
-			p.add("verified on Landlock ABI %d, want %d or more", r.LandlockABI, ABI10)
+			p.Add("verified on Landlock ABI %d, want %d or more", r.LandlockABI, ABI10)
 		}
 		if r.VerifiedCfgSHA256 == nil {
-			p.add("verified without verified_cfg_sha256")
+			p.Add("verified without verified_cfg_sha256")
 		}
 		if r.CrossCheck == nil {
-			p.add("verified without a cross_check")
+			p.Add("verified without a cross_check")
 		}
 	}
 	if len(r.Rows) > 0 && r.ABI10CfgSHA256 == nil && r.Verified {
-		p.add("verified with %d rows but no abi10_cfg_sha256", len(r.Rows))
+		p.Add("verified with %d rows but no abi10_cfg_sha256", len(r.Rows))
 	}
 	if r.Aborted != "" && strings.ContainsAny(r.Aborted, "\n\r") {
-		p.add("aborted %q is not one line", r.Aborted)
+		p.Add("aborted %q is not one line", r.Aborted)
 	}
-	return p.err(r.Key + "_" + r.Exercise + KVMSuffix)
+	return p.Err(r.Key + "_" + r.Exercise + Suffix)
 }
 
 // Vouches reports whether the record verified cfg (the exercise's .cfg) and
 // describes sidecar (the .abi10.cfg; nil when there is none).
-func (r *KVM) Vouches(cfg, sidecar []byte) error {
+func (r *Record) Vouches(cfg, sidecar []byte) error {
 	stem := r.Key + "_" + r.Exercise
-	if r.VerifiedCfgSHA256 == nil || *r.VerifiedCfgSHA256 != SHA256Hex(cfg) {
+	if r.VerifiedCfgSHA256 == nil || *r.VerifiedCfgSHA256 != record.SHA256Hex(cfg) {
 		return fmt.Errorf("%s.abi10.json verified another %s.cfg than the one beside it", stem, stem)
 	}
 	switch {
 	case sidecar == nil && r.ABI10CfgSHA256 != nil:
 		return fmt.Errorf("%s.abi10.json records a %s.abi10.cfg that is not there", stem, stem)
-	case sidecar != nil && (r.ABI10CfgSHA256 == nil || *r.ABI10CfgSHA256 != SHA256Hex(sidecar)):
+	case sidecar != nil && (r.ABI10CfgSHA256 == nil || *r.ABI10CfgSHA256 != record.SHA256Hex(sidecar)):
 		return fmt.Errorf("%s.abi10.cfg is not the file %s.abi10.json records: its SHA-256 differs", stem, stem)
 	}
 	return nil
 }
 
-// ParseKVM reads and validates a KVM record.
-func ParseKVM(name string, data []byte) (*KVM, error) {
-	var r KVM
-	if err := decodeStrict(data, &r); err != nil {
-		return nil, &ValidationError{File: name, Problems: []string{err.Error()}}
-	}
-	if err := r.Validate(); err != nil {
-		return nil, rename(err, name)
+// Parse reads and validates a KVM record.
+func Parse(name string, data []byte) (*Record, error) {
+	var r Record
+	if err := record.ParseInto(name, data, &r); err != nil {
+		return nil, err
 	}
 	return &r, nil
 }
 
-// ReadKVM reads path, validates it, and checks that its name is
+// Read reads path, validates it, and checks that its name is
 // <key>_<exercise>.abi10.json.
-func ReadKVM(path string) (*KVM, error) {
+func Read(path string) (*Record, error) {
 	data, err := safefile.ReadFile(path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}
-	r, err := ParseKVM(path, data)
+	r, err := Parse(path, data)
 	if err != nil {
 		return nil, err
 	}
-	return r, checkName(path, r.Key, r.Exercise, KVMSuffix)
+	return r, record.CheckName(path, r.Key, r.Exercise, Suffix)
 }
 
-// WriteKVM validates r and writes it atomically as
+// Write validates r and writes it atomically as
 // dir/<key>_<exercise>.abi10.json, returning the path.
-func WriteKVM(dir string, r *KVM) (string, error) {
+func Write(dir string, r *Record) (string, error) {
 	if err := r.Validate(); err != nil {
 		return "", err
 	}
-	return write(dir, r.Key+"_"+r.Exercise+KVMSuffix, r)
+	return record.Write(dir, r.Key+"_"+r.Exercise+Suffix, r)
 }
 
 // Sidecar renders the .abi10.cfg for rows, as Phobos writes it: two header
 // comment lines, then [bind] and the rules, sorted; LF, final newline.
-func Sidecar(key, exercise string, p Provenance, rows []Row) []byte {
+func Sidecar(key, exercise string, p record.Provenance, rows []Row) []byte {
 	rules := make([]string, 0, len(rows))
 	for _, r := range rows {
 		rules = append(rules, r.Rule)
