@@ -6,7 +6,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ACTIONLINT  := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 export CGO_ENABLED := 0
 
-.PHONY: all build deps toolchains test test-slow test-kvm bases demo bench bench-kernel lint prune-kvm prune-kvm-sim consumer-sim fuzz stress clean
+.PHONY: all build deps toolchains test test-race test-slow test-kvm bases demo bench bench-kernel lint prune-kvm prune-kvm-sim consumer-sim fuzz stress clean
 
 all: build
 
@@ -41,6 +41,13 @@ test: deps toolchains build
 	$(GO) test -count=1 -timeout 75m ./...
 	$(MAKE) test-kvm
 	$(MAKE) fuzz
+
+# The race detector (CGO_ENABLED=1 go test -race) over every package that
+# starts goroutines, host-kernel and guest tests included
+# (scripts/test-race.sh; .ci/run runs it after make test).
+test-race: deps build
+	$(BIN) kernel build --pin $(PIN)
+	GO=$(GO) scripts/test-race.sh
 
 # The KVM path (probe, -accel kvm and its CPU model, deadlines, records)
 # run where /dev/kvm runs no guest: the pin under KVM inside a TCG guest of

@@ -16,6 +16,7 @@ need=(
 	strace:strace
 	make:make
 	gcc:gcc
+	/usr/include/stdio.h:libc6-dev
 	bc:bc
 	flex:flex
 	bison:bison
