@@ -5,15 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 )
 
@@ -284,66 +283,5 @@ func guestLogger(io *stdio, verb string) *slog.Logger { return verbLogger(io, ve
 // at quiet and above always, progress (info) when stderr is a terminal, and
 // everything with -v.
 func verbLogger(io *stdio, verb string, quiet slog.Level) *slog.Logger {
-	level := quiet
-	if io.errTTY && level > slog.LevelInfo {
-		level = slog.LevelInfo
-	}
-	if io.verbose {
-		level = slog.LevelDebug
-	}
-	return slog.New(&lineHandler{w: io.err, prefix: "lockstep " + verb + ": ", level: level, mu: &sync.Mutex{}})
+	return cli.Logger(io.err, "lockstep "+verb+": ", cli.Level(quiet, io.errTTY, io.verbose))
 }
-
-// lineHandler writes "<prefix><msg> k=v …" lines.
-type lineHandler struct {
-	w      io.Writer
-	prefix string
-	level  slog.Level
-	mu     *sync.Mutex
-	attrs  []slog.Attr
-	// progress, when set, starts info lines instead of prefix, followed by
-	// the time since start (progressLogger).
-	progress string
-	start    time.Time
-}
-
-func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
-
-func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	switch {
-	case h.progress != "" && r.Level == slog.LevelInfo:
-		b.WriteString(h.progress + time.Since(h.start).Round(time.Second).String() + "] ")
-	default:
-		b.WriteString(h.prefix)
-	}
-	if r.Level >= slog.LevelWarn {
-		b.WriteString(strings.ToLower(r.Level.String()) + ": ")
-	}
-	b.WriteString(r.Message)
-	add := func(a slog.Attr) bool {
-		v := a.Value.String()
-		if strings.ContainsAny(v, " \t\"") {
-			v = fmt.Sprintf("%q", v)
-		}
-		fmt.Fprintf(&b, " %s=%s", a.Key, v)
-		return true
-	}
-	for _, a := range h.attrs {
-		add(a)
-	}
-	r.Attrs(add)
-	b.WriteByte('\n')
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	_, err := io.WriteString(h.w, b.String())
-	return err
-}
-
-func (h *lineHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	c := *h
-	c.attrs = append(append([]slog.Attr{}, h.attrs...), as...)
-	return &c
-}
-
-func (h *lineHandler) WithGroup(string) slog.Handler { return h }

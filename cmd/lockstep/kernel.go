@@ -6,10 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"sync"
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 )
 
@@ -246,10 +246,6 @@ func cacheDirOf(b *kernel.Builder) string {
 // kernelLogger shows progress (a build takes minutes, so always) and, with
 // -v, every external command.
 func kernelLogger(io *stdio) *slog.Logger {
-	level := slog.LevelInfo
-	if io.verbose {
-		level = slog.LevelDebug
-	}
 	// The kernel package's messages name their stage ("kernel: compiling").
-	return slog.New(&lineHandler{w: io.err, prefix: "lockstep ", level: level, mu: &sync.Mutex{}})
+	return cli.Logger(io.err, "lockstep ", cli.Level(slog.LevelInfo, false, io.verbose))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/observer"
+	"github.com/lockstep-sandbox/lockstep/verify"
 )
 
 // allKeys is the --key value that observes every key of the exercise tree;
@@ -37,15 +38,6 @@ func exerciseKeys(root string) ([]string, error) {
 	return keys, nil
 }
 
-// worstStatus combines two keys' statuses: a failed exercise (1) is a
-// finding and wins; otherwise the higher (70 over 3 over 0).
-func worstStatus(a, b int) int {
-	if a == exitFail || b == exitFail {
-		return exitFail
-	}
-	return max(a, b)
-}
-
 // eachKey runs one for each of keys in order (a line `key K: …` first,
 // from head), prints the summary line and returns the worst status. An
 // interruption stops it; a key it leaves unvisited makes the status at
@@ -54,11 +46,11 @@ func eachKey(ctx context.Context, io *stdio, verb string, keys []string, head fu
 	status := exitOK
 	for i, k := range keys {
 		fmt.Fprintf(io.out, "key %s: %s\n", k, head(k))
-		status = worstStatus(status, one(k))
+		status = verify.WorseStatus(status, one(k))
 		if ctx.Err() != nil {
 			if left := keys[i+1:]; len(left) > 0 {
 				fmt.Fprintf(io.err, "lockstep %s: interrupted after key %s; not run: %s\n", verb, k, strings.Join(left, ", "))
-				status = worstStatus(status, exitIndeterminate)
+				status = verify.WorseStatus(status, exitIndeterminate)
 			}
 			break
 		}

@@ -76,14 +76,8 @@ func TestObserveAllKeys(t *testing.T) {
 	}
 }
 
-// TestWorstStatus: a failed key wins over an indeterminate or unset-up
-// one; otherwise the higher status.
-func TestWorstStatus(t *testing.T) {
-	for _, tc := range [][3]int{{0, 0, 0}, {0, 3, 3}, {3, 1, 1}, {70, 1, 1}, {3, 70, 70}, {1, 0, 1}} {
-		if got := worstStatus(tc[0], tc[1]); got != tc[2] {
-			t.Errorf("worstStatus(%d, %d) = %d, want %d", tc[0], tc[1], got, tc[2])
-		}
-	}
+// TestKeyedReport: the key goes before the report's extension.
+func TestKeyedReport(t *testing.T) {
 	if got := keyedReport("/tmp/observe.html", "c"); got != "/tmp/observe-c.html" {
 		t.Errorf("keyedReport = %q", got)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy/wide"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/verify"
 )
 
 // policyJSONSchema versions the document `lockstep policy check|hash --json` prints.
@@ -234,7 +235,7 @@ func writeJSON(io *stdio, verb string, v any, code, failed int) int {
 	enc := json.NewEncoder(io.out)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return fail(io, verb, worstStatus(code, failed), fmt.Errorf("the JSON result was not written whole: %w", err))
+		return fail(io, verb, verify.WorseStatus(code, failed), fmt.Errorf("the JSON result was not written whole: %w", err))
 	}
 	return code
 }

@@ -11,55 +11,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 )
-
-// TestLineDisplay: on a terminal, a progress line replaces the one before
-// it (cut to the width), any other line stays, and writes may split lines
-// anywhere.
-func TestLineDisplay(t *testing.T) {
-	var b bytes.Buffer
-	d := &lineDisplay{w: &b, progress: progressPrefix("prune"), width: 30}
-	for _, chunk := range []string{
-		"lockstep prune [0s] run 1\nlockstep pr", "une [1s] run 2 with a very long tail that is cut\n",
-		"lockstep prune: warning: kept\n", "lockstep prune [2s] run 3\n", "partial",
-	} {
-		if _, err := d.Write([]byte(chunk)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d.end()
-	want := "lockstep prune [0s] run 1" + eraseLine + "lockstep prune [1s] run 2 wit" + eraseLine +
-		"lockstep prune: warning: kept\n" + "lockstep prune [2s] run 3" + eraseLine + "partial\n"
-	if b.String() != want {
-		t.Errorf("display wrote\n%q\nwant\n%q", b.String(), want)
-	}
-}
-
-// TestLineDisplayConcurrent: a guest's stream and the verb's logger write
-// at once; every line arrives whole.
-func TestLineDisplayConcurrent(t *testing.T) {
-	var b bytes.Buffer
-	d := &lineDisplay{w: &b, progress: progressPrefix("prune"), width: 200}
-	var wg sync.WaitGroup
-	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 100; i++ {
-				fmt.Fprintf(d, "kept %d-%d\n", g, i)
-			}
-		}()
-	}
-	wg.Wait()
-	if n := strings.Count(b.String(), "\n"); n != 400 || !regexp.MustCompile(`^(kept \d-\d+\n)+$`).MatchString(b.String()) {
-		t.Errorf("%d lines, or a line torn:\n%s", n, b.String())
-	}
-}
 
 // TestPruneProgress prunes the generic reference exercise on this host
 // (LOCKSTEP_DISPOSABLE=1, its own working directory, no containment
@@ -120,7 +77,7 @@ func TestPruneQuiet(t *testing.T) {
 			args = append(args, "-q")
 		}
 		code, _, stderr := runCLI(t, args...)
-		progress := strings.Contains(stderr, progressPrefix("prune"))
+		progress := strings.Contains(stderr, cli.ProgressPrefix("prune"))
 		if code != exitFail || !strings.Contains(stderr, "lockstep prune: broken_failing-test: aborted") || progress == quiet {
 			t.Errorf("prune -q=%v: status %d, stderr\n%s\nwant 1, the abort, and progress lines only without -q", quiet, code, stderr)
 		}
@@ -149,7 +106,7 @@ func TestPruneProgressOnTerminal(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	got := shown()
-	if !strings.Contains(got, progressPrefix("prune")) || !strings.Contains(got, eraseLine+"lockstep prune: broken_failing-test: aborted") {
+	if !strings.Contains(got, cli.ProgressPrefix("prune")) || !strings.Contains(got, cli.EraseLine+"lockstep prune: broken_failing-test: aborted") {
 		t.Errorf("the terminal showed %q; want a progress line erased by the abort", got)
 	}
 }
@@ -224,7 +181,7 @@ func testProgressByDefault(t *testing.T, cases []progressCase) {
 			}
 			quietArgs := append(append(slices.Clone(c.args[:n]), "-q"), c.args[n:]...)
 			qcode, qout, qstderr := c.run(t, quietArgs)
-			progress := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(progressPrefix(c.verb)) + `[0-9hms.]+\] `)
+			progress := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(cli.ProgressPrefix(c.verb)) + `[0-9hms.]+\] `)
 			if !progress.MatchString(stderr) {
 				t.Errorf("lockstep %q: stderr has no progress line:\n%s", c.args, stderr)
 			}
@@ -313,7 +270,7 @@ func TestImageBuildProgressOnTerminal(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	got := shown()
-	if !strings.Contains(got, progressPrefix("image")) || !strings.Contains(got, eraseLine+"lockstep image: ") {
+	if !strings.Contains(got, cli.ProgressPrefix("image")) || !strings.Contains(got, cli.EraseLine+"lockstep image: ") {
 		t.Errorf("the terminal showed %q; want a progress line erased by the error", got)
 	}
 }

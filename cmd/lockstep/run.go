@@ -6,17 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy/wide"
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/landlock"
-	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -155,10 +153,10 @@ func runCommand(ctx context.Context, io *stdio, opts enforcer.Options, inPlace b
 	if inPlace {
 		return execCommand(ctx, io, opts)
 	}
-	ctx, stop := catchSignals(ctx)
+	ctx, stop := cli.NotifyContext(ctx, runSignals...)
 	defer stop()
 	status, err := enforcer.Run(ctx, opts)
-	var sig caughtSignal
+	var sig cli.Signal
 	if errors.Is(err, enforcer.ErrInterrupted) && errors.As(context.Cause(ctx), &sig) {
 		return fail(io, "run", 128+int(sig.Signal), err)
 	}
@@ -234,45 +232,9 @@ func envNames(env []string) []string {
 	return names
 }
 
-// caughtSignal is the cause of a run's context cancelled by a signal.
-type caughtSignal struct{ syscall.Signal }
-
-func (c caughtSignal) Error() string { return unix.SignalName(c.Signal) + " received" }
-
 // runSignals are the signals on which lockstep run kills the command and
 // its cgroup, removes the cgroup and exits 128+n. Without this SIGHUP
 // ended lockstep at once and SIGQUIT dumped its goroutines, both leaving
-// the command running and its cgroup behind.
+// the command running and its cgroup behind. main's context ends on SIGINT
+// and SIGTERM too, with the same cause.
 var runSignals = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM}
-
-// catchSignals returns a context cancelled, with a caughtSignal cause, on
-// the first of runSignals, or with the parent's cause when the parent ends
-// otherwise. main's context also ends on SIGINT and SIGTERM, maybe before
-// the same signal is seen here, so the run's context is cut from the
-// parent's cancellation, and the parent's end waits briefly for a signal
-// in flight.
-func catchSignals(parent context.Context) (context.Context, func()) {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, runSignals...)
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
-	done := make(chan struct{})
-	go func() {
-		select {
-		case s := <-sigs:
-			cancel(caughtSignal{s.(syscall.Signal)})
-		case <-parent.Done():
-			select {
-			case s := <-sigs:
-				cancel(caughtSignal{s.(syscall.Signal)})
-			case <-time.After(100 * time.Millisecond):
-				cancel(context.Cause(parent))
-			}
-		case <-done:
-		}
-	}()
-	return ctx, func() {
-		close(done)
-		signal.Stop(sigs)
-		cancel(nil)
-	}
-}
