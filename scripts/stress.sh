@@ -1,14 +1,15 @@
 #!/bin/bash
 # make stress: runs the host-kernel and guest tests that have flaked (and
-# their neighbours) N times each with -count=1, the last round beside a CPU
-# hog that keeps every core busy (CI machines are shared). Prints, per test,
-# "TestX: N passed, M failed", and the whole output of every failed run
-# (the guest tests print the console of a guest that failed). Not part of
-# make test.
+# their neighbours) N times each with -count=1, then LOAD rounds (default 1)
+# beside CPU hogs that keep every core busy (CI machines are shared). Prints,
+# per test, "TestX: N passed, M failed", and the whole output of every failed
+# run (the guest tests print the console of a guest that failed). Not part
+# of make test.
 #
 #   N=5 scripts/stress.sh                 # every entry of TESTS below
 #   N=3 TESTS='./verify:TestVerifyGuest' scripts/stress.sh
 #   LOAD=0 scripts/stress.sh              # no round under load
+#   N=0 LOAD=3 TESTS='./harness:^TestNestedKVM$' scripts/stress.sh  # 3 loaded
 #
 # Exit status: 0 when no run failed, 1 otherwise.
 set -euo pipefail
@@ -30,8 +31,8 @@ LOAD=${LOAD:-1}
 #             (make test-kvm): its boots sit closest to their deadlines.
 TESTS=${TESTS:-./verify:^(TestVerifyGuest|TestHereHostKernel)$ ./pruner/prune:^(TestHostGeneric|TestHostBrokenAborts)$ ./evidence/contain:^(TestExecuteSmallMemLimit|TestExecuteTimeLimits|TestProbeEndsAtTimeout|TestFinishStopsWhenCancelled|TestExecuteCancelledIsAnError)$ ./harness:^(TestResultsDiskFull|TestGuestLargeOutput|TestGuestSlowHostReader|TestNestedKVM)$ ./observer:^(TestObserveGuest|TestContainBesideJointHostKernel|TestContainNotBesideRunsInTheWorkDirHostKernel|TestPhaseBesideBusyHostKernel|TestDiagnosisBesideJointHostKernel|TestBesideDiscardedHostKernel|TestCrossCheckBesideReferenceHostKernel|TestEarlyTimeoutCheckHostKernel|TestEarlyTimeoutCheckOwnCopyHostKernel)$}
 
-if ! [[ $N =~ ^[1-9][0-9]*$ ]]; then
-	echo "stress: N=$N: want a count of rounds, 1 or more" >&2
+if ! [[ $N =~ ^[0-9]+$ && $LOAD =~ ^[0-9]+$ ]] || ((N + LOAD == 0)); then
+	echo "stress: N=$N LOAD=$LOAD: want counts of quiet and loaded rounds, 1 or more in all" >&2
 	exit 2
 fi
 
@@ -62,12 +63,11 @@ start_hogs() {
 }
 
 declare -A pass fail
-rounds=$N
-((LOAD)) && rounds=$((N + 1))
-echo "stress: $N round(s)$( ((LOAD)) && echo " + 1 beside $(nproc) CPU hogs"), output under $out"
+rounds=$((N + LOAD))
+echo "stress: $N round(s)$( ((LOAD)) && echo " + $LOAD beside $(nproc) CPU hogs"), output under $out"
 for ((r = 1; r <= rounds; r++)); do
 	loaded=0
-	if ((LOAD && r == rounds)); then
+	if ((r > N)); then
 		loaded=1
 		start_hogs
 	fi
@@ -78,7 +78,7 @@ for ((r = 1; r <= rounds; r++)); do
 		t0=$SECONDS
 		status=0
 		LOCKSTEP_TEST_KVM_OUT=$out/round$r-kvm CGO_ENABLED=0 "$GO" test -count=1 -timeout 60m -v -run "$re" "$pkg" >"$log" 2>&1 </dev/null || status=$?
-		echo "stress: round $r$( ((loaded)) && echo ' (loaded)') $pkg: exit $status in $((SECONDS - t0)) s"
+		echo "stress: round $r$( ((loaded)) && echo ' (loaded)') $pkg: exit $status in $((SECONDS - t0)) s, load $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 		while read -r verdict name; do
 			key="$pkg $name"
 			if [[ $verdict == PASS ]]; then

@@ -46,3 +46,5 @@ stage observe "$LOCKSTEP" observe --accel kvm --key fixture --kernel "$KERNEL" -
 	--exercises "$EXERCISES" --path-sets /tmp/path-sets
 mkdir -p "$out/observe"
 cp -r /tmp/path-sets/. "$out/observe/"
+# The outer kernel's log again: its clocksource at the end, any stall.
+dmesg >"$out/dmesg-end.txt"
