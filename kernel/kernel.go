@@ -33,7 +33,8 @@ type Builder struct {
 	// ProgressInterval is how often long stages log a progress line.
 	// Zero: 3 s.
 	ProgressInterval time.Duration
-	// Pins replaces the embedded pin table. Nil: Pins().
+	// Pins replaces the pin table. Nil: AllPins(), the shipped pins and
+	// those of pin files.
 	Pins []Pin
 	// Fragment replaces the embedded configuration fragment. Nil: Fragment().
 	Fragment []byte
@@ -178,6 +179,10 @@ func (b *Builder) Key(pin Pin) (string, error) {
 	return Key(KeyInputs{PinRow: pin.Row, Fragment: frag, Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make, Binutils: t.Binutils}), nil
 }
 
+// errImageNotBuilt: a debian-image pin is Debian's kernel, not one this
+// builder makes.
+var errImageNotBuilt = errors.New("source=debian-image pins are Debian's prebuilt kernels; this lockstep cannot boot them yet")
+
 // ErrNotBuilt means the pin's kernel is not in the cache.
 var ErrNotBuilt = errors.New("kernel not built")
 
@@ -188,6 +193,9 @@ func (b *Builder) Verify(ctx context.Context, version string) (*Result, error) {
 	pin, err := b.Lookup(version)
 	if err != nil {
 		return nil, err
+	}
+	if pin.Source == SourceDebianImage {
+		return nil, fmt.Errorf("pin %s: %w", pin.Version, errImageNotBuilt)
 	}
 	key, err := b.Key(pin)
 	if err != nil {
@@ -225,6 +233,9 @@ func (b *Builder) Build(ctx context.Context, version string) (*Result, error) {
 	pin, err := b.Lookup(version)
 	if err != nil {
 		return nil, err
+	}
+	if pin.Source == SourceDebianImage {
+		return nil, fmt.Errorf("pin %s: %w", pin.Version, errImageNotBuilt)
 	}
 	key, err := b.Key(pin)
 	if err != nil {
@@ -290,7 +301,10 @@ type Entry struct {
 func (b *Builder) List(ctx context.Context) ([]Entry, error) {
 	pins := b.Pins
 	if pins == nil {
-		pins = Pins()
+		var err error
+		if pins, err = AllPins(); err != nil {
+			return nil, err
+		}
 	}
 	known := map[string]bool{}
 	var out []Entry

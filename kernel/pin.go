@@ -33,21 +33,25 @@ const (
 	SourceDebian = "debian"
 	// SourceURL is a tarball at an https://, http:// or file:// URL.
 	SourceURL = "url"
+	// SourceDebianImage is Debian's prebuilt kernel package (linux-image-…),
+	// fetched like SourceDebian; its vmlinuz (Inner) boots as it is, with
+	// the package's own modules, nothing is built.
+	SourceDebianImage = "debian-image"
 )
 
 // Pin is one row of the pin table: a kernel version, where its source comes
 // from, the SHA-256 that source must have and the Landlock ABI the built
 // kernel must offer.
 type Pin struct {
-	Version string // kernel version, e.g. "7.2.13"; the bzImage header must start with it
+	Version string // the pin's name: a kernel version, e.g. "7.2.13" (a debian-image pin: any name, e.g. "6.1.0-57-amd64")
 	ABI     int    // Landlock ABI the kernel must offer
 	Source  string // SourceDebian or SourceURL
 
-	Package        string // debian: binary package name, e.g. "linux-source-7.2"
-	PackageVersion string // debian: package version, e.g. "7.2.13-1"
-	Suite          string // debian: suite to fetch from, e.g. "sid"
-	Inner          string // debian: path of the tarball inside the .deb
-	InnerSHA256    string // debian: SHA-256 of that tarball
+	Package        string // debian, debian-image: binary package name, e.g. "linux-source-7.2"
+	PackageVersion string // debian, debian-image: package version, e.g. "7.2.13-1"
+	Suite          string // debian, debian-image: suite to fetch from, e.g. "sid"
+	Inner          string // debian: path of the tarball inside the .deb; debian-image: of the vmlinuz
+	InnerSHA256    string // debian, debian-image: SHA-256 of that member
 
 	URL string // url: where the tarball is
 
@@ -87,8 +91,9 @@ var (
 
 // fields each source kind requires; any other key is refused.
 var pinKeys = map[string][]string{
-	SourceDebian: {"abi", "source", "package", "version", "suite", "sha256", "inner", "inner-sha256"},
-	SourceURL:    {"abi", "source", "url", "sha256"},
+	SourceDebian:      {"abi", "source", "package", "version", "suite", "sha256", "inner", "inner-sha256"},
+	SourceURL:         {"abi", "source", "url", "sha256"},
+	SourceDebianImage: {"abi", "source", "package", "version", "suite", "sha256", "inner", "inner-sha256"},
 }
 
 // ParsePins parses a pin table. Every bad row is reported, each with its line,
@@ -136,9 +141,6 @@ func parsePinRow(line string) (Pin, []string) {
 	fields := strings.Fields(line)
 	p := Pin{Version: fields[0], Row: strings.Join(fields, " ")}
 	var msgs []string
-	if !versionRE.MatchString(p.Version) {
-		msgs = append(msgs, fmt.Sprintf("version %q is not a kernel version like 7.2.13", p.Version))
-	}
 	kv := map[string]string{}
 	for _, f := range fields[1:] {
 		k, v, ok := strings.Cut(f, "=")
@@ -153,9 +155,16 @@ func parsePinRow(line string) (Pin, []string) {
 		kv[k] = v
 	}
 	p.Source = kv["source"]
+	if p.Source == SourceDebianImage {
+		if !nameRE.MatchString(p.Version) {
+			msgs = append(msgs, fmt.Sprintf("name %q is not a pin name like 6.1.0-57-amd64 (lower-case letters, digits, '.', '+', '-')", p.Version))
+		}
+	} else if !versionRE.MatchString(p.Version) {
+		msgs = append(msgs, fmt.Sprintf("version %q is not a kernel version like 7.2.13", p.Version))
+	}
 	want, ok := pinKeys[p.Source]
 	if !ok {
-		msgs = append(msgs, fmt.Sprintf("source=%q, want %s or %s", p.Source, SourceDebian, SourceURL))
+		msgs = append(msgs, fmt.Sprintf("source=%q, want %s, %s or %s", p.Source, SourceDebian, SourceDebianImage, SourceURL))
 		return p, msgs
 	}
 	var missing, unknown []string
@@ -192,7 +201,7 @@ func parsePinRow(line string) (Pin, []string) {
 	}
 	p.SHA256 = checkSHA("sha256")
 	switch p.Source {
-	case SourceDebian:
+	case SourceDebian, SourceDebianImage:
 		p.Package, p.PackageVersion, p.Suite, p.Inner = kv["package"], kv["version"], kv["suite"], kv["inner"]
 		p.InnerSHA256 = checkSHA("inner-sha256")
 		if p.Package != "" && !nameRE.MatchString(p.Package) {
@@ -227,7 +236,8 @@ func contains(s []string, x string) bool {
 
 var embeddedPins = sync.OnceValues(func() ([]Pin, error) { return ParsePins(PinsFile, pinsTxt) })
 
-// Pins returns the embedded pin table, in file order.
+// Pins returns the shipped pin table (embedded), in file order; AllPins
+// adds the pins of pin files.
 func Pins() []Pin {
 	ps, err := embeddedPins()
 	if err != nil {
@@ -239,9 +249,14 @@ func Pins() []Pin {
 // ErrUnknownPin is returned by Lookup for a version that has no pin.
 var ErrUnknownPin = errors.New("unknown kernel pin")
 
-// Lookup returns the embedded pin for version; an empty version means DefaultPin.
+// Lookup returns the pin for version among AllPins; an empty version means
+// DefaultPin. A pin file that does not parse is the error.
 func Lookup(version string) (Pin, error) {
-	return lookupIn(Pins(), version)
+	all, err := AllPins()
+	if err != nil {
+		return Pin{}, err
+	}
+	return lookupIn(all, version)
 }
 
 func lookupIn(pins []Pin, version string) (Pin, error) {
@@ -263,6 +278,8 @@ func (p Pin) Describe() string {
 	switch p.Source {
 	case SourceDebian:
 		return fmt.Sprintf("debian %s=%s (%s)", p.Package, p.PackageVersion, p.Suite)
+	case SourceDebianImage:
+		return fmt.Sprintf("debian-image %s=%s (%s)", p.Package, p.PackageVersion, p.Suite)
 	default:
 		return p.URL
 	}

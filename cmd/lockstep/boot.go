@@ -98,6 +98,7 @@ type bootArgs struct {
 func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
 	b := &bootArgs{fs: fs}
 	b.kernel = strictString(fs, "kernel", kernel.DefaultPin, "kernel `pin` (a version from kernel/pins.txt) or a bzImage file", wantKernel)
+	pinsFlag(fs)
 	b.root = fs.String("root", "/", "host `dir`ectory that becomes the guest's read-only root")
 	b.rootImage = fs.String("root-image", "", "raw ext4 disk image `file` (as mkfs.ext4 -d makes) that becomes the guest's read-only root instead of --root; the kernel needs virtio-blk and ext4")
 	fs.Var(&b.shares, "share", "read-only host directory `src[:guestpath]` (repeatable)")

@@ -82,7 +82,11 @@ func wantKernelOrHost() string { return "host, a pin (" + pinList() + ") or a bz
 
 func pinList() string {
 	var vs []string
-	for _, p := range kernel.Pins() {
+	all, err := kernel.AllPins()
+	if err != nil {
+		all = kernel.Pins()
+	}
+	for _, p := range all {
 		vs = append(vs, p.Version)
 	}
 	return strings.Join(vs, ", ")

@@ -63,6 +63,7 @@ func kernelFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 	strictVar(fs, &o.pin, "pin", kernel.DefaultPin, "kernel `version` from kernel/pins.txt", wantPin)
 	fs.StringVar(&o.cache, "cache", "", "cache `dir` (default $XDG_CACHE_HOME/lockstep/kernels)")
 	fs.IntVar(&o.jobs, "jobs", 0, "make -j `n` (default: the number of CPUs)")
+	pinsFlag(fs)
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["kernel"]
 		if len(args) == 0 {
@@ -204,7 +205,7 @@ func kernelList(ctx context.Context, io *stdio, b *kernel.Builder) int {
 		return kernelExit(io, err)
 	}
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PIN\tABI\tSOURCE\tDOWNLOAD\tCACHE\tKEY")
+	fmt.Fprintln(tw, "PIN\tABI\tSOURCE\tFROM\tDOWNLOAD\tCACHE\tKEY")
 	for _, e := range es {
 		key := e.Key
 		if len(key) > 16 {
@@ -215,7 +216,7 @@ func kernelList(ctx context.Context, io *stdio, b *kernel.Builder) int {
 			if e.Record != nil {
 				ver = e.Record.Version
 			}
-			fmt.Fprintf(tw, "(%s)\t\t\t\t%s\t%s\n", ver, e.State, key)
+			fmt.Fprintf(tw, "(%s)\t\t\t\t\t%s\t%s\n", ver, e.State, key)
 			continue
 		}
 		state := e.State
@@ -229,11 +230,18 @@ func kernelList(ctx context.Context, io *stdio, b *kernel.Builder) int {
 		if src == "" {
 			src = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.Pin.Version, e.Pin.ABI, e.Pin.Describe(), src, state, key)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", e.Pin.Version, e.Pin.ABI, e.Pin.Describe(), e.Pin.Origin(), src, state, key)
 	}
 	tw.Flush()
 	fmt.Fprintf(io.out, "cache: %s\n", cacheDirOf(b))
 	return exitOK
+}
+
+// pinsFlag is --pins on every verb that takes a kernel: a pin file whose
+// rows join the shipped pins (as $LOCKSTEP_PINS does), read as the flag is
+// parsed so that a bad row is a usage error.
+func pinsFlag(fs *flag.FlagSet) {
+	fs.Func("pins", "pin `file` whose rows (kernel/pins.txt's grammar) join the shipped pins, as $"+kernel.PinsEnv+" does", kernel.UsePinsFile)
 }
 
 func cacheDirOf(b *kernel.Builder) string {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -171,4 +172,36 @@ func TestKernelVerbFragment(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "\nCONFIG_SYSCTL=y\n") || strings.Contains(out, "\nCONFIG_PROC_SYSCTL=y\n") {
 		t.Errorf("kernel fragment --pin 7.3.4 = %d; want the 7.3 overlay applied (SYSCTL, not PROC_SYSCTL)", code)
 	}
+}
+
+// TestKernelVerbPinsFile: --pins adds a file's rows, which kernel list shows
+// with their file; a row redefining a shipped pin is a usage error naming it.
+func TestKernelVerbPinsFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "extra.txt")
+	row := "7.2.99 abi=10 source=url url=file:///nonexistent/linux-7.2.99.tar.xz sha256=" + strings.Repeat("0", 64) + "\n"
+	if err := os.WriteFile(good, []byte(row), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "kernel", "list", "--pins", good, "--cache", dir)
+	if code != exitOK || !strings.Contains(out, "FROM") || !regexpLine(out, `^7\.2\.99 +10 +file:///nonexistent/linux-7.2.99.tar.xz +`+good+` `) ||
+		!regexpLine(out, `^7\.2\.13 +10 +debian .* shipped `) {
+		t.Errorf("kernel list --pins = %d\n%s%s\nwant 7.2.99 from %s and 7.2.13 shipped", code, out, errOut, good)
+	}
+	bad := filepath.Join(dir, "bad.txt")
+	pin, err := kernel.Lookup(kernel.DefaultPin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(strings.Replace(pin.Row, "abi=10", "abi=11", 1)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runCLI(t, "kernel", "list", "--pins", bad, "--cache", dir)
+	if code != exitUsage || !strings.Contains(errOut, bad+":1: pin 7.2.13 redefines the shipped pin of kernel/pins.txt:") {
+		t.Errorf("kernel list --pins bad = %d\n%s\nwant exit 2 naming the redefined pin", code, errOut)
+	}
+}
+
+func regexpLine(out, re string) bool {
+	return regexp.MustCompile("(?m)" + re).MatchString(out)
 }

@@ -87,6 +87,7 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 	exercises := fs.String("exercises", "", "testing root `dir`ectory, <root>/<family>/<exercise> (required)")
 	pathSets := fs.String("path-sets", "", "`dir`ectory with the default prune's <key>_<ex>.cfg and .json; receives the results (required)")
 	kernelArg := strictString(fs, "kernel", kernel.DefaultPin, "kernel `pin` or bzImage file", wantKernel)
+	pinsFlag(fs)
 	root := fs.String("root", "", "host `dir`ectory exported read-only as the guest's root (default /)")
 	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
 	cpus := fs.Int("cpus", 2, "guest vCPUs")

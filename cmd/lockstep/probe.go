@@ -40,6 +40,7 @@ $ lockstep probe --boot`,
 			asJSON := fs.Bool("json", false, "print one JSON document (docs/probe.md) instead of the table")
 			boot := fs.Bool("boot", false, "measure whether KVM is usable by booting the pinned kernel under it (cached)")
 			kernelArg := strictString(fs, "kernel", kernel.DefaultPin, "with --boot: the kernel `pin` or bzImage file to boot", wantKernel)
+			pinsFlag(fs)
 			return func(ctx context.Context, io *stdio, args []string) int {
 				if len(args) > 0 {
 					return usageExit(io, verbs["probe"], usagef("unexpected argument %q", args[0]))

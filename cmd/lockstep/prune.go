@@ -83,6 +83,7 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 	inGuest := fs.Bool("in-guest", false, "prune on the running kernel (the guest's side)")
 	onHost := fs.Bool("on-host", false, "prune on this machine; needs LOCKSTEP_DISPOSABLE=1")
 	kernelArg := strictString(fs, "kernel", kernel.DefaultPin, "kernel `pin` or bzImage file of the guests", wantKernel)
+	pinsFlag(fs)
 	rootDir := fs.String("root", "", "guest root `dir`ectory (default: this host's /)")
 	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
 	seeds := fs.String("seeds", "", "`dir`ectory of the seed files prune.json may name (default: the seeds shipped with lockstep)")

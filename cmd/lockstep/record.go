@@ -105,6 +105,7 @@ func recordFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 	a.exercise = fs.String("exercise", "", "run, check: `dir`ectory copied into /var/tmp/testing-dir first")
 	a.script = fs.String("script", "", "run, check: the session's script `file`")
 	a.kernelA = fs.String("kernel", kernel.DefaultPin, "run, check: kernel `pin` or bzImage file")
+	pinsFlag(fs)
 	a.policyFile = fs.String("policy", "", "check, diff: the policy `file` (default: the generated policy.cfg)")
 	a.root = fs.String("root", "", "run, check: host `dir`ectory exported read-only as the guest's root (default /)")
 	a.accel = fs.String("accel", harness.AccelAuto, "run, check: accelerator: `auto`, kvm or tcg")

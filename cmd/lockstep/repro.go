@@ -65,6 +65,7 @@ type reproArgs struct {
 func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
 	a := &reproArgs{}
 	fs.Var(strictList{&a.kernels, wantKernelOrHost}, "kernel", "`kernel`: host, a pin or a bzImage file (exactly twice)")
+	pinsFlag(fs)
 	fs.Var(&a.configs, "config", "policy `file` (repeatable)")
 	a.baseDir = strictString(fs, "base-dir", "", "`dir`ectory whose Base*.cfg files come first", wantBaseDir)
 	a.root = fs.String("root", "", "host `dir`ectory exported read-only as the guests' root (default /)")

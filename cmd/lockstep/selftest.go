@@ -71,6 +71,7 @@ $ lockstep selftest --kernel /boot/vmlinuz-6.1.0-50-amd64 --modules /lib/modules
 
 func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
 	kernelArg := strictString(fs, "kernel", kernel.DefaultPin, "kernel `pin` or bzImage file", wantKernel)
+	pinsFlag(fs)
 	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
 	modules := fs.String("modules", "", "a distribution kernel's /lib/modules/<release> `dir` (virtio, 9p, overlayfs are modules there; use with --machine q35)")
 	machine := fs.String("machine", harness.MachineMicrovm, "QEMU `machine`: microvm or q35")

@@ -98,6 +98,7 @@ func (a *verifyArgs) declare(fs *flag.FlagSet) {
 	a.baseDir = fs.String("base-dir", "", "verify every BaseLanguage-<key>.cfg of this `dir`ectory (the orchestrator's output) against its key's exercises, with each exercise's files there")
 	fs.Var(&a.configs, "config", "further policy `file` (repeatable)")
 	fs.Var(strictList{&a.kernels, wantKernel}, "kernel", "kernel `pin` or bzImage file (repeatable, at least one)")
+	pinsFlag(fs)
 	a.exercises = fs.String("exercises", "", "testing root `dir`ectory, <root>/<family>/<exercise> (required; with --base-dir, default "+referenceExercises+")")
 	a.key = fs.String("key", "", "the `key` whose exercises to verify (default: the only key under --exercises)")
 	fs.Var(&a.only, "exercise", "verify only the exercise `name`d (repeatable)")
