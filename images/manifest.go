@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/internal/debian"
 )
 
 // Installed is one package dpkg reports installed.
@@ -21,44 +23,20 @@ type Manifest []Installed
 // Stanzas in other states (config-files, half-installed, …) are left out;
 // an installed stanza lacking Package or Version is an error.
 func ParseDpkgStatus(src []byte) (Manifest, error) {
-	var m Manifest
-	fields := map[string]string{}
-	start := 1
-	flush := func(end int) error {
-		defer func() { fields = map[string]string{} }()
-		if len(fields) == 0 {
-			return nil
-		}
-		st := strings.Fields(fields["status"])
-		if len(st) != 3 || st[2] != "installed" {
-			return nil
-		}
-		if fields["package"] == "" || fields["version"] == "" {
-			return fmt.Errorf("dpkg status lines %d-%d: an installed package without Package or Version", start, end)
-		}
-		m = append(m, Installed{Name: fields["package"], Version: fields["version"], Arch: fields["architecture"]})
-		return nil
+	ps, err := debian.Paragraphs(src)
+	if err != nil {
+		return nil, fmt.Errorf("dpkg status: %w", err)
 	}
-	lines := strings.Split(string(src), "\n")
-	for i, line := range lines {
-		if line == "" {
-			if err := flush(i + 1); err != nil {
-				return nil, err
-			}
-			start = i + 2
+	var m Manifest
+	for i, p := range ps {
+		st := strings.Fields(p["status"])
+		if len(st) != 3 || st[2] != "installed" {
 			continue
 		}
-		if line[0] == ' ' || line[0] == '\t' {
-			continue // continuation of a multi-line field (Description, Conffiles)
+		if p["package"] == "" || p["version"] == "" {
+			return nil, fmt.Errorf("dpkg status paragraph %d: an installed package without Package or Version", i+1)
 		}
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			return nil, fmt.Errorf("dpkg status line %d: %q is not a `Field: value` line", i+1, line)
-		}
-		fields[strings.ToLower(k)] = strings.TrimSpace(v)
-	}
-	if err := flush(len(lines)); err != nil {
-		return nil, err
+		m = append(m, Installed{Name: p["package"], Version: p["version"], Arch: p["architecture"]})
 	}
 	sort.Slice(m, func(i, j int) bool {
 		if m[i].Name != m[j].Name {

@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"archive/tar"
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -19,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/debian"
 	"github.com/lockstep-sandbox/lockstep/internal/shellquote"
 )
 
@@ -315,9 +315,12 @@ func dirBytes(dir string) int64 {
 	return n
 }
 
-// debianURIs returns $LOCKSTEP_DEBIAN_MIRROR when set, else the Debian
-// archive URIs of this machine's apt sources. Neither is an error that says
-// what to set: it comes before any network access, in well under a second.
+// DebianURIs returns the Debian archive URIs a debian pin is fetched from:
+// $LOCKSTEP_DEBIAN_MIRROR when set, else those of this machine's apt sources
+// (debian.ArchiveURIs). Neither is an error that says what to set: it comes
+// before any network access, in well under a second.
+func DebianURIs() ([]string, error) { return debianURIs() }
+
 func debianURIs() ([]string, error) {
 	if m := os.Getenv(MirrorEnv); m != "" {
 		if err := checkMirror(m); err != nil {
@@ -326,19 +329,11 @@ func debianURIs() ([]string, error) {
 		return []string{strings.TrimRight(m, "/")}, nil
 	}
 	dir := aptSourcesDir()
-	files := map[string][]byte{}
-	if b, err := os.ReadFile(filepath.Join(dir, "sources.list")); err == nil {
-		files["sources.list"] = b
+	sources, err := debian.ReadAptSources(dir)
+	if err != nil {
+		return nil, err
 	}
-	ents, _ := os.ReadDir(filepath.Join(dir, "sources.list.d"))
-	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".list") || strings.HasSuffix(e.Name(), ".sources") {
-			if b, err := os.ReadFile(filepath.Join(dir, "sources.list.d", e.Name())); err == nil {
-				files[e.Name()] = b
-			}
-		}
-	}
-	uris := DebianArchiveURIs(files)
+	uris := debian.ArchiveURIs(sources)
 	if len(uris) == 0 {
 		return nil, &NoMirrorError{AptDir: dir}
 	}
@@ -366,137 +361,6 @@ func checkMirror(m string) error {
 		return nil
 	}
 	return fmt.Errorf("%s=%q: want the http://, https:// or file:// URI of a Debian archive, e.g. http://<mirror>/debian", MirrorEnv, m)
-}
-
-// DebianArchiveURIs picks, from apt source files (name → contents; one-line
-// ".list" and deb822 ".sources" formats), the URIs of the Debian archive
-// proper: entries of type deb whose suites are not security suites (those
-// have no sid) and that are signed by a Debian archive key, or name no key
-// and only Debian suites (an unsigned Ubuntu entry, as older Ubuntu images
-// write them, is not Debian's archive). Order follows the sorted file names;
-// duplicates are dropped.
-func DebianArchiveURIs(files map[string][]byte) []string {
-	var names []string
-	for n := range files {
-		names = append(names, n)
-	}
-	sortStrings(names)
-	var out []string
-	add := func(uri string, suites []string, signedBy string) {
-		uri = strings.TrimRight(uri, "/")
-		if uri == "" || contains(out, uri) {
-			return
-		}
-		for _, s := range suites {
-			if strings.Contains(s, "security") {
-				return
-			}
-		}
-		if signedBy != "" && !strings.Contains(signedBy, "debian-archive") {
-			return
-		}
-		if signedBy == "" && !allDebianSuites(suites) {
-			return
-		}
-		out = append(out, uri)
-	}
-	for _, n := range names {
-		if strings.HasSuffix(n, ".sources") {
-			for _, st := range deb822Stanzas(files[n]) {
-				if !contains(strings.Fields(st["types"]), "deb") || strings.EqualFold(st["enabled"], "no") {
-					continue
-				}
-				for _, u := range strings.Fields(st["uris"]) {
-					add(u, strings.Fields(st["suites"]), st["signed-by"])
-				}
-			}
-			continue
-		}
-		sc := bufio.NewScanner(strings.NewReader(string(files[n])))
-		for sc.Scan() {
-			line, _, _ := strings.Cut(sc.Text(), "#")
-			f := strings.Fields(line)
-			if len(f) < 3 || f[0] != "deb" {
-				continue
-			}
-			f = f[1:]
-			signedBy := ""
-			if strings.HasPrefix(f[0], "[") {
-				for len(f) > 0 {
-					o := strings.Trim(f[0], "[]")
-					if k, v, ok := strings.Cut(o, "="); ok && k == "signed-by" {
-						signedBy = v
-					}
-					end := strings.HasSuffix(f[0], "]")
-					f = f[1:]
-					if end {
-						break
-					}
-				}
-			}
-			if len(f) >= 2 {
-				add(f[0], f[1:2], signedBy)
-			}
-		}
-	}
-	return out
-}
-
-// debianCodenames are Debian's release names, from buzz to the announced
-// ones, and its suite aliases. An unsigned source entry counts as Debian's
-// archive only with one of them (plus a -updates, -backports or
-// -proposed-updates suffix).
-var debianCodenames = map[string]bool{
-	"buzz": true, "rex": true, "bo": true, "hamm": true, "slink": true, "potato": true, "woody": true,
-	"sarge": true, "etch": true, "lenny": true, "squeeze": true, "wheezy": true, "jessie": true,
-	"stretch": true, "buster": true, "bullseye": true, "bookworm": true, "trixie": true, "forky": true,
-	"duke": true, "sid": true, "experimental": true, "oldoldstable": true, "oldstable": true,
-	"stable": true, "testing": true, "unstable": true,
-}
-
-func allDebianSuites(suites []string) bool {
-	if len(suites) == 0 {
-		return false
-	}
-	for _, s := range suites {
-		for _, suf := range []string{"-updates", "-backports", "-proposed-updates", "-backports-sloppy"} {
-			s = strings.TrimSuffix(s, suf)
-		}
-		if !debianCodenames[s] {
-			return false
-		}
-	}
-	return true
-}
-
-// deb822Stanzas splits a deb822 file into stanzas of lower-cased keys.
-func deb822Stanzas(src []byte) []map[string]string {
-	var out []map[string]string
-	cur := map[string]string{}
-	last := ""
-	flush := func() {
-		if len(cur) > 0 {
-			out = append(out, cur)
-		}
-		cur, last = map[string]string{}, ""
-	}
-	for _, line := range strings.Split(string(src), "\n") {
-		switch {
-		case strings.TrimSpace(line) == "":
-			flush()
-		case strings.HasPrefix(line, "#"):
-		case (line[0] == ' ' || line[0] == '\t') && last != "":
-			cur[last] += " " + strings.TrimSpace(line)
-		default:
-			k, v, ok := strings.Cut(line, ":")
-			if ok {
-				last = strings.ToLower(strings.TrimSpace(k))
-				cur[last] = strings.TrimSpace(v)
-			}
-		}
-	}
-	flush()
-	return out
 }
 
 // extractDebMember copies member (a path inside the package's data tarball)

@@ -29,28 +29,9 @@ prefix=$cache/virtme-ng-$vngver
 
 # debian_uris prints the Debian archive URIs of this machine's apt sources
 # (deb entries signed by a Debian archive key, security suites left out), as
-# the kernel fetch picks them (kernel.DebianArchiveURIs).
+# the kernel fetch picks them: lockstep kernel mirror.
 debian_uris() {
-	local f
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[[ -r $f ]] || continue
-		awk '$1 == "deb" && /debian-archive/ && $0 !~ /security/ {
-			for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; break } }' "$f"
-	done
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[[ -r $f ]] || continue
-		awk 'BEGIN { RS = ""; FS = "\n" } {
-			deb = 0; sec = 0; key = 0; uris = ""
-			for (i = 1; i <= NF; i++) {
-				split($i, kv, ":[ \t]*"); k = tolower(kv[1]); v = substr($i, length(kv[1]) + 2)
-				if (k == "types" && v ~ /(^|[ \t])deb([ \t]|$)/) deb = 1
-				if (k == "suites" && v ~ /security/) sec = 1
-				if (k == "signed-by" && v ~ /debian-archive/) key = 1
-				if (k == "uris") uris = v
-			}
-			if (deb && !sec && key) { n = split(uris, u, /[ \t]+/); for (j = 1; j <= n; j++) if (u[j] != "") print u[j] }
-		}' "$f"
-	done
+	"$bin" kernel mirror
 }
 
 fetch_vng() {

@@ -16,7 +16,7 @@ import (
 func init() {
 	register(&verb{
 		Name:  "kernel",
-		Usage: "kernel {build|verify|list|path|key|fragment} [--pin <version>] [--cache <dir>]",
+		Usage: "kernel {build|verify|list|path|key|fragment|mirror} [--pin <version>] [--cache <dir>] [--pins <file>]",
 		Short: "fetch, build, cache and verify the pinned guest kernels",
 		Long: `Subcommands:
   build   fetch, check, configure, build and verify the pin's kernel unless it is
@@ -30,6 +30,8 @@ func init() {
   path    print only the verified bzImage's path, building it if needed (for scripts).
   key     print the pin's content key (the cache directory's name; CI cache keys use it).
   fragment  print the configuration fragment as applied to the pin (overlays included).
+  mirror  print the Debian archive URIs debian pins are fetched from, one a line:
+          $LOCKSTEP_DEBIAN_MIRROR, else those of this machine's apt sources.
 
 Pins are in kernel/pins.txt; the configuration is tinyconfig plus kernel/fragment.config
 (with kernel/fragment-X.Y.config overlays for X.Y and later).
@@ -67,7 +69,7 @@ func kernelFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["kernel"]
 		if len(args) == 0 {
-			return usageExit(io, v, usagef("missing subcommand: want build, verify, list, path, key or fragment"))
+			return usageExit(io, v, usagef("missing subcommand: want build, verify, list, path, key, fragment or mirror"))
 		}
 		sub := args[0]
 		// Flags may follow the subcommand: kernel build --pin 7.2.13.
@@ -95,8 +97,10 @@ func kernelFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 			return kernelKey(io, b, o)
 		case "fragment":
 			return kernelFragment(io, o)
+		case "mirror":
+			return kernelMirror(io)
 		}
-		return usageExit(io, v, usagef("unknown subcommand %q: want build, verify, list, path, key or fragment", sub))
+		return usageExit(io, v, usagef("unknown subcommand %q: want build, verify, list, path, key, fragment or mirror", sub))
 	}
 }
 
@@ -234,6 +238,17 @@ func kernelList(ctx context.Context, io *stdio, b *kernel.Builder) int {
 	}
 	tw.Flush()
 	fmt.Fprintf(io.out, "cache: %s\n", cacheDirOf(b))
+	return exitOK
+}
+
+func kernelMirror(io *stdio) int {
+	uris, err := kernel.DebianURIs()
+	if err != nil {
+		return fail(io, "kernel", exitFail, err)
+	}
+	for _, u := range uris {
+		fmt.Fprintln(io.out, u)
+	}
 	return exitOK
 }
 

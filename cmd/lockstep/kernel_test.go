@@ -29,7 +29,7 @@ func TestKernelVerb(t *testing.T) {
 		{"UnknownPin", []string{"kernel", "build", "--pin", "6.1", "--cache", cache}, exitUsage, "", `unknown kernel pin "6.1" (pinned: 7.2.13, 7.2.9`},
 		{"List", []string{"kernel", "list", "--cache", cache}, exitOK, "debian linux-source-7.2=7.2.13-1 (sid)", ""},
 		{"VerifyNotBuilt", []string{"kernel", "verify", "--pin", "7.2.13", "--cache", cache}, exitFail, "", "kernel not built: 7.2.13 has no " + cache},
-		{"Help", []string{"kernel", "--help"}, exitOK, "usage: lockstep kernel {build|verify|list|path|key|fragment}", ""},
+		{"Help", []string{"kernel", "--help"}, exitOK, "usage: lockstep kernel {build|verify|list|path|key|fragment|mirror}", ""},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, tc.Args...)
