@@ -50,8 +50,9 @@ const nestedOuterBootFactor = 7
 // outer kernel's TSC sync check failed ("Marking TSC unstable due to TSCs
 // unsynchronized"), its clock became the HPET (every read an MMIO exit
 // into QEMU's device model under its global lock) and, with no working
-// local APIC timer under TCG, each vCPU's tick came from the other by IPI
-// (tick broadcast, no high-resolution mode): beside CPU hogs the outer
+// local APIC timer under TCG (noapictimer), one global timer ticked both
+// vCPUs, the second by an IPI from the first (tick broadcast, no
+// high-resolution mode): beside CPU hogs the outer
 // kernel stalled (soft lockups on both vCPUs, rcu_preempt starved) as the
 // inner KVM guest started, and made no progress for 20 minutes. With one
 // vCPU no CPU waits on another and the TSC stays the clocksource.
