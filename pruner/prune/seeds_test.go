@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/exercise"
 )
 
 func TestBuiltinSeeds(t *testing.T) {
@@ -37,5 +38,37 @@ func TestSeedFromDir(t *testing.T) {
 	}
 	if !p.FS["/tmp"][policy.Write] {
 		t.Errorf("c.cfg does not grant write on /tmp: %v", p.FS)
+	}
+}
+
+// TestExerciseSeedsShipped: every seed and kept seed a reference exercise's
+// prune.json names is shipped, so that its prune never aborts for a missing
+// seed, and so is each seed Phobos's own exercises name for the languages
+// lockstep builds (r.cfg, c.cfg, cpp.cfg, java.cfg).
+func TestExerciseSeedsShipped(t *testing.T) {
+	shipped := map[string]bool{}
+	for _, n := range BuiltinSeeds() {
+		shipped[n] = true
+	}
+	want := map[string]string{"r.cfg": "Phobos's r", "c.cfg": "Phobos's c and c-gcc", "cpp.cfg": "Phobos's cpp", "java.cfg": "Phobos's java-maven"}
+	found, err := exercise.Discover("../../testdata/exercises")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		ex, err := exercise.Read(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{ex.Config.Seed, ex.Config.KeptSeed} {
+			if s != "" {
+				want[s] = ex.Family + "/" + ex.Name
+			}
+		}
+	}
+	for name, by := range want {
+		if !shipped[name] {
+			t.Errorf("%s names the seed %s, which is not shipped (pruner/prune/seeds/)", by, name)
+		}
 	}
 }
