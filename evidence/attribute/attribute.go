@@ -169,6 +169,13 @@ type Attributor struct {
 	cwd     map[int]string
 	sockets map[uint64]sockInfo
 	fdSock  map[[2]int]sockInfo
+	// gone holds the paths a successful call of the run removed (unlink,
+	// rmdir, the old name of a rename) and no later one made again: Lstat
+	// answers from before the run or from a tree the run did not touch (a
+	// cold run's overlay is gone), so without it an O_CREAT open refused
+	// after the build removed the file would count as a write of the file
+	// instead of a create in its directory (rm -f Makefile; cp … Makefile).
+	gone map[string]bool
 }
 
 type sockInfo struct {
@@ -190,6 +197,7 @@ func New(opts Options) *Attributor {
 		cwd:     make(map[int]string),
 		sockets: make(map[uint64]sockInfo),
 		fdSock:  make(map[[2]int]sockInfo),
+		gone:    make(map[string]bool),
 	}
 }
 
@@ -273,6 +281,8 @@ func (a *Attributor) track(c *strace.Call) {
 		if p, ok := a.path(c, -1, 0); ok {
 			a.cwd[c.PID] = p
 		}
+	case "unlink", "rmdir", "unlinkat", "rename", "renameat", "renameat2", "open", "openat", "creat", "mkdir", "mkdirat":
+		a.trackGone(c)
 	case "fchdir":
 		if fd, ok := argFD(c, 0); ok && fd.Path != "" {
 			a.cwd[c.PID] = fd.Path
@@ -560,10 +570,19 @@ func (a *Attributor) open(c *strace.Call, call landlock.Syscall, p string) *Refu
 	if flags.HasFlag("O_CREAT") && !flags.HasFlag("O_EXCL") && !flags.HasFlag("O_NOFOLLOW") {
 		p = a.followLinks(p)
 	}
-	if flags.HasFlag("O_CREAT") && !a.exists(p) && !a.createHeld(path.Dir(p)) {
-		// Landlock checks make_reg on the parent first; the new file's
-		// access mode is checked right after, so name it too.
-		return fsRefusal("create", NewNeed(path.Dir(p), landlock.MakeReg), NewNeed(p, rights...))
+	if flags.HasFlag("O_CREAT") && !a.exists(p) {
+		if !a.createHeld(path.Dir(p)) {
+			// Landlock checks make_reg on the parent first; the new file's
+			// access mode is checked right after, so name it too.
+			return fsRefusal("create", NewNeed(path.Dir(p), landlock.MakeReg), NewNeed(p, rights...))
+		}
+		if a.gone[p] {
+			// make_reg was held, so the open made a new file in place of
+			// the one the run removed and was refused the new file's
+			// access. A rule on the old file died with its inode: only
+			// one on the directory grants the new file.
+			p = path.Dir(p)
+		}
 	}
 	op := "read"
 	if write {
@@ -574,6 +593,38 @@ func (a *Attributor) open(c *strace.Call, call landlock.Syscall, p string) *Refu
 		op = "write"
 	}
 	return fsRefusal(op, NewNeed(p, rights...))
+}
+
+// trackGone records what a successful call removed or made again (gone).
+func (a *Attributor) trackGone(c *strace.Call) {
+	set := func(di, pi int, removed bool) {
+		if p, ok := a.path(c, di, pi); ok {
+			if removed {
+				a.gone[p] = true
+			} else {
+				delete(a.gone, p)
+			}
+		}
+	}
+	switch c.Name {
+	case "unlink", "rmdir":
+		set(-1, 0, true)
+	case "unlinkat":
+		set(0, 1, true)
+	case "rename":
+		set(-1, 0, true)
+		set(-1, 1, false)
+	case "renameat", "renameat2":
+		if argAt(c, 4).HasFlag("RENAME_EXCHANGE") {
+			return // both names stay
+		}
+		set(0, 1, true)
+		set(2, 3, false)
+	case "open", "creat", "mkdir":
+		set(-1, 0, false)
+	case "openat", "mkdirat":
+		set(0, 1, false)
+	}
 }
 
 // followLinks follows p while it is a symlink, as an O_CREAT open without
@@ -604,6 +655,9 @@ func (a *Attributor) createHeld(dir string) bool {
 }
 
 func (a *Attributor) exists(p string) bool {
+	if a.gone[p] {
+		return false
+	}
 	_, err := a.opts.Lstat(p)
 	return err == nil
 }

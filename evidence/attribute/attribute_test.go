@@ -151,3 +151,40 @@ func TestCaptureBasic(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { os.Exit(m.Run()) }
+
+// TestCaptureRemovedThenCreated: the build removes assignment/Makefile
+// (rm -f) and cp then makes it again, refused (the c exercise under the
+// rights of a prune's sixth grow round, testdata/strace/c-recreate.strace:
+// create held on the working directory, write only on the old file). The
+// tree Lstat answers from still has the file (a cold run's overlay is gone),
+// so only the trace tells that the open made a new file. Where make_reg is
+// not known to be held, that is a create in assignment/; where it is, the
+// new file's write access was refused, which a rule on the old file (its
+// inode gone) never grants: the need names the directory.
+func TestCaptureRemovedThenCreated(t *testing.T) {
+	tr, err := strace.ParseFile("../../testdata/strace/c-recreate.strace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const dir = "/tmp/lockstep-capture/testing-dir/assignment"
+	before := fakeFS{dir: fs.ModeDir, dir + "/Makefile": 0}
+	held := func(d string) bool { return strings.HasPrefix(d+"/", "/tmp/lockstep-capture/testing-dir/") }
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"create unknown", Options{Lstat: before.Lstat}, "filesystem create " + dir + ":create=make_reg " + dir + "/Makefile:write=write_file"},
+		{"create held", Options{Lstat: before.Lstat, CreateHeld: held}, "filesystem write " + dir + ":write=write_file"},
+	} {
+		var got []string
+		for _, r := range Refusals(tr.Calls, tc.opts) {
+			if k := refusalKey(r); strings.Contains(k, dir) {
+				got = append(got, k)
+			}
+		}
+		if len(got) != 1 || got[0] != tc.want {
+			t.Errorf("%s: refusals in %s: %q; want one: %q", tc.name, dir, got, tc.want)
+		}
+	}
+}

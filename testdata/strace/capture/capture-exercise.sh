@@ -6,6 +6,7 @@
 # testdata/strace/OUT.strace. Run from the module root, e.g.
 #   sh testdata/strace/capture/capture-exercise.sh generic/shell-reference \
 #      testdata/strace/capture/policies/generic-pass.cfg generic-pass
+# RUN_FLAGS adds flags to lockstep run (the pruner's own: --without mounts,pid,memfd).
 set -eu
 ex=testdata/exercises/$1
 policy=$(realpath "$2")
@@ -21,7 +22,7 @@ status=0
 # A clean PATH, as in a guest: no per-user shims.
 PATH=/usr/bin:/bin strace -f -qq -y -s 4096 -e trace=%file,%network,%process,%desc,landlock_restrict_self,setsid,setpgid,ioctl \
   -o "$out" \
-  "$C/lockstep" run --config "$policy" -- /bin/bash -c 'printf "%s\n" "$1" >&2; exec /bin/bash ./build_script.sh' \
+  "$C/lockstep" run ${RUN_FLAGS:-} --config "$policy" -- /bin/bash -c 'printf "%s\n" "$1" >&2; exec /bin/bash ./build_script.sh' \
   lockstep-prune "lockstep-prune: the command starts" </dev/null >"$C/log" 2>&1 || status=$?
 cat "$C/log"
 echo "status $status"
