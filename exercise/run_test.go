@@ -48,7 +48,7 @@ func TestRunToolchainExercises(t *testing.T) {
 	}{
 		{"java-maven", "java-maven/maven-reference", []string{"mvn", "javac", "/usr/share/maven-repo/org/junit/jupiter"}},
 		{"cpp", "cpp/cmake-reference", []string{"cmake", "g++", "/usr/include/gtest/gtest.h"}},
-		{"r", "r/testthat-reference", []string{"Rscript", "/usr/lib/R/site-library/testthat", "/usr/lib/R/site-library/xml2"}},
+		{"r", "r/testthat-reference", []string{"Rscript", "/usr/lib/R/site-library/testthat", "/usr/lib/R/site-library/xml2", "/usr/lib/R/site-library/remotes"}},
 	} {
 		t.Run(c.key, func(t *testing.T) {
 			for _, tool := range c.tools {

@@ -42,7 +42,7 @@ toolchains=(
 	maven openjdk-17-jdk-headless junit5 libsurefire-java libmaven-compiler-plugin-java
 	libmaven-resources-plugin-java libmaven-jar-plugin-java
 	cmake g++ libgtest-dev
-	r-cran-testthat r-cran-xml2
+	r-cran-testthat r-cran-xml2 r-cran-remotes
 )
 
 # apt_install PKG…: apt-get install the packages given, if any.
