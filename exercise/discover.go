@@ -281,3 +281,18 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
+
+// Keys are the distinct keys of the exercises under root (Discover's),
+// sorted.
+func Keys(root string) ([]string, error) {
+	found, err := Discover(root)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, f := range found {
+		keys = append(keys, f.Key)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys), nil
+}

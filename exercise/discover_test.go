@@ -26,6 +26,11 @@ func TestDiscoverReferenceExercises(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Discover(%s) = %q, want %q", referenceRoot, got, want)
 	}
+	keys, err := Keys(referenceRoot)
+	wantKeys := []string{"broken", "c", "c-gcc", "cpp", "fixture", "generic", "java-maven", "python", "r"}
+	if err != nil || !reflect.DeepEqual(keys, wantKeys) {
+		t.Errorf("Keys(%s) = %q, %v; want %q", referenceRoot, keys, err, wantKeys)
+	}
 	for _, f := range found {
 		e, err := Read(f)
 		if err != nil {
@@ -120,7 +125,7 @@ func TestDiscoverRefusals(t *testing.T) {
 		{"prune.json a dangling link", map[string]string{
 			"c/a/build_script.sh": script, "c/a/prune.json": "-> missing.json",
 		}, []string{"c/a/prune.json: unreadable"}},
-		// Refused on the host, before any guest boots for them (issue 18, item 17).
+		// Refused on the host, before any guest boots for them.
 		{"unknown prune.json key", map[string]string{
 			"python/a/build_script.sh": script, "python/a/prune.json": `{"evil": 1}`,
 		}, []string{`python/a/prune.json: unknown keys "evil"; the keys are key, seed,`}},

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 
-	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/evidence/verdict"
 )
 
@@ -19,9 +19,7 @@ import (
 // directory gives another; one that does not even let bash start is told
 // apart by the missing sentinel.
 func TestRunUnderEnforcer(t *testing.T) {
-	if abi, err := enforcer.HostABI(); err != nil || abi < 1 {
-		t.Skipf("this kernel has no usable Landlock (ABI %d, %v)", abi, err)
-	}
+	featuretest.Require(t, featuretest.Landlock)
 	bin := lockstepbin.Build(t)
 	e := reference(t, "generic")
 	dir := t.TempDir()

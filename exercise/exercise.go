@@ -16,8 +16,8 @@ import (
 // BuildScripts are the build script names, looked up in this order.
 var BuildScripts = []string{"build_script.sh", "build_script"}
 
-// DefaultWorkDir is the working directory of a production run, as Phobos's
-// grading has it.
+// DefaultWorkDir is the working directory of a production run, the one
+// exercises are graded in.
 const DefaultWorkDir = "/var/tmp/testing-dir"
 
 // ErrRefused marks an exercise that does not meet the contract; errors from

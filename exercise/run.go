@@ -24,8 +24,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
-// DefaultTimeout is a run's hard limit when RunOptions names none (Phobos's
-// run_seconds).
+// DefaultTimeout is a run's hard limit when RunOptions names none.
 const DefaultTimeout = 1800 * time.Second
 
 // DefaultMaxOutput and MinOutput bound what is kept of each of stdout and
@@ -459,7 +458,7 @@ func overlaps(a, b string) bool {
 
 // FreshCopy deletes what dst holds and copies the tree src to it: folders,
 // regular files (with their modes and modification times) and symbolic
-// links as links, as Phobos's copytree(symlinks=True) does. Any other kind
+// links as links, never followed. Any other kind
 // of file is refused. dst's parent is created if missing.
 //
 // A directory at dst is emptied, not removed: the observer's lanes bind

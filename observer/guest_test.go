@@ -180,7 +180,7 @@ func readRunJSON(t testing.TB, dir string) RunJSON {
 // other and with run.json.
 //
 // Its sidecar and verdicts are also those the observer gave before its
-// speed-up (issue 22: the same verdicts and sidecars byte for byte),
+// speed-up (the same verdicts and sidecars byte for byte),
 // captured in testdata/observe-fixture-reference.
 func TestObserveGuest(t *testing.T) {
 	needGuest(t)

@@ -1,7 +1,7 @@
 // Package orchestrate merges the pruner's per-exercise policies and the KVM
 // observer's ABI-10 sidecars into the policy tree that ships: one base per
 // language, one exercise file per exercise, the ABI-10 rows apart from every
-// base, and files for review (Phobos's orchestrate.py).
+// base, and files for review.
 //
 // # Checks first
 //

@@ -13,7 +13,7 @@ import (
 
 // TestCarryOverKeepsFiles puts someone's files into the output tree, merges,
 // and checks each is still the same file: contents, owner, mode with its
-// set-ID bits, modification time, and its hard links (issue 18, item 13).
+// set-ID bits, modification time, and its hard links.
 func TestCarryOverKeepsFiles(t *testing.T) {
 	e := newEnv(t)
 	if _, err := Run(e.opts()); err != nil {
@@ -105,8 +105,8 @@ func TestCarryOverKeepsFiles(t *testing.T) {
 
 // TestCoreDirHoldingWorkDir refuses an output tree that is or holds the
 // current directory (--core-dir . or ..), before the lock is taken, so no
-// lock file and no temporary is left in or beside the tree (issue 18, item
-// 13; treeHash covers the tree's own entries).
+// lock file and no temporary is left in or beside the tree (treeHash
+// covers the tree's own entries).
 func TestCoreDirHoldingWorkDir(t *testing.T) {
 	e := newEnv(t)
 	if _, err := Run(e.opts()); err != nil {

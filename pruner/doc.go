@@ -1,7 +1,6 @@
 // Package pruner is lockstep's layer pruner as a Go library: it decides
 // what a policy permits by running a reference exercise under a policy that
-// grants nothing and granting exactly what each recorded refusal proves
-// (the algorithm of Phobos's exercise pruner).
+// grants nothing and granting exactly what each recorded refusal proves.
 //
 // This package holds no code; the work is in its subpackages, which other
 // Go programs import directly. What the pruner shares with the KVM observer

@@ -19,16 +19,10 @@ const allKeys = "all"
 
 // exerciseKeys are the distinct keys of the exercises under root, sorted.
 func exerciseKeys(root string) ([]string, error) {
-	found, err := exercise.Discover(root)
+	keys, err := exercise.Keys(root)
 	if err != nil {
 		return nil, err
 	}
-	var keys []string
-	for _, f := range found {
-		keys = append(keys, f.Key)
-	}
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("no exercise under %s", root)
 	}

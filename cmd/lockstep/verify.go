@@ -231,25 +231,14 @@ func verifyKernels(ctx context.Context, kernels []string, log *slog.Logger) ([]v
 
 // onlyKey is the key of every exercise under root, if there is one.
 func onlyKey(root string) (string, error) {
-	found, err := exercise.Discover(root)
+	keys, err := exercise.Keys(root)
 	if err != nil {
 		return "", err
 	}
-	keys := map[string]bool{}
-	for _, f := range found {
-		keys[f.Key] = true
-	}
 	if len(keys) != 1 {
-		var ks []string
-		for k := range keys {
-			ks = append(ks, k)
-		}
-		return "", usagef("--key: %s holds %d keys (%s); name one", root, len(keys), strings.Join(ks, ", "))
+		return "", usagef("--key: %s holds %d keys (%s); name one", root, len(keys), strings.Join(keys, ", "))
 	}
-	for k := range keys {
-		return k, nil
-	}
-	return "", nil
+	return keys[0], nil
 }
 
 // verifyInGuest checks --in-guest's flags and runs verifyHere.

@@ -1,5 +1,5 @@
 // Package limits measures what an exercise uses and derives the [limits] of
-// its policy with margins (Phobos's limits.py and sampler.py).
+// its policy with margins.
 //
 // A Sampler watches one run's process tree (the process the run started
 // and its descendants, the enforcer itself not counted) ten times a

@@ -1,5 +1,5 @@
 // Package placement decides where a grant lands: which path of a policy a
-// refused access on one object becomes (Phobos's generalise.py), and how a
+// refused access on one object becomes, and how a
 // set of grants is tidied before it is tried (execute narrowing, compaction,
 // the hierarchy rule). Every function is pure: what
 // existed before a run and which directories may be climbed come in through

@@ -39,8 +39,8 @@ func Loopback(a netip.Addr) bool {
 	return a.IsValid() && a.Unmap().IsLoopback()
 }
 
-// NetworkRules turns confirmed network refusals into rules (Phobos's
-// network rules, with Landlock's port-only view): a refused loopback connect to a port a
+// NetworkRules turns confirmed network refusals into rules (Landlock sees
+// ports only): a refused loopback connect to a port a
 // process of the run served becomes the loopback wildcard of its family
 // (allow 127.0.0.1:*, allow [::1], or allow localhost when both need it),
 // any other loopback connect an exact rule; a refused bind becomes allow

@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultFineRoots are the directories beneath which a read is granted file
-// by file (as Phobos's generalise.py does).
+// by file: the file refused, never its directory.
 var DefaultFineRoots = []string{"/etc", "/dev", "/proc", "/sys", "/root", "/home", "/run"}
 
 // SpecificationAncestors are never given a write-class right: they hold the

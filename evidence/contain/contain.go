@@ -17,7 +17,8 @@ import (
 	"github.com/lockstep-sandbox/lockstep/record"
 )
 
-// DefaultCanaries are planted before the first run (Phobos's, renamed).
+// DefaultCanaries are planted before the first run: files no policy may
+// let a probe read.
 var DefaultCanaries = []string{"/srv/lockstep-prune-canary/secret", "/root/lockstep-prune-canary"}
 
 // CanaryText is what a canary file holds.

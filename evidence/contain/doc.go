@@ -1,5 +1,5 @@
-// Package contain proves the forbidden direction of a pruned policy
-// (Phobos's containment.py): under the final policy a probe
+// Package contain proves the forbidden direction of a pruned policy: under
+// the final policy a probe
 // must be refused reading each canary file, writing into a path the policy
 // grants only [read], connecting to a loopback port no rule names, binding a
 // port no rule names, and going past each limit it can reach.

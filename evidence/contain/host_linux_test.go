@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 	"github.com/lockstep-sandbox/lockstep/record"
 )
@@ -25,9 +26,7 @@ func hostSetup(t *testing.T, limits string) (*policy.Policy, Setup) {
 	if os.Geteuid() != 0 {
 		t.Skip("the canaries live in /root and the caps are cgroups: needs root")
 	}
-	if abi, err := enforcer.HostABI(); err != nil || abi < 1 {
-		t.Skipf("no Landlock here (ABI %d, %v)", abi, err)
-	}
+	featuretest.Require(t, featuretest.Landlock)
 	bin := lockstepbin.Build(t)
 	p, err := policy.Parse("t.cfg", []byte("[read]\n/usr\n/etc\n[execute]\n/usr/bin\n/usr/lib\n/usr/lib64\n[limits]\n"+limits))
 	if err != nil {
@@ -93,9 +92,7 @@ func TestExecuteTimeLimits(t *testing.T) {
 // TestProbeEndsAtTimeout: the timeout check's probe ends at the policy's
 // timeout, on the enforcer's SIGTERM, not at its SIGKILL 2 s later.
 func TestProbeEndsAtTimeout(t *testing.T) {
-	if abi, err := enforcer.HostABI(); err != nil || abi < 1 {
-		t.Skipf("no Landlock here (ABI %d, %v)", abi, err)
-	}
+	featuretest.Require(t, featuretest.Landlock)
 	bin := lockstepbin.Build(t)
 	cfg := filepath.Join(t.TempDir(), "t.cfg")
 	rules := fmt.Sprintf("[read]\n/usr\n/etc\n%[1]s\n[execute]\n/usr\n%[1]s\n[limits]\ntimeout=1\n", bin)
@@ -120,9 +117,7 @@ func TestExecuteOnlyAndSkip(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the canaries live in /root: needs root")
 	}
-	if abi, err := enforcer.HostABI(); err != nil || abi < 1 {
-		t.Skipf("no Landlock here (ABI %d, %v)", abi, err)
-	}
+	featuretest.Require(t, featuretest.Landlock)
 	bin := lockstepbin.Build(t)
 	// A working directory the policy may write into, not there yet: the
 	// fsize check would create it, the timeout check alone must not (an

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/evidence/attribute"
 	"github.com/lockstep-sandbox/lockstep/evidence/strace"
+	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 )
 
 // restrictEnv makes the test binary a restricting helper: it restricts
@@ -68,13 +69,7 @@ func restrictAndExec() {
 // parsing, attribution and the control replay agree with what the script
 // was built to provoke.
 func TestHostEndToEnd(t *testing.T) {
-	abi, err := ll.LandlockGetABIVersion()
-	if err != nil {
-		t.Skipf("this kernel offers no Landlock: %v", err)
-	}
-	if abi < 5 {
-		t.Skipf("this kernel offers Landlock ABI %d, the test needs 5", abi)
-	}
+	featuretest.Require(t, featuretest.LandlockIoctlDev)
 	straceBin, err := exec.LookPath("strace")
 	if err != nil {
 		t.Skip("strace is not installed (apt-get install strace)")

@@ -1,7 +1,7 @@
 // Package verdict decides what one run of an exercise showed: its exit
 // status, its log and the JUnit XML reports its tests wrote, read together.
 // An exit status alone is not a result; two runs agree only when the same
-// tests ran with the same outcomes, as Phobos's verdict.py decides.
+// tests ran with the same outcomes.
 //
 // # Reading a run
 //

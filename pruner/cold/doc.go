@@ -1,9 +1,8 @@
 // Package cold runs each of the pruner's runs from the root file system's
 // own state, so that what one run leaves outside its working directory (a
 // compiler cache, ~/.m2, __pycache__ in a system path, a file in /tmp or
-// /root) cannot let a later run pass without a grant it needs: the "prune
-// with a cold cache" of Phobos's pipeline, which its guests and fresh
-// containers give by construction.
+// /root) cannot let a later run pass without a grant it needs: a prune with a
+// cold cache, which guests and fresh containers give by construction.
 //
 // A run starts as the role Verb (`<program> cold-run --stage S --keep K… --
 // <command>…`, served by prune.ServeRoles and by lockstep's hidden verb of

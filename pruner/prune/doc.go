@@ -1,7 +1,7 @@
 // Package prune is the per-exercise pipeline of lockstep's layer pruner (the
 // default prune): it ties packages exercise, strace, attribute, control,
 // placement, search, limits and contain together and writes the policy and
-// its schema-2 record (Phobos's stages.prune_exercise).
+// its schema-2 record.
 //
 // # Entry point
 //

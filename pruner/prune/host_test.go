@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
@@ -60,9 +61,7 @@ func TestMain(m *testing.M) {
 // Landlock and strace.
 func needHost(t *testing.T) {
 	t.Helper()
-	if abi, err := enforcer.HostABI(); err != nil || abi < 4 {
-		t.Skipf("this kernel's Landlock ABI is %d (%v); a prune needs 4 or newer", abi, err)
-	}
+	featuretest.Require(t, featuretest.LandlockNetwork) // a prune needs ABI 4
 	if _, err := exec.LookPath("strace"); err != nil {
 		t.Skip("strace is not installed (apt-get install strace)")
 	}

@@ -88,7 +88,7 @@ type Options struct {
 	// "minimality" entry lists the grants whose removal still passed (none,
 	// for a 1-minimal policy). One run per grant.
 	CheckMinimality bool
-	// Contain configures the containment checks (zero: Phobos's canaries
+	// Contain configures the containment checks (zero: the default canaries
 	// and probe caps).
 	Contain ContainOptions
 	// RootDigest is provenance.root_digest of the records: the digest of

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/evidence/verdict"
+	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 )
 
 // servedRole runs this test binary (whose TestMain calls ServeRoles) as
@@ -49,9 +49,7 @@ const truePolicy = "[read]\n/usr\n/etc/ld.so.cache\n[execute]\n/usr\n"
 // policy as `lockstep run` does, and stops with the lines and statuses
 // verdict.Stopped tells from the command's own.
 func TestEnforcerRole(t *testing.T) {
-	if _, err := enforcer.HostABI(); err != nil {
-		t.Skipf("no Landlock here: %v", err)
-	}
+	featuretest.Require(t, featuretest.Landlock)
 	good := writeFile(t, "true.cfg", truePolicy)
 	code, stderr := servedRole(t, EnforcerVerb, "--config", good, "--", "/usr/bin/true")
 	if code != 0 || !strings.HasPrefix(stderr, "lockstep: OK ") {
@@ -85,9 +83,7 @@ func TestEnforcerRole(t *testing.T) {
 // at a timeout) ends the command too, and the enforcer exits 128+15 saying
 // so, as `lockstep run` does; uncaught, the enforcer died alone.
 func TestEnforcerRoleSignal(t *testing.T) {
-	if _, err := enforcer.HostABI(); err != nil {
-		t.Skipf("no Landlock here: %v", err)
-	}
+	featuretest.Require(t, featuretest.Landlock)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -130,9 +126,7 @@ func readAll(r interface{ Read([]byte) (int, error) }) (string, error) {
 // program as the enforcer only when it serves the roles; otherwise the
 // re-executed program would run its main again and prune without end.
 func TestDefaultEnforcerNeedsRoles(t *testing.T) {
-	if _, err := enforcer.HostABI(); err != nil {
-		t.Skipf("no Landlock here: %v", err)
-	}
+	featuretest.Require(t, featuretest.Landlock)
 	ex := readExercise(t, "generic/shell-reference")
 	opts := Options{WorkDir: filepath.Join(t.TempDir(), "testing-dir"), ScratchDir: t.TempDir()}
 	servesRoles.Store(false)

@@ -12,9 +12,8 @@ import (
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
-// builtinSeeds are the seed policies shipped with lockstep, as Phobos ships
-// pruner/config/seeds in its prune image: prune.json names one by file name
-// (seed, kept_seed). The manifests of pinned read roots live beside them.
+// builtinSeeds are the seed policies shipped with lockstep: prune.json
+// names one by file name (seed, kept_seed). The manifests of pinned read roots live beside them.
 //
 //go:embed seeds/*.cfg seeds/*.sha256
 var builtinSeeds embed.FS

@@ -1,7 +1,7 @@
 // Package search is the pruner's search over policies: Grow adds what each
 // observed run's refusals prove until the exercise behaves as its reference
 // does, and Minimise drops every grant that two consecutive runs show is not
-// needed (Phobos's search.py). Both work over an injected
+// needed. Both work over an injected
 // function that runs the exercise under a policy, so the algorithm is tested
 // with a fake exercise and used with the real enforcer by package prune.
 //
