@@ -2,10 +2,11 @@ package enforcer
 
 import (
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/landlock"
 	"strings"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 )
 
 // BenchmarkCompile compiles a 2,000-path policy for ABI 7 (no kernel calls:

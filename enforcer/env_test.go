@@ -2,13 +2,14 @@ package enforcer
 
 import (
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/landlock"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockstep-sandbox/lockstep/landlock"
 
 	"golang.org/x/sys/unix"
 )

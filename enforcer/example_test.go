@@ -3,9 +3,10 @@ package enforcer_test
 import (
 	"context"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/landlock"
 	"os"
 	"path/filepath"
+
+	"github.com/lockstep-sandbox/lockstep/landlock"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
-	"github.com/lockstep-sandbox/lockstep/landlock"
 	"io"
 	"net"
 	"os"
@@ -18,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"golang.org/x/sys/unix"

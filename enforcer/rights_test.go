@@ -2,11 +2,12 @@ package enforcer
 
 import (
 	"errors"
-	"github.com/lockstep-sandbox/lockstep/landlock"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/landlock"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 )
