@@ -9,11 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
-
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/evidence/contain"
 	"github.com/lockstep-sandbox/lockstep/exercise"
+	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 )
 
 // besideVerification is hostVerification with two lanes, one CPU kept for
@@ -23,9 +22,8 @@ import (
 func besideVerification(t *testing.T) (*verification, *policy.Policy, *lockedBuffer) {
 	t.Helper()
 	v, p := hostVerification(t, 0, nil)
-	if abi, _ := ll.LandlockGetABIVersion(); abi >= 10 {
-		t.Skip("on ABI 10 the fixture's UDP bind is refused: the guest test covers it")
-	}
+	// On ABI 10 the fixture's UDP bind is refused: the guest test covers it.
+	featuretest.RequireWithout(t, featuretest.LandlockUDP)
 	if cpus, err := besideCPUs(); err != nil || len(cpus) == 0 {
 		t.Skipf("needs 2 CPUs: %v %v", cpus, err)
 	}

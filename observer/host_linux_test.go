@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -189,9 +190,7 @@ func (w *lockedBuffer) Bytes() []byte {
 // and nothing at all is written.
 func TestRunBelowABI10(t *testing.T) {
 	needRootAudit(t)
-	if abi, _ := ll.LandlockGetABIVersion(); abi >= 10 {
-		t.Skipf("this kernel offers Landlock ABI %d; the case needs one below 10", abi)
-	}
+	featuretest.RequireWithout(t, featuretest.LandlockUDP)
 	out := t.TempDir()
 	sum, err := Guest(t.Context(), GuestOptions{Key: "fixture", Exercises: "../testdata/exercises", PathSets: fixtureDir,
 		Out: out, Exe: lockstepBinary(t), WantABI: 10, Scratch: t.TempDir()})
@@ -253,10 +252,8 @@ func TestAuditLossHostKernel(t *testing.T) {
 // of 600 s is too long to wait out and is skipped, said so).
 func TestABI10AndContainmentHostKernel(t *testing.T) {
 	v, p := hostVerification(t, 0, nil)
-	abi, _ := ll.LandlockGetABIVersion()
-	if abi >= 10 {
-		t.Skip("on ABI 10 the fixture's UDP bind is refused: the guest test covers it")
-	}
+	// On ABI 10 the fixture's UDP bind is refused: the guest test covers it.
+	abi := featuretest.RequireWithout(t, featuretest.LandlockUDP)
 	early := v.startTimeoutCheck(t.Context(), p)
 	defer early.Stop()
 	if err := v.reference(t.Context()); err != nil {
