@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
 	"os"
 	"testing"
-
-	"github.com/lockstep-sandbox/lockstep/internal/refns"
-	"github.com/lockstep-sandbox/lockstep/pruner/cold"
 )
 
 // TestMain makes this test binary a valid guest init, as main makes
@@ -15,16 +11,12 @@ import (
 // binary — into the initramfs as /init, and without this it would run the
 // tests as PID 1 and the kernel would panic ("Attempted to kill init").
 func TestMain(m *testing.M) {
-	if os.Getpid() == 1 && os.Args[0] == "/init" && guestMain != nil {
-		guestMain()
-		return
-	}
-	// A prune run in this process starts each run as this binary's
-	// cold-run verb, and each baseline run as its ref-run verb first (the
-	// prune's default cold program is the enforcer's binary:
+	// The guest's init, and the roles a prune run in this process starts
+	// this binary as (each run as cold-run, each baseline run as ref-run
+	// first: the prune's default cold program is the enforcer's binary,
 	// os.Executable()), as lockstep's main would.
-	if len(os.Args) > 1 && (os.Args[1] == cold.Verb || os.Args[1] == refns.Verb) {
-		os.Exit(run(context.Background(), os.Args[1:], newStdio()))
+	if role, ok := helperRole(os.Args); ok && os.Getenv(roleEnv) == "" {
+		os.Exit(role())
 	}
 	code := m.Run()
 	if filesBinDir != "" {

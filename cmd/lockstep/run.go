@@ -18,8 +18,8 @@ import (
 )
 
 func init() {
-	hiddenRoles[enforcer.ChildRole] = enforcer.ChildMain
-	hiddenRoles[enforcer.InitRole] = enforcer.InitMain
+	envRoles[enforcer.ChildRole] = enforcer.ChildMain
+	envRoles[enforcer.InitRole] = enforcer.InitMain
 	register(&verb{
 		Name:  enforcer.Verb,
 		Usage: "run --config <file>… [--base-dir <dir>] [--expect-hash sha256:<hex>] [--require-abi <n>] [--env NAME[=VALUE]]… [--env-file <file>]… [--log-subprocesses] [--without <layer,…>] [--require-isolation] [--exec] [-q] -- <cmd>…",

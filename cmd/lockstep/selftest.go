@@ -21,7 +21,7 @@ import (
 )
 
 func init() {
-	hiddenRoles[proof.Role] = proof.RefusalMain
+	envRoles[proof.Role] = proof.RefusalMain
 	guestRole(selftest.GuestRole, "selftest", selftestRole)
 	register(&verb{
 		Name:  "selftest",
