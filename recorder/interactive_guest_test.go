@@ -53,8 +53,10 @@ func TestRecordInteractiveGuest(t *testing.T) {
 	if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 132}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // SIGWINCH to lockstep, the window message to the guest
-	typeIn("print('now', os.get_terminal_size(0))\r")
+	// SIGWINCH reaches lockstep and its window message the guest in their
+	// own time (seconds on a loaded host): Python waits for the new size
+	// itself, so the check does not depend on how long that takes.
+	typeIn("import time; _ = [time.sleep(0.1) for _ in iter(lambda: os.get_terminal_size(0).columns == 132, True)]; print('now', os.get_terminal_size(0))\r")
 	waitFor(t, 5*time.Minute, &out, "now os.terminal_size(columns=132, lines=40)")
 	typeIn("import time; time.sleep(600)\r")
 	time.Sleep(3 * time.Second)
