@@ -107,3 +107,42 @@ func TestPagesNameTimeFactor(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyMatrixPage renders the kernel matrix from a real leg's document
+// (../verify/testdata/matrix, its README) in a plan of two kernels: the
+// base's row has the pass linked to its exercise's section, and the leg
+// that left nothing grey and "missing"; the page's verdict is not a pass.
+func TestVerifyMatrixPage(t *testing.T) {
+	b, err := os.ReadFile("../verify/testdata/matrix/generic-7.2.13.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Bases []*verify.Result `json:"bases"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := verify.NewPlan([]string{"generic"}, []string{"6.12.117", "7.2.13"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := verify.NewMatrix(plan, doc.Bases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := VerifyMatrixPage(m, Meta{Title: "kernel matrix"})
+	if p.Verdict != Indeterminate || !strings.Contains(p.Headline, "1 pass, 0 fail, 0 indeterminate, 0 inconclusive, 1 missing") {
+		t.Errorf("page verdict %q, headline %q; want indeterminate with the missing leg counted", p.Verdict, p.Headline)
+	}
+	page, err := Render(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<th>base \ kernel</th><th>6.12.117</th><th>7.2.13</th>`, `<td class="cell none">missing</td>`,
+		`<td class="cell pass"><a href="#leg-0-1-0">pass</a></td>`, `id="leg-0-1-0"`, "generic: 7.2.13 × shell-reference"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}

@@ -132,3 +132,32 @@ func unusedExerciseFiles(dir string, used map[string]bool) []string {
 	}
 	return out
 }
+
+// SelectBases keeps the sets of the keys named, in sets' order; no keys
+// keeps every one. A key without a base is refused, naming the keys there
+// are.
+func SelectBases(sets []BaseSet, keys []string) ([]BaseSet, error) {
+	if len(keys) == 0 {
+		return sets, nil
+	}
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	var out []BaseSet
+	for _, s := range sets {
+		if want[s.Key] {
+			out = append(out, s)
+			delete(want, s.Key)
+		}
+	}
+	if len(want) > 0 {
+		var missing []string
+		for k := range want {
+			missing = append(missing, k)
+		}
+		sort.Strings(missing)
+		return nil, fmt.Errorf("verify: no %s<key>%s for key(s) %s; there are: %s", basePrefix, baseSuffix, strings.Join(missing, ", "), strings.Join(SortedKeys(sets), ", "))
+	}
+	return out, nil
+}

@@ -56,6 +56,9 @@ type HostOptions struct {
 	// Parallel bounds the guests at once; 0 is as many as the host's CPUs
 	// allow (harness.NewPool), 1 runs them one after another.
 	Parallel int
+	// Pool, if not nil, is the pool the cells run through instead of one
+	// of Parallel's: HostAll shares one between several matrices.
+	Pool *harness.Pool
 	// Exe is the guest's init and job binary; "" is this executable.
 	Exe string
 	// Sizing is each guest's (a BootTimeout of 0 is harness's, 6 s times
@@ -221,7 +224,10 @@ func layerNames(layers []Layer, k Kernel, ex string) []string {
 // runCells boots the guests through a pool and fills res.Cells, reporting
 // each cell as it finishes.
 func runCells(ctx context.Context, opts HostOptions, res *Result, runs []harness.Options) {
-	pool := harness.NewPool(opts.Parallel)
+	pool := opts.Pool
+	if pool == nil {
+		pool = harness.NewPool(opts.Parallel)
+	}
 	res.Cells = make([]*Cell, len(runs))
 	done := make(chan int, len(runs))
 	for i := range runs {

@@ -22,9 +22,23 @@ func init() {
 	guestRole(verify.GuestRole, "verify", verifyHere)
 	register(&verb{
 		Name:  "verify",
-		Usage: "verify (--base <file> --exercises <dir> [--key <key>] [--exercise <name>…] | --base-dir <dir> [--exercises <dir>]) [--config <file>…] --kernel {<pin>|<file>}… [--joint-runs N] [--parallel N] [--tcg-time-factor N] [--json] [--html <file>]",
+		Usage: "verify (--base <file> --exercises <dir> [--key <key>] [--exercise <name>…] | --base-dir <dir> [--key <key>…] [--exercises <dir>] [--plan | --summarise <dir>]) [--config <file>…] --kernel {<pin>|<file>}… [--joint-runs N] [--parallel N] [--tcg-time-factor N] [--json] [--html <file>]",
 		Short: "a base policy on several kernels: every exercise of the key, a matrix of verdicts",
-		Long: `Checks the base (plus each --config, combined as lockstep run does) against every
+		Long:  verifyLong,
+		Example: `# The generic base on the default pin and Debian trixie's 6.12
+$ lockstep verify --base BaseLanguage-generic.cfg --kernel 7.2.13 --kernel 6.12.117 --exercises verify/testdata/exercises --key generic --html verify.html
+
+# Every shipped base on every pin, from the repository's top
+$ lockstep verify --base-dir bases --kernel 6.12.117 --kernel 7.2.13 --kernel 7.3.4
+
+# The kernel matrix's plan, and its table from the legs' documents in legs/
+$ lockstep verify --plan --base-dir bases --key generic --kernel 7.2.13
+$ lockstep verify --summarise legs --base-dir bases --key generic --kernel 7.2.13 --html matrix.html`,
+		Flags: verifyFlags,
+	})
+}
+
+var verifyLong = `Checks the base (plus each --config, combined as lockstep run does) against every
 exercise of the key on every kernel (a pin, built and cached on first use, or a
 bzImage file). Each (kernel, exercise) cell is a fresh throwaway guest; the
 guests run in parallel through the harness pool (--parallel bounds them; 1
@@ -63,26 +77,29 @@ reference exercises): one matrix per base. Each exercise's cells add its
 files from DIR/exercises: <key>_<ex>.cfg (its limits) on every kernel, and
 <key>_<ex>.abi10.cfg (its ABI-10 rows) only on a pin of Landlock ABI 10 or
 later, as a grading host applies them; the matrix says which each cell used.
+Every base's cells run in one pool of guests; --key (repeatable) keeps only
+those keys' bases.
+
+--plan and --summarise DIR are the kernel-matrix workflow's plan and summary
+(docs/ci.md): the bases of --base-dir (--key keeps some) × the pins of
+--kernel (default: every pin). --plan prints the legs as one line of JSON,
+{"kernels": [...], "legs": [{"base", "kernel"}, ...]}, and boots nothing;
+--summarise reads the legs' --base-dir --json documents under DIR and prints
+the bases × kernels table in Markdown (--json: as a document; --html: the
+report page), a leg without a document "missing"; its status is the
+table's (a missing leg: 3).
 
 Exit status: 0 every cell passed; 1 any failed; 3 any indeterminate or
-inconclusive and none failed; 2 usage.`,
-		Example: `# The generic base on the default pin and Debian trixie's 6.12
-$ lockstep verify --base BaseLanguage-generic.cfg --kernel 7.2.13 --kernel 6.12.117 --exercises verify/testdata/exercises --key generic --html verify.html
-
-# Every shipped base on every pin, from the repository's top
-$ lockstep verify --base-dir bases --kernel 6.12.117 --kernel 7.2.13 --kernel 7.3.4`,
-		Flags: verifyFlags,
-	})
-}
+inconclusive and none failed; 2 usage.`
 
 // verifyArgs are verify's flags.
 type verifyArgs struct {
-	kernels, configs, only                  multiFlag
-	base, exercises, key, root, accel, html *string
-	name, out, baseDir                      *string
-	joint, parallel, cpus, mem, tcgFactor   *int
-	timeout, bootTimeout                    *time.Duration
-	asJSON, inGuest, quiet                  *bool
+	kernels, configs, only, keys          multiFlag
+	base, exercises, root, accel, html    *string
+	name, out, baseDir, summarise         *string
+	joint, parallel, cpus, mem, tcgFactor *int
+	timeout, bootTimeout                  *time.Duration
+	asJSON, inGuest, quiet, plan          *bool
 }
 
 // verifyFlags declares verify's flags on fs and returns the verb.
@@ -100,7 +117,7 @@ func (a *verifyArgs) declare(fs *flag.FlagSet) {
 	fs.Var(strictList{&a.kernels, wantKernel}, "kernel", "kernel `pin` or bzImage file (repeatable, at least one)")
 	pinsFlag(fs)
 	a.exercises = fs.String("exercises", "", "testing root `dir`ectory, <root>/<family>/<exercise> (required; with --base-dir, default "+referenceExercises+")")
-	a.key = fs.String("key", "", "the `key` whose exercises to verify (default: the only key under --exercises)")
+	fs.Var(&a.keys, "key", "the `key` whose exercises to verify (default: the only key under --exercises); with --base-dir, only that key's base (repeatable)")
 	fs.Var(&a.only, "exercise", "verify only the exercise `name`d (repeatable)")
 	a.joint = fs.Int("joint-runs", verify.DefaultJointRuns, "runs under the policy per exercise")
 	a.parallel = fs.Int("parallel", 0, "guests at once (0: as many as the host's CPUs allow; 1: one after another)")
@@ -114,6 +131,8 @@ func (a *verifyArgs) declare(fs *flag.FlagSet) {
 	a.asJSON = fs.Bool("json", false, "print the result as one JSON document (schema 1)")
 	a.quiet = fs.Bool("q", false, "quiet: no progress lines (a line per guest and stage), only warnings and the result")
 	a.html = fs.String("html", "", "write a self-contained HTML report to `file`")
+	a.plan = fs.Bool("plan", false, "with --base-dir: print the kernel matrix's plan, every base (--key keeps some) × every --kernel pin (default: every pin), as one line of JSON")
+	a.summarise = fs.String("summarise", "", "with --base-dir: the plan's bases × kernels table, filled from the legs' --base-dir --json documents under this `dir`ectory (Markdown; --json, --html)")
 	a.inGuest = fs.Bool("in-guest", false, "internal: verify one exercise on the running kernel, the cell to --out")
 	a.name = fs.String("name", "", "with --in-guest: the kernel's `name` in the cell")
 	a.out = fs.String("out", "", "with --in-guest: `dir`ectory for the cell")
@@ -129,15 +148,27 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 		return usageExit(io, v, usagef("--joint-runs %d, --parallel %d: want at least 1 joint run and 0 or more guests at once", *a.joint, *a.parallel))
 	}
 	if *a.inGuest {
-		return verifyInGuest(ctx, io, *a.name, *a.out, a.configs, *a.exercises, *a.key, a.only, *a.joint)
+		return verifyInGuest(ctx, io, *a.name, *a.out, a.configs, *a.exercises, strings.Join(a.keys, ","), a.only, *a.joint)
 	}
 	if err := checkGuestFlags(*a.accel, *a.tcgFactor); err != nil {
 		return usageExit(io, v, err)
 	}
-	if *a.baseDir != "" {
+	switch {
+	case *a.plan || *a.summarise != "":
+		return a.runMatrix(io)
+	case *a.baseDir != "":
 		return a.runBaseDir(ctx, io)
 	}
-	if *a.base == "" || *a.exercises == "" || len(a.kernels) == 0 {
+	return a.runBase(ctx, io)
+}
+
+// runBase verifies one base (--base) over its key's exercises.
+func (a *verifyArgs) runBase(ctx context.Context, io *stdio) int {
+	v := verbs["verify"]
+	switch {
+	case len(a.keys) > 1:
+		return usageExit(io, v, usagef("--key %s: one key, or several with --base-dir", strings.Join(a.keys, " --key ")))
+	case *a.base == "" || *a.exercises == "" || len(a.kernels) == 0:
 		return usageExit(io, v, usagef("--base, --exercises and at least one --kernel are required"))
 	}
 	io, end := withProgressDisplay(io, "verify")
@@ -147,17 +178,18 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 	if err != nil {
 		return fail(io, "verify", exitUsage, err)
 	}
-	if *a.key == "" {
-		if *a.key, err = onlyKey(*a.exercises); err != nil {
+	key := strings.Join(a.keys, "")
+	if key == "" {
+		if key, err = onlyKey(*a.exercises); err != nil {
 			return usageExit(io, v, err)
 		}
 	}
-	if err := checkExercisesNamed(*a.exercises, *a.key, a.only); err != nil {
+	if err := checkExercisesNamed(*a.exercises, key, a.only); err != nil {
 		return usageExit(io, v, err)
 	}
 	log := progressLogger(io, "verify", *a.quiet)
 	opts := a.options(io, p, files)
-	opts.Log = log
+	opts.Key, opts.Log = key, log
 	if opts.Kernels, err = verifyKernels(ctx, a.kernels, log); err != nil {
 		return fail(io, "verify", exitIndeterminate, err)
 	}
@@ -180,7 +212,7 @@ func (a *verifyArgs) run(ctx context.Context, io *stdio, args []string) int {
 
 // options are verify's options from the flags, without the kernels.
 func (a *verifyArgs) options(io *stdio, p *policy.Policy, files []string) verify.HostOptions {
-	opts := verify.HostOptions{Policy: p, Policies: files, Exercises: *a.exercises, Key: *a.key, Only: a.only, JointRuns: *a.joint,
+	opts := verify.HostOptions{Policy: p, Policies: files, Exercises: *a.exercises, Only: a.only, JointRuns: *a.joint,
 		Parallel: *a.parallel, TCGTimeFactor: *a.tcgFactor, Verbose: io.verbose,
 		Sizing: harness.Sizing{Root: *a.root, Accel: *a.accel, CPUs: *a.cpus, MemMB: *a.mem, Timeout: *a.timeout, BootTimeout: *a.bootTimeout}}
 	if io.verbose {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/verify"
@@ -21,15 +22,19 @@ type baseDirResult struct {
 	Status  int              `json:"status"`
 	BaseDir string           `json:"base_dir"`
 	Bases   []*verify.Result `json:"bases"`
+	// WallSeconds is the whole run: every base's cells share one pool, so
+	// each base's own wall_seconds counts from the common start.
+	WallSeconds float64 `json:"wall_seconds"`
 }
 
 // runBaseDir verifies every base of --base-dir against its key's exercises
-// on every kernel: one matrix per base, the worst status of them.
+// on every kernel: one matrix per base, every base's cells in one pool, the
+// worst status of them.
 func (a *verifyArgs) runBaseDir(ctx context.Context, io *stdio) int {
 	v := verbs["verify"]
 	switch {
-	case *a.base != "" || *a.key != "" || len(a.only) > 0:
-		return usageExit(io, v, usagef("--base-dir verifies each base against all its key's exercises: --base, --key and --exercise do not go with it"))
+	case *a.base != "" || len(a.only) > 0:
+		return usageExit(io, v, usagef("--base-dir verifies each base against all its key's exercises: --base and --exercise do not go with it"))
 	case *a.html != "":
 		return usageExit(io, v, usagef("--html takes one matrix; with --base-dir use --json"))
 	case len(a.kernels) == 0:
@@ -39,6 +44,9 @@ func (a *verifyArgs) runBaseDir(ctx context.Context, io *stdio) int {
 		*a.exercises = referenceExercises
 	}
 	sets, err := verify.ReadBaseDir(*a.baseDir, *a.exercises)
+	if err == nil {
+		sets, err = verify.SelectBases(sets, a.keys)
+	}
 	if err != nil {
 		return fail(io, "verify", exitUsage, err)
 	}
@@ -49,13 +57,19 @@ func (a *verifyArgs) runBaseDir(ctx context.Context, io *stdio) int {
 	if err != nil {
 		return fail(io, "verify", exitIndeterminate, err)
 	}
-	out := baseDirResult{Schema: verify.ResultSchema, BaseDir: *a.baseDir}
-	for _, s := range sets {
-		res, err := a.verifyBase(ctx, io, s, kernels)
-		if err != nil {
-			return fail(io, "verify", exitIndeterminate, err)
+	t0 := time.Now()
+	all := make([]verify.HostOptions, len(sets))
+	for i, s := range sets {
+		if all[i], err = a.baseOptions(io, s, kernels); err != nil {
+			return fail(io, "verify", exitUsage, err)
 		}
-		out.Bases = append(out.Bases, res)
+	}
+	results, err := verify.HostAll(ctx, *a.parallel, all)
+	if err != nil {
+		return fail(io, "verify", exitIndeterminate, err)
+	}
+	out := baseDirResult{Schema: verify.ResultSchema, BaseDir: *a.baseDir, Bases: results, WallSeconds: time.Since(t0).Seconds()}
+	for _, res := range results {
 		out.Status = verify.WorseStatus(out.Status, res.Status)
 	}
 	if *a.asJSON {
@@ -67,23 +81,27 @@ func (a *verifyArgs) runBaseDir(ctx context.Context, io *stdio) int {
 		printLayers(io, res)
 		fmt.Fprintln(io.out)
 	}
-	fmt.Fprintf(io.out, "status %d: %d base(s) of %s\n", out.Status, len(out.Bases), *a.baseDir)
+	fmt.Fprintf(io.out, "status %d: %d base(s) of %s in %.1f s wall, every base's cells in one pool\n", out.Status, len(out.Bases), *a.baseDir, out.WallSeconds)
 	return out.Status
 }
 
-// verifyBase runs one base's matrix (the base, then --config, then the
-// layers that apply to each cell).
-func (a *verifyArgs) verifyBase(ctx context.Context, io *stdio, s verify.BaseSet, kernels []verify.Kernel) (*verify.Result, error) {
+// baseOptions are one base's matrix (the base, then --config, then the
+// layers that apply to each cell); its progress lines name its key, since
+// every base's cells finish interleaved.
+func (a *verifyArgs) baseOptions(io *stdio, s verify.BaseSet, kernels []verify.Kernel) (verify.HostOptions, error) {
 	files := append([]string{s.File}, a.configs...)
 	p, err := policy.Load("", files)
 	if err != nil {
-		return nil, err
+		return verify.HostOptions{}, err
 	}
 	opts := a.options(io, p, files)
 	opts.Key = s.Key
 	opts.Log = progressLogger(io, "verify", *a.quiet)
 	opts.Kernels, opts.Layers = kernels, s.Layers
-	return verify.Host(ctx, opts)
+	if progress := opts.Progress; progress != nil {
+		opts.Progress = func(format string, args ...any) { progress(s.Key+": "+format, args...) }
+	}
+	return opts, nil
 }
 
 // printLayers says which exercise files each kernel's cells combined, so an

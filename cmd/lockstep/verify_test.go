@@ -47,7 +47,7 @@ func TestVerifyBaseDirRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--base-dir", dir, "--base", filepath.Join(dir, "BaseLanguage-swift.cfg")}, "--base, --key and --exercise do not go with it"},
+		{[]string{"--base-dir", dir, "--base", filepath.Join(dir, "BaseLanguage-swift.cfg")}, "--base and --exercise do not go with it"},
 		{[]string{"--base-dir", dir}, `BaseLanguage-swift.cfg: no exercise of key "swift" under ` + root},
 	} {
 		args := append([]string{"verify", "--kernel", kernel, "--exercises", root}, c.args...)
@@ -71,5 +71,38 @@ func TestVerifyTCGTimeFactor(t *testing.T) {
 		if code := run(t.Context(), args, &stdio{out: &o, err: &e}); code != exitUsage || !strings.Contains(e.String(), "--tcg-time-factor") {
 			t.Errorf("lockstep %s = %d, stderr %q; want %d naming --tcg-time-factor", strings.Join(args, " "), code, e.String(), exitUsage)
 		}
+	}
+}
+
+// TestVerifySummarise fills the kernel matrix's table from a real leg's
+// document (verify/testdata/matrix) for the plan generic × 6.12.117, 7.2.13:
+// the Markdown says pass and missing, exit 3 (a missing leg is no pass),
+// and the HTML page is written; --plan beside --summarise is a usage error.
+func TestVerifySummarise(t *testing.T) {
+	legs := t.TempDir()
+	b, err := os.ReadFile("../../verify/testdata/matrix/generic-7.2.13.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(legs, "verify-generic-7.2.13"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(legs, "verify-generic-7.2.13", "generic-7.2.13.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	html := filepath.Join(t.TempDir(), "matrix.html")
+	sel := []string{"--base-dir", "../../bases", "--exercises", "../../testdata/exercises", "--key", "generic", "--kernel", "6.12.117", "--kernel", "7.2.13"}
+	var o, e bytes.Buffer
+	code := run(t.Context(), append(append([]string{"verify", "--summarise", legs}, sel...), "--html", html), &stdio{out: &o, err: &e})
+	if code != exitIndeterminate || !strings.Contains(o.String(), "| generic | missing | pass |") {
+		t.Errorf("verify --summarise = %d, stdout %q, stderr %q; want %d and generic: missing, pass", code, o.String(), e.String(), exitIndeterminate)
+	}
+	if fi, err := os.Stat(html); err != nil || fi.Size() == 0 {
+		t.Errorf("--html %s: %v", html, err)
+	}
+	o.Reset()
+	e.Reset()
+	if code := run(t.Context(), append([]string{"verify", "--plan", "--summarise", legs}, sel...), &stdio{out: &o, err: &e}); code != exitUsage || !strings.Contains(e.String(), "give one") {
+		t.Errorf("verify --plan --summarise = %d, stderr %q; want a usage error", code, e.String())
 	}
 }
