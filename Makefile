@@ -6,7 +6,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ACTIONLINT  := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 export CGO_ENABLED := 0
 
-.PHONY: all build deps toolchains test test-race test-slow test-kvm bases demo bench bench-kernel lint prune-kvm prune-kvm-sim consumer-sim fuzz stress clean
+.PHONY: all build deps toolchains test test-race test-slow test-kvm bases demo bench bench-kernel lint prune-kvm prune-kvm-sim consumer-sim kernel-matrix-sim fuzz stress clean
 
 all: build
 
@@ -105,7 +105,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) run $(ACTIONLINT) -config-file workflows/actionlint.yaml .github/workflows/*.yml
-	shellcheck scripts/*.sh workflows/enable-kvm/enable-kvm.sh workflows/kernel/discard-cached.sh
+	shellcheck -x scripts/*.sh workflows/enable-kvm/enable-kvm.sh workflows/kernel/discard-cached.sh
 
 # The prune-kvm pipeline of .github/workflows/prune-kvm.yml, run locally:
 # default prune, the observer twice, the merge of both, the summary.
@@ -139,6 +139,18 @@ prune-kvm-sim: deps build
 # the merged base ends under OUT/merged-base.
 consumer-sim: deps build
 	scripts/consumer-sim.sh --out $(if $(filter command line,$(origin OUT)),$(OUT),out/consumer-sim)
+
+# .github/workflows/kernel-matrix.yml itself, run here by act (scripts/kernel-matrix-sim.sh,
+# docs/ci.md): the plan, a kernel job per pin, a verify leg per base and pin,
+# the summary, the gate; OUT/summary.md holds the bases × kernels table.
+# BASES and PINS are space-separated (empty: every base of bases/, every
+# pin); EXTRA_PINS names a file of extra pin rows.
+BASES ?=
+PINS ?=
+EXTRA_PINS ?=
+kernel-matrix-sim: deps build
+	scripts/kernel-matrix-sim.sh --out $(if $(filter command line,$(origin OUT)),$(OUT),out/kernel-matrix-sim) \
+		--bases "$(BASES)" --pins "$(PINS)" $(if $(EXTRA_PINS),--extra-pins $(EXTRA_PINS))
 
 clean:
 	rm -rf bin

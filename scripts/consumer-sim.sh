@@ -7,7 +7,7 @@
 # self-hosted, with this checkout mapped as that remote repository at that
 # revision (`--local-repository`): the actions run from this checkout's
 # files, never from a local path in the consumer's YAML. As in
-# scripts/prune-kvm-sim.sh, the third-party actions map to the stand-ins of
+# scripts/prune-kvm-sim.sh (the set-up of scripts/act-sim.sh), the third-party actions map to the stand-ins of
 # workflows/sim/ and the artifact store is OUT, so OUT ends with the
 # consumer's artefacts: default-prune/, prune-root/, kvm-ubuntu-24.04/,
 # kvm-ubuntu-26.04/, merged-base/ (the base to adopt) and summary/.
@@ -31,12 +31,10 @@ die() {
 	echo "consumer-sim: $*" >&2
 	exit 1
 }
-act=$("$repo/scripts/act-bin.sh")
-
-rm -rf "$out" && mkdir -p "$out"
-out=$(cd "$out" && pwd)
-sim=$out/.sim
-mkdir -p "$sim/bin" "$sim/cache"
+sim_name='consumer-sim'
+# shellcheck source=scripts/act-sim.sh
+. "$repo/scripts/act-sim.sh"
+sim_init "$out"
 
 # The remote lockstep: this checkout's tracked files as they are in the
 # working tree (act copies the mapped directory into every step that uses
@@ -49,16 +47,6 @@ git -C "$sim/consumer" init -q
 git -C "$sim/consumer" add -A
 git -C "$sim/consumer" -c user.name=consumer -c user.email=consumer@localhost commit -q -m "the consumer's exercises and workflow"
 
-if ! command -v sudo >/dev/null; then
-	printf '#!/bin/sh\n# sudo of the simulated runner: its user is root already.\nexec "$@"\n' >"$sim/bin/sudo"
-	chmod +x "$sim/bin/sudo"
-fi
-# podman as scripts/prune-kvm-sim.sh sets it up (runc; common limits).
-if command -v podman >/dev/null && command -v runc >/dev/null; then
-	printf '[containers]\ndefault_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]\n[engine]\nruntime = "runc"\n' >"$sim/containers.conf"
-	export CONTAINERS_CONF=$sim/containers.conf
-fi
-
 # The revision the consumer names lockstep at: one, mapped to this checkout.
 mapfile -t revs < <(grep -hoE 'uses: lockstep-sandbox/lockstep/workflows/[a-z-]+@[^ ]+' "$consumer/$workflow" | sed 's/.*@//' | sort -u)
 ((${#revs[@]} == 1)) || die "$workflow names lockstep at ${#revs[@]} revisions (${revs[*]:-none}); want one"
@@ -66,36 +54,16 @@ if grep -qE 'uses: \./' "$consumer/$workflow"; then
 	die "$workflow calls an action by a local path; a consumer calls lockstep's actions by lockstep-sandbox/lockstep/workflows/<action>@<revision>"
 fi
 maps=(--local-repository "lockstep-sandbox/lockstep@${revs[0]}=$sim/lockstep")
-# Every third-party action of the consumer's workflow and of lockstep's
-# composite actions, at the ref it pins, maps to its stand-in.
-while read -r ref; do
-	name=${ref%@*} name=${name#actions/}
-	[[ -d $repo/workflows/sim/$name ]] || die "no stand-in for $ref in workflows/sim/"
-	maps+=(--local-repository "$ref=$repo/workflows/sim/$name")
-done < <(grep -rhoE 'uses: actions/[a-z-]+(/[a-z]+)?@[0-9a-f]{40}' "$consumer/$workflow" "$repo"/workflows/*/action.yml |
-	sed -E 's/^uses: //; s#^(actions/[a-z-]+)/[a-z]+@#\1@#' | sort -u)
-
+sim_map_actions "$consumer/$workflow"
 echo '{}' >"$sim/event.json"
-vars=()
-if [[ -n ${LOCKSTEP_DEBIAN_MIRROR:-} ]]; then
-	vars=(--var "LOCKSTEP_DEBIAN_MIRROR=$LOCKSTEP_DEBIAN_MIRROR")
-fi
+sim_act_args "$workflow" "$sim/event.json"
 echo "consumer-sim: $(basename "$act") runs testdata/consumer's $workflow, lockstep-sandbox/lockstep@${revs[0]} mapped to this checkout, into $out" >&2
 rc=0
-(
-	cd "$sim/consumer"
-	export LOCKSTEP_SIM_ARTIFACTS=$out LOCKSTEP_SIM_CACHE=$sim/cache PATH=$sim/bin:$PATH
-	"$act" workflow_dispatch -W "$workflow" -e "$sim/event.json" \
-		-P ubuntu-24.04=-self-hosted -P ubuntu-26.04=-self-hosted --env LOCKSTEP_KERNEL_CACHE_IMAGE=act-self-hosted \
-		"${maps[@]}" "${vars[@]}" --action-offline-mode --no-cache-server --concurrent-jobs 1 --json
-) >"$sim/act.json" 2>"$sim/act.stderr" || rc=$?
+sim_run "$sim/consumer" || rc=$?
 python3 "$repo/scripts/act-times.py" "$sim/act.json" >"$out/times.md" || true
 cat "$out/summary/summary.md" "$out/times.md" 2>/dev/null || true
-if ((rc != 0)); then
-	echo "consumer-sim: act exited $rc; the log is $sim/act.json" >&2
-	grep -h '"level":"error"' "$sim/act.json" | tail -n 5 >&2 || true
-	exit "$rc"
-fi
+sim_errors "$rc"
+((rc == 0)) || exit "$rc"
 grep -qx 'allow 6000 udp' "$out/merged-base/Abi10-python.cfg" 2>/dev/null ||
 	die "act passed, but $out/merged-base/Abi10-python.cfg does not hold allow 6000 udp"
 echo "consumer-sim: the consumer's merged base is $out/merged-base (Abi10-python.cfg: allow 6000 udp)" >&2

@@ -4,7 +4,8 @@
 # act (github.com/nektos/act, pinned below), every job on this host
 # (-P <label>=-self-hosted), in `needs` order with the matrix, `${{ }}`
 # expressions, GITHUB_OUTPUT, GITHUB_ENV, GITHUB_PATH and
-# GITHUB_STEP_SUMMARY. The third-party actions are replaced by local
+# GITHUB_STEP_SUMMARY (the runner's set-up is scripts/act-sim.sh's, shared
+# with the other simulations). The third-party actions are replaced by local
 # stand-ins (workflows/sim/): checkout and setup-go check what is there,
 # cache and upload/download-artifact copy to and from directories. The
 # artifact store is OUT itself, so OUT ends with each job's artefacts as the
@@ -53,22 +54,10 @@ done
 [[ $key =~ ^[a-z0-9-]+$ ]] || { echo "prune-kvm-sim: --key must match ^[a-z0-9-]+\$, got '$key'" >&2 && exit 2; }
 [[ $runner == host || $runner == foreign ]] || { echo "prune-kvm-sim: --runner must be host or foreign, got '$runner'" >&2 && exit 2; }
 source=${source:-$([[ $key == fixture || $key == all ]] && echo fixture || echo reference)}
-out=${out:-$repo/out/prune-kvm-sim}
 tools=${XDG_CACHE_HOME:-$HOME/.cache}/lockstep/tools
-act=$("$repo/scripts/act-bin.sh")
-
-rm -rf "$out" && mkdir -p "$out"
-out=$(cd "$out" && pwd)
-sim=$out/.sim
-mkdir -p "$sim/apt/sources.list.d" "$sim/bin" "$sim/cache"
-
-# The runner's apt sources: an Ubuntu-signed archive only (a placeholder
-# host; nothing is fetched from it).
-cp "$repo/workflows/sim/runner/ubuntu.sources" "$sim/apt/sources.list.d/"
-if ! command -v sudo >/dev/null; then
-	printf '#!/bin/sh\n# sudo of the simulated runner: its user is root already.\nexec "$@"\n' >"$sim/bin/sudo"
-	chmod +x "$sim/bin/sudo"
-fi
+sim_name='prune-kvm-sim'
+# shellcheck source=scripts/act-sim.sh
+. "$repo/scripts/act-sim.sh"
 
 # The container prune needs docker or podman: where neither answers, podman
 # and runc from Debian's packages (as root).
@@ -77,17 +66,7 @@ if ! { command -v docker >/dev/null && docker info >/dev/null 2>&1; } && ! comma
 	apt-get update -qq >&2
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends podman runc >&2
 fi
-# The container engine of the prune job, when it is podman: its default
-# runtime (crun) refuses hosts whose cgroups are in hybrid mode, where runc
-# runs; and a sandboxed host may refuse the file and process limits podman
-# sets by default (1048576 open files), so the container gets common ones,
-# soft equal to hard: podman's docker-compatible API (the foreign runner's
-# docker) swaps a pair's soft and hard limits, and runc refuses a soft limit
-# above the hard one ("error setting rlimit type 7: invalid argument").
-if command -v podman >/dev/null && command -v runc >/dev/null; then
-	printf '[containers]\ndefault_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]\n[engine]\nruntime = "runc"\n' >"$sim/containers.conf"
-	export CONTAINERS_CONF=$sim/containers.conf
-fi
+sim_init "${out:-$repo/out/prune-kvm-sim}"
 # The offline path to the prune image's base (docs/ci.md): with
 # LOCKSTEP_PRUNE_BASE=offline, a debootstrapped stand-in imported under the
 # pinned reference's name and tag.
@@ -126,41 +105,16 @@ run_foreign() {
 		"$act" "${act_args[@]}"
 }
 
-# Every third-party action the workflow and its composite actions use, at
-# the ref they pin, maps to its stand-in.
-maps=()
-while read -r ref; do
-	name=${ref%@*} name=${name#actions/}
-	[[ -d $repo/workflows/sim/$name ]] || { echo "prune-kvm-sim: no stand-in for $ref in workflows/sim/" >&2 && exit 1; }
-	maps+=(--local-repository "$ref=$repo/workflows/sim/$name")
-done < <(grep -rhoE 'uses: actions/[a-z-]+(/[a-z]+)?@[0-9a-f]{40}' "$repo/.github/workflows/prune-kvm.yml" "$repo"/workflows/*/action.yml |
-	sed -E 's/^uses: //; s#^(actions/[a-z-]+)/[a-z]+@#\1@#' | sort -u)
-
+sim_map_actions "$repo/.github/workflows/prune-kvm.yml"
 printf '{"inputs": {"key": "%s", "source": "%s"}}\n' "$key" "$source" >"$sim/event.json"
-vars=()
 if [[ $runner == foreign && -z ${LOCKSTEP_DEBIAN_MIRROR:-} ]]; then
 	LOCKSTEP_DEBIAN_MIRROR=$("$repo/scripts/debian-mirror.sh")
 fi
-if [[ -n ${LOCKSTEP_DEBIAN_MIRROR:-} ]]; then
-	vars=(--var "LOCKSTEP_DEBIAN_MIRROR=$LOCKSTEP_DEBIAN_MIRROR")
-fi
-# The kernel's cache key names the runner image by LOCKSTEP_KERNEL_CACHE_IMAGE
-# here, not ImageOS: act gives every leg of a matrix job the ImageOS of the
-# first leg it ran, so the kernel job's legs and the kvm jobs' would name
-# different images of the one host (workflows/kernel).
-act_args=(workflow_dispatch -W .github/workflows/prune-kvm.yml -e "$sim/event.json"
-	-P ubuntu-24.04=-self-hosted -P ubuntu-26.04=-self-hosted --env LOCKSTEP_KERNEL_CACHE_IMAGE=act-self-hosted
-	"${maps[@]}" "${vars[@]}" --action-offline-mode --no-cache-server --concurrent-jobs 1 --json)
+sim_act_args .github/workflows/prune-kvm.yml "$sim/event.json"
 echo "prune-kvm-sim: $(basename "$act") runs .github/workflows/prune-kvm.yml (key $key, source $source, $runner runner) into $out" >&2
 rc=0
 if [[ $runner == host ]]; then
-	(
-		cd "$repo"
-		unset LOCKSTEP_DEBIAN_MIRROR
-		export LOCKSTEP_APT_DIR=$sim/apt LOCKSTEP_SIM_ARTIFACTS=$out LOCKSTEP_SIM_CACHE=$sim/cache
-		export PATH=$sim/bin:$PATH
-		"$act" "${act_args[@]}"
-	) >"$sim/act.json" 2>"$sim/act.stderr" || rc=$?
+	sim_run_host || rc=$?
 else
 	run_foreign >"$sim/act.json" 2>"$sim/act.stderr" || rc=$?
 fi
@@ -172,8 +126,5 @@ done
 # Job and step times, from act's log.
 python3 "$repo/scripts/act-times.py" "$sim/act.json" >>"$out/summary.md" || true
 cat "$out/summary.md" 2>/dev/null || true
-if ((rc != 0)); then
-	echo "prune-kvm-sim: act exited $rc; the log is $sim/act.json" >&2
-	grep -h '"level":"error"' "$sim/act.json" | tail -n 5 >&2 || true
-fi
+sim_errors "$rc"
 exit "$rc"

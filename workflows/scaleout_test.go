@@ -106,7 +106,13 @@ type pkvmJob struct {
 
 func loadPruneKVM(t *testing.T) map[string]pkvmJob {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(repoRoot(t), ".github/workflows/prune-kvm.yml"))
+	return loadJobs(t, ".github/workflows/prune-kvm.yml")
+}
+
+// loadJobs reads the jobs of the workflow file (relative to the repository).
+func loadJobs(t *testing.T, file string) map[string]pkvmJob {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), file))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,14 +14,14 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// TestSimStandIns: every third-party action prune-kvm.yml and the composite
-// actions use has a stand-in under workflows/sim/ (scripts/prune-kvm-sim.sh
-// maps each to it), and the stand-in declares every input the YAML passes,
+// TestSimStandIns: every third-party action prune-kvm.yml, kernel-matrix.yml
+// and the composite actions use has a stand-in under workflows/sim/
+// (scripts/act-sim.sh maps each to it), and the stand-in declares every input the YAML passes,
 // so the simulation runs the workflow as written rather than failing on a
 // new action or input.
 func TestSimStandIns(t *testing.T) {
 	root := repoRoot(t)
-	files := []string{filepath.Join(root, ".github/workflows/prune-kvm.yml")}
+	files := []string{filepath.Join(root, ".github/workflows/prune-kvm.yml"), filepath.Join(root, ".github/workflows/kernel-matrix.yml")}
 	actions, _ := filepath.Glob(filepath.Join(root, "workflows/*/action.yml"))
 	files = append(files, actions...)
 	usesRE := regexp.MustCompile(`^actions/([a-z-]+(?:/[a-z]+)?)@[0-9a-f]{40}$`)
