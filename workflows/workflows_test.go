@@ -785,7 +785,7 @@ func TestWorkflowsCallOnlyWhatExists(t *testing.T) {
 // docker run) to the verb, subcommand and flag rules.
 func TestPipelineScriptCallsRegisteredVerbs(t *testing.T) {
 	repo := loadRepo(t)
-	for _, script := range []string{"scripts/prune-kvm.sh", "workflows/enable-kvm/enable-kvm.sh"} {
+	for _, script := range []string{"scripts/prune-kvm.sh", "scripts/kernel-matrix.sh", "workflows/enable-kvm/enable-kvm.sh"} {
 		src, err := os.ReadFile(filepath.Join(repo.root, script))
 		if err != nil {
 			t.Fatal(err)
