@@ -26,8 +26,15 @@ type matrixPlan struct {
 // job does, and returns the plan it prints, or the exit status.
 func runMatrixPlan(t *testing.T, bin string, args ...string) (matrixPlan, int) {
 	t.Helper()
+	return runMatrixPlanEnv(t, bin, nil, args...)
+}
+
+// runMatrixPlanEnv is runMatrixPlan with env added to the plan's environment
+// (the job's GITHUB_ENV lines).
+func runMatrixPlanEnv(t *testing.T, bin string, env []string, args ...string) (matrixPlan, int) {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), filepath.Join(repoRoot(t), "scripts", "kernel-matrix.sh"), append([]string{"plan"}, args...)...)
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH")), env...)
 	out, err := cmd.Output()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return matrixPlan{}, ee.ExitCode()
@@ -48,7 +55,8 @@ func runMatrixPlan(t *testing.T, bin string, args ...string) (matrixPlan, int) {
 // TestKernelMatrixPlan: with no inputs the plan is every shipped base (the
 // BaseLanguage-<key>.cfg files of bases/) on every kernel, each kernel
 // once, the shipped pins among them; the inputs narrow it to a matrix of
-// one; a base or pin that does not exist fails the plan, before any leg.
+// one, and extra pin rows add their kernels; a base or pin that does not
+// exist fails the plan, before any leg.
 func TestKernelMatrixPlan(t *testing.T) {
 	bin := lockstepbin.Build(t)
 	files, err := filepath.Glob(filepath.Join(repoRoot(t), "bases", "BaseLanguage-*.cfg"))
@@ -87,6 +95,18 @@ func TestKernelMatrixPlan(t *testing.T) {
 	one, code := runMatrixPlan(t, bin, "--bases", "generic", "--pins", "7.2.13")
 	if code != 0 || len(one.Legs) != 1 || one.Legs[0].Base != "generic" || one.Legs[0].Kernel != "7.2.13" || !slices.Equal(one.Kernels, []string{"7.2.13"}) {
 		t.Errorf("plan --bases generic --pins 7.2.13 = %+v (exit %d), want the one leg", one, code)
+	}
+	// The workflow's extra-pins input: the pins stage writes the rows and
+	// prints the GITHUB_ENV line; the plan then has the new pin too.
+	row := "7.3.5 abi=11 source=url url=file:///nonexistent/linux-7.3.5.tar.xz sha256=" + strings.Repeat("0", 64)
+	pins := exec.CommandContext(t.Context(), filepath.Join(repoRoot(t), "scripts", "kernel-matrix.sh"), "pins", "--extra-pins", row, "--out", t.TempDir())
+	envLine, err := pins.Output()
+	if err != nil || !strings.HasPrefix(string(envLine), "LOCKSTEP_PINS=") {
+		t.Fatalf("pins stage printed %q (%v), want LOCKSTEP_PINS=<file>", envLine, err)
+	}
+	extra, code := runMatrixPlanEnv(t, bin, []string{strings.TrimSpace(string(envLine))}, "--bases", "generic")
+	if code != 0 || !slices.Equal(extra.Kernels, append(slices.Clone(p.Kernels), "7.3.5")) {
+		t.Errorf("plan with the extra row = %+v (exit %d), want every pin and 7.3.5", extra, code)
 	}
 	for _, args := range [][]string{{"--bases", "rust"}, {"--pins", "9.9.9"}} {
 		if _, code := runMatrixPlan(t, bin, args...); code != 2 {

@@ -20,7 +20,7 @@ const maxLegResult = 64 << 20
 // runMatrix is --plan and --summarise, the kernel-matrix workflow's plan
 // and summary jobs (docs/ci.md), over one selection: the bases of
 // --base-dir (--key keeps some) × the pins --kernel names (default: every
-// pin of the table). --plan prints the plan as one line of JSON; --summarise
+// pin of the table, pin files' included). --plan prints the plan as one line of JSON; --summarise
 // DIR fills its bases × kernels table from the legs' `verify --base-dir
 // --json` documents under DIR and prints it as Markdown (--json: the table
 // as a document; --html: the report page).
@@ -83,7 +83,12 @@ func (a *verifyArgs) matrixPlan() (*verify.Plan, error) {
 	}
 	kernels := []string(a.kernels)
 	if len(kernels) == 0 {
-		for _, p := range kernel.Pins() {
+		// Every pin: the shipped ones, then those of --pins and LOCKSTEP_PINS.
+		all, err := kernel.AllPins()
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range all {
 			kernels = append(kernels, p.Version)
 		}
 	}
