@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
 )
 
 // GuestModules are the modules a distribution kernel (built with virtio,
@@ -121,13 +125,17 @@ func builtinModules(dir string) map[string]bool {
 	return out
 }
 
-// moduleDepends reads "depends=" from a module's .modinfo section
-// (uncompressed modules only; a compressed one is taken as having none).
+// moduleDepends reads "depends=" from a module's .modinfo section; a .ko.xz
+// or .ko.zst (Debian 13 compresses its modules) is decompressed first.
 func moduleDepends(path string) ([]string, error) {
-	if !strings.HasSuffix(path, ".ko") {
-		return nil, nil
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("module %s: %w", path, err)
 	}
-	f, err := elf.Open(path)
+	if raw, err = decompressModule(path, raw); err != nil {
+		return nil, fmt.Errorf("module %s: %w", path, err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("module %s: %w", path, err)
 	}
@@ -149,4 +157,28 @@ func moduleDepends(path string) ([]string, error) {
 		}
 	}
 	return nil, nil
+}
+
+// decompressModule returns a module file's ELF bytes: raw itself for a
+// .ko, decompressed for a .ko.xz or .ko.zst.
+func decompressModule(path string, raw []byte) ([]byte, error) {
+	var r io.Reader
+	switch {
+	case strings.HasSuffix(path, ".xz"):
+		x, err := xz.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, err
+		}
+		r = x
+	case strings.HasSuffix(path, ".zst"):
+		z, err := zstd.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, err
+		}
+		defer z.Close()
+		r = z
+	default:
+		return raw, nil
+	}
+	return io.ReadAll(io.LimitReader(r, 64<<20))
 }

@@ -19,3 +19,16 @@ type Sizing struct {
 func (s Sizing) Apply(o *Options) {
 	o.Root, o.Accel, o.CPUs, o.MemMB, o.Timeout, o.BootTimeout = s.Root, s.Accel, s.CPUs, s.MemMB, s.Timeout, s.BootTimeout
 }
+
+// Boot is what a kernel needs besides its bzImage: a distribution kernel's
+// modules (files PID 1 loads, in order; ResolveModules) and the machine it
+// boots on (MachineQ35: Debian's kernels find their virtio devices on PCI).
+// The zero value is a kernel with everything built in, on the default
+// machine.
+type Boot struct {
+	Modules []string
+	Machine string
+}
+
+// Apply sets o's Modules and Machine from b.
+func (b Boot) Apply(o *Options) { o.Modules, o.Machine = b.Modules, b.Machine }

@@ -73,7 +73,7 @@ func (b *Builder) download(ctx context.Context, pin Pin) (string, error) {
 	defer os.RemoveAll(tmp)
 	var got string
 	switch pin.Source {
-	case SourceDebian:
+	case SourceDebian, SourceDebianImage:
 		got, err = b.fetchDebian(ctx, pin, tmp)
 	case SourceURL:
 		got, err = b.fetchURL(ctx, pin, tmp)
@@ -93,8 +93,11 @@ func (b *Builder) download(ctx context.Context, pin Pin) (string, error) {
 }
 
 func downloadName(pin Pin) string {
-	if pin.Source == SourceDebian {
+	switch pin.Source {
+	case SourceDebian:
 		return fmt.Sprintf("%s_%s_all.deb", pin.Package, strings.ReplaceAll(pin.PackageVersion, ":", "%3a"))
+	case SourceDebianImage:
+		return fmt.Sprintf("%s_%s_amd64.deb", pin.Package, strings.ReplaceAll(pin.PackageVersion, ":", "%3a"))
 	}
 	u, _ := url.Parse(pin.URL)
 	return path.Base(u.Path)
@@ -243,29 +246,59 @@ func aptSourcesDir() string {
 // URIs with the pin's suite, and returns the .deb's path. The machine's own
 // apt configuration is only read.
 func (b *Builder) fetchDebian(ctx context.Context, pin Pin, dir string) (string, error) {
-	uris, err := debianURIs()
+	a, err := b.aptUpdate(ctx, pin.Suite, dir)
 	if err != nil {
 		return "", err
 	}
+	spec := pin.Package + "=" + pin.PackageVersion
+	if err := a.download(ctx, spec); err != nil {
+		return "", err
+	}
+	got := filepath.Join(a.dl(), downloadName(pin))
+	if _, err := os.Stat(got); err != nil {
+		return "", fmt.Errorf("apt-get download %s left no %s: %w", spec, downloadName(pin), err)
+	}
+	return got, nil
+}
+
+// aptTemp is apt run against a temporary directory of its own: sources
+// list, lists, cache and status; downloads land in its dl/.
+type aptTemp struct {
+	b     *Builder
+	dir   string
+	suite string
+	opts  []string
+	log   *lastLineWriter
+}
+
+func (a *aptTemp) dl() string { return filepath.Join(a.dir, "dl") }
+
+// aptUpdate writes a sources list in dir naming this machine's Debian
+// archive URIs with suite, and runs `apt-get update` against it.
+func (b *Builder) aptUpdate(ctx context.Context, suite, dir string) (*aptTemp, error) {
+	uris, err := debianURIs()
+	if err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(DebianKeyring); err != nil {
-		return "", fmt.Errorf("fetch %s: %w (install debian-archive-keyring)", pin.Package, err)
+		return nil, fmt.Errorf("apt sources for suite %s: %w (install debian-archive-keyring)", suite, err)
 	}
 	for _, d := range []string{"lists/partial", "cache/archives/partial", "sources.list.d", "preferences.d", "dl"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	var list strings.Builder
 	for _, u := range uris {
-		fmt.Fprintf(&list, "deb [signed-by=%s] %s %s main\n", DebianKeyring, u, pin.Suite)
+		fmt.Fprintf(&list, "deb [signed-by=%s] %s %s main\n", DebianKeyring, u, suite)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "sources.list"), []byte(list.String()), 0o644); err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "status"), nil, 0o644); err != nil {
-		return "", err
+		return nil, err
 	}
-	opts := []string{
+	a := &aptTemp{b: b, dir: dir, suite: suite, log: &lastLineWriter{w: io.Discard}, opts: []string{
 		"-q",
 		"-o", "Dir::Etc::SourceList=" + filepath.Join(dir, "sources.list"),
 		"-o", "Dir::Etc::SourceParts=" + filepath.Join(dir, "sources.list.d"),
@@ -277,29 +310,31 @@ func (b *Builder) fetchDebian(ctx context.Context, pin Pin, dir string) (string,
 		"-o", "Acquire::Check-Valid-Until=false",
 		"-o", "Acquire::Languages=none",
 		"-o", "APT::Sandbox::User=root",
-	}
-	log := &lastLineWriter{w: io.Discard}
-	c := command{log: b.log(), dir: filepath.Join(dir, "dl"), stdout: log, stderr: log}
-	stop := progress(b.log(), b.interval(), "fetch", func() string { return "apt-get update (suite " + pin.Suite + ")" })
-	err = c.run(ctx, "apt-get", append(opts, "update")...)
+	}}
+	stop := progress(b.log(), b.interval(), "fetch", func() string { return "apt-get update (suite " + suite + ")" })
+	err = a.cmd().run(ctx, "apt-get", append(a.opts, "update")...)
 	stop()
 	if err != nil {
-		return "", fmt.Errorf("apt-get update for suite %s: %w\n%s", pin.Suite, err, log.Tail())
+		return nil, fmt.Errorf("apt-get update for suite %s: %w\n%s", suite, err, a.log.Tail())
 	}
-	spec := pin.Package + "=" + pin.PackageVersion
-	stop = progress(b.log(), b.interval(), "fetch", func() string {
-		return fmt.Sprintf("apt-get download %s: %d MB", spec, dirBytes(filepath.Join(dir, "dl"))>>20)
+	return a, nil
+}
+
+func (a *aptTemp) cmd() command {
+	return command{log: a.b.log(), dir: a.dl(), stdout: a.log, stderr: a.log}
+}
+
+// download runs `apt-get download spec` into dl/.
+func (a *aptTemp) download(ctx context.Context, spec string) error {
+	stop := progress(a.b.log(), a.b.interval(), "fetch", func() string {
+		return fmt.Sprintf("apt-get download %s: %d MB", spec, dirBytes(a.dl())>>20)
 	})
-	err = c.run(ctx, "apt-get", append(opts, "download", spec)...)
+	err := a.cmd().run(ctx, "apt-get", append(a.opts, "download", spec)...)
 	stop()
 	if err != nil {
-		return "", fmt.Errorf("apt-get download %s from suite %s: %w\n%s", spec, pin.Suite, err, log.Tail())
+		return fmt.Errorf("apt-get download %s from suite %s: %w\n%s", spec, a.suite, err, a.log.Tail())
 	}
-	got := filepath.Join(dir, "dl", downloadName(pin))
-	if _, err := os.Stat(got); err != nil {
-		return "", fmt.Errorf("apt-get download %s left no %s: %w", spec, downloadName(pin), err)
-	}
-	return got, nil
+	return nil
 }
 
 func dirBytes(dir string) int64 {

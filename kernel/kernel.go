@@ -65,6 +65,9 @@ type Result struct {
 	// is unrecorded (Verified.Recorded is nil): this machine's toolchain,
 	// the key and the bzImage's SHA-256.
 	NewRow *RecordedImage
+	// Image is set for a debian-image pin: Debian's kernel with its own
+	// modules (Verified.Record is then nil: nothing was built).
+	Image *Image
 }
 
 func (b *Builder) log() *slog.Logger {
@@ -166,8 +169,12 @@ var toolchain = sync.OnceValues(func() (Toolchain, error) {
 	return t, nil
 })
 
-// Key returns pin's cache key with this machine's compiler, make and binutils.
+// Key returns pin's cache key with this machine's compiler, make and
+// binutils; a debian-image pin's key is its row's alone (imageKey).
 func (b *Builder) Key(pin Pin) (string, error) {
+	if pin.Source == SourceDebianImage {
+		return imageKey(pin), nil
+	}
 	t, err := toolchain()
 	if err != nil {
 		return "", err
@@ -178,10 +185,6 @@ func (b *Builder) Key(pin Pin) (string, error) {
 	}
 	return Key(KeyInputs{PinRow: pin.Row, Fragment: frag, Builder: BuilderVersion, Compiler: t.Compiler, Make: t.Make, Binutils: t.Binutils}), nil
 }
-
-// errImageNotBuilt: a debian-image pin is Debian's kernel, not one this
-// builder makes.
-var errImageNotBuilt = errors.New("source=debian-image pins are Debian's prebuilt kernels; this lockstep cannot boot them yet")
 
 // ErrNotBuilt means the pin's kernel is not in the cache.
 var ErrNotBuilt = errors.New("kernel not built")
@@ -195,7 +198,11 @@ func (b *Builder) Verify(ctx context.Context, version string) (*Result, error) {
 		return nil, err
 	}
 	if pin.Source == SourceDebianImage {
-		return nil, fmt.Errorf("pin %s: %w", pin.Version, errImageNotBuilt)
+		r, err := b.verifyImage(pin)
+		if r != nil {
+			r.Elapsed = time.Since(start)
+		}
+		return r, err
 	}
 	key, err := b.Key(pin)
 	if err != nil {
@@ -235,7 +242,7 @@ func (b *Builder) Build(ctx context.Context, version string) (*Result, error) {
 		return nil, err
 	}
 	if pin.Source == SourceDebianImage {
-		return nil, fmt.Errorf("pin %s: %w", pin.Version, errImageNotBuilt)
+		return b.buildImage(ctx, pin, start)
 	}
 	key, err := b.Key(pin)
 	if err != nil {
@@ -332,6 +339,8 @@ func (b *Builder) List(ctx context.Context) ([]Entry, error) {
 			} else {
 				e.State = "error: " + err.Error()
 			}
+		case r.Image != nil:
+			e.State = fmt.Sprintf("verified (Debian's image, release %s, %d module files)", r.Image.Record.Release, len(r.Image.Record.Modules))
 		case r.Recorded == nil:
 			e.State, e.Record = "verified (unrecorded)", r.Record
 		default:

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lockstep-sandbox/lockstep/internal/debian"
 	"github.com/lockstep-sandbox/lockstep/internal/lazyre"
 )
 
@@ -86,7 +87,6 @@ var (
 	versionRE = lazyre.New(`^[0-9]+\.[0-9]+(\.[0-9]+)?(-rc[0-9]+)?$`)
 	sha256RE  = lazyre.New(`^[0-9a-f]{64}$`)
 	nameRE    = lazyre.New(`^[a-z0-9][a-z0-9.+-]*$`)
-	debverRE  = lazyre.New(`^[0-9][A-Za-z0-9.+~:-]*$`)
 )
 
 // fields each source kind requires; any other key is refused.
@@ -207,8 +207,10 @@ func parsePinRow(line string) (Pin, []string) {
 		if p.Package != "" && !nameRE.MatchString(p.Package) {
 			msgs = append(msgs, fmt.Sprintf("package=%q is not a Debian package name", p.Package))
 		}
-		if p.PackageVersion != "" && !debverRE.MatchString(p.PackageVersion) {
-			msgs = append(msgs, fmt.Sprintf("version=%q is not a Debian version", p.PackageVersion))
+		if p.PackageVersion != "" {
+			if err := debian.CheckVersion(p.PackageVersion); err != nil {
+				msgs = append(msgs, "version="+err.Error())
+			}
 		}
 		if p.Suite != "" && !nameRE.MatchString(p.Suite) {
 			msgs = append(msgs, fmt.Sprintf("suite=%q is not a suite name", p.Suite))

@@ -183,3 +183,33 @@ func GapNames(gaps []Gap) string {
 	}
 	return strings.Join(names, ",")
 }
+
+// Releases is the first mainline Linux release of each Landlock ABI that
+// lockstep knows the release of, in order. ABIs 8 and 9 came between 6.15
+// and 7.2 in releases not listed here, so a release in that range has no
+// known ABI (ReleaseABI).
+var Releases = []struct{ Major, Minor, ABI int }{
+	{5, 13, ABIFirst}, {5, 19, ABIRefer}, {6, 2, ABITruncate}, {6, 7, ABINetwork},
+	{6, 10, ABIIoctlDev}, {6, 12, ABIScope}, {6, 15, ABIAuditRecords},
+	{7, 2, ABIUDP}, {7, 3, ABINoNewPrivs},
+}
+
+// ReleaseABI is the Landlock ABI of mainline Linux major.minor (0 before
+// 5.13: no Landlock), as Releases says; false when Releases cannot tell
+// (between 6.16 and 7.1, after the last row's release).
+func ReleaseABI(major, minor int) (int, bool) {
+	v := major*1000 + minor
+	abi := 0
+	for i, r := range Releases {
+		if v == r.Major*1000+r.Minor {
+			return r.ABI, true
+		}
+		if v < r.Major*1000+r.Minor {
+			known := i == 0 || r.ABI == abi+1
+			return abi, known
+		}
+		abi = r.ABI
+	}
+	last := Releases[len(Releases)-1]
+	return abi, v == last.Major*1000+last.Minor
+}

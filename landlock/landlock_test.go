@@ -235,3 +235,18 @@ func TestSyscalls(t *testing.T) {
 		}
 	}
 }
+
+func TestReleaseABI(t *testing.T) {
+	for _, tc := range []struct {
+		Major, Minor, ABI int
+		OK                bool
+	}{
+		{5, 10, 0, true}, {5, 13, 1, true}, {6, 1, 2, true}, {6, 12, 6, true}, {6, 15, 7, true},
+		{6, 16, 7, false}, {7, 1, 7, false}, {7, 2, 10, true}, {7, 3, 11, true}, {7, 4, 11, false},
+	} {
+		abi, ok := ReleaseABI(tc.Major, tc.Minor)
+		if ok != tc.OK || (ok && abi != tc.ABI) {
+			t.Errorf("ReleaseABI(%d.%d) = %d, %v; want %d, %v", tc.Major, tc.Minor, abi, ok, tc.ABI, tc.OK)
+		}
+	}
+}

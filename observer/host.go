@@ -41,6 +41,8 @@ type HostOptions struct {
 	// Kernel is the bzImage; Pin names it in run.json ("" for a file).
 	Kernel string
 	Pin    string
+	// Boot is the kernel's modules and machine (a distribution kernel's).
+	Boot harness.Boot
 	// WantABI is the pin's Landlock ABI; WantRelease the release the
 	// bzImage names.
 	WantABI     int
@@ -246,6 +248,7 @@ func guestRun(opts HostOptions, results string) (harness.Options, error) {
 		ConsoleFile: filepath.Join(opts.PathSets, ConsoleFile),
 	}
 	opts.Sizing.Apply(&hopts)
+	opts.Boot.Apply(&hopts)
 	err = hopts.SetRole(GuestRole, GuestOptions{Key: opts.Key, Exercises: guestExercises, PathSets: guestPathSets,
 		Out: proto.ResultsDir, WantABI: opts.WantABI, WantRelease: opts.WantRelease, RootDigest: digest,
 		AuditRaw: path.Join(proto.ResultsDir, AuditRawFile), OneCPU: true, TCGTimeFactor: opts.TCGTimeFactor,

@@ -42,8 +42,10 @@ type HostOptions struct {
 	CheckMinimality bool
 	// Quiet asks the guests for no progress lines (GuestOptions.Quiet).
 	Quiet bool
-	// Kernel is the bzImage every guest boots.
+	// Kernel is the bzImage every guest boots; Boot its modules and
+	// machine (a distribution kernel's).
 	Kernel string
+	Boot   harness.Boot
 	// Sizing is each guest's (Root: the guest's root, its digest the
 	// records' provenance.root_digest).
 	harness.Sizing
@@ -106,6 +108,7 @@ func newHostJob(opts HostOptions) (*hostJob, error) {
 			SkipContainment: opts.SkipContainment, CheckMinimality: opts.CheckMinimality, Quiet: opts.Quiet},
 	}
 	opts.Sizing.Apply(&j.harness)
+	opts.Boot.Apply(&j.harness)
 	if opts.Seeds != "" {
 		s, err := filepath.Abs(opts.Seeds)
 		if err != nil {

@@ -30,6 +30,8 @@ type Kernel struct {
 	BzImage string
 	// Pin is the pin BzImage was built from ("" for a file).
 	Pin string
+	// Boot is the kernel's modules and machine (a distribution kernel's).
+	Boot harness.Boot
 }
 
 // HostOptions configures Host.
@@ -157,6 +159,7 @@ func observeGuest(ctx context.Context, opts HostOptions, k Kernel) (*observer.Ob
 		Dir: opts.Dir, Init: opts.Exe, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results,
 		Verbose: opts.Verbose, Log: opts.Log}
 	opts.Sizing.Apply(&hopts)
+	k.Boot.Apply(&hopts)
 	// A negative wait was never handed to a guest: the default holds there.
 	if err := hopts.SetRole(GuestRole, GuestOptions{Kernel: k.Name, Configs: []string{guestPolicyDir + "/policy.cfg"},
 		Command: opts.Command, Wait: max(opts.Wait, 0), Out: proto.ResultsDir}); err != nil {

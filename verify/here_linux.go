@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/internal/machine"
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
+	"github.com/lockstep-sandbox/lockstep/landlock"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
@@ -291,6 +292,11 @@ func (c *Cell) checkContainment(ctx context.Context, opts HereOptions, name stri
 	for _, ch := range c.Containment {
 		if !ch.Held && !ch.Skipped {
 			c.Verdict, c.Why = Fail, fmt.Sprintf("the containment check %s did not hold: %s", ch.Name, ch.Detail)
+			// An older kernel's gaps are the usual cause: name them, so a
+			// base that cannot be enforced there says why.
+			if gaps := landlock.Unrestricted(c.ABI); len(gaps) > 0 {
+				c.Why += fmt.Sprintf(" (this kernel's Landlock ABI %d cannot restrict: %s)", c.ABI, landlock.GapNames(gaps))
+			}
 			break
 		}
 	}

@@ -32,6 +32,8 @@ type Kernel struct {
 	// Landlock ABI (0 unknown).
 	Name, BzImage, Pin string
 	ABI                int
+	// Boot is the kernel's modules and machine (a distribution kernel's).
+	Boot harness.Boot
 }
 
 // HostOptions configures Host.
@@ -192,6 +194,7 @@ func guestRun(opts HostOptions, k Kernel, ex, results string, shares []harness.S
 	run := harness.Options{Kernel: k.BzImage, Init: opts.Exe, ResultsDir: results, Shares: shares,
 		Stdout: opts.Stderr, Stderr: opts.Stderr, Verbose: opts.Verbose, Log: opts.Log}
 	opts.Sizing.Apply(&run)
+	k.Boot.Apply(&run)
 	run.CPUs = max(run.CPUs, 1)
 	configs := []string{guestPolicy + "/policy.cfg"}
 	for i, l := range opts.Layers {

@@ -122,10 +122,15 @@ func (b *bootArgs) run(ctx context.Context, io *stdio, args []string) int {
 		return usageExit(io, v, err)
 	}
 	log := bootLogger(io)
-	bz, err := resolveKernel(ctx, *b.kernel, log)
+	var extra []string
+	if *b.rootImage != "" {
+		extra = harness.RootImageModules
+	}
+	g, err := resolveGuestKernel(ctx, *b.kernel, log, extra...)
 	if err != nil {
 		return fail(io, "boot", exitFail, err) // as --help says: the kernel could not be had
 	}
+	bz := g.bz
 	rootDir, err := b.rootDir()
 	if err != nil {
 		return usageExit(io, v, err)
@@ -134,12 +139,19 @@ func (b *bootArgs) run(ctx context.Context, io *stdio, args []string) int {
 	if err != nil {
 		return fail(io, "boot", exitGuestSetup, err)
 	}
+	machine := *b.machine
+	if g.boot.Modules != nil {
+		if mods != nil {
+			return usageExit(io, v, usagef("--modules: pin %s is Debian's image and brings its own", *b.kernel))
+		}
+		mods, machine = g.boot.Modules, g.boot.Machine
+	}
 	dir := ""
 	if rootDir == "/" {
 		dir, _ = os.Getwd()
 	}
 	res, err := harness.Run(ctx, harness.Options{
-		Kernel: bz, Root: rootDir, RootImage: *b.rootImage, Shares: b.shares, Accel: *b.accel, CPU: *b.cpu, Machine: *b.machine,
+		Kernel: bz, Root: rootDir, RootImage: *b.rootImage, Shares: b.shares, Accel: *b.accel, CPU: *b.cpu, Machine: machine,
 		MemMB: *b.mem, CPUs: *b.cpus, Timeout: *b.timeout, BootTimeout: *b.bootTimeout, Command: args, Dir: dir, Modules: mods,
 		Stdout: io.out, Stderr: io.err, ResultsDir: *b.results, Verbose: io.verbose, Log: log,
 	})
@@ -182,7 +194,7 @@ func (b *bootArgs) rootDir() (string, error) {
 		return "", usagef("--root and --root-image exclude each other")
 	}
 	if *b.mods == "" {
-		if _, err := kernel.Lookup(*b.kernel); err == nil {
+		if p, err := kernel.Lookup(*b.kernel); err == nil && p.Source != kernel.SourceDebianImage {
 			return "", usagef("--root-image needs a kernel with virtio-blk and ext4; pin %s has neither: give a distribution kernel with --kernel FILE --modules DIR", *b.kernel)
 		}
 	}
@@ -258,19 +270,51 @@ func printConsole(io *stdio, lines []string) {
 	}
 }
 
-// resolveKernel takes a bzImage file as is and builds or restores a pin.
+// resolveKernel is resolveGuestKernel for the verbs that boot only kernels
+// with everything built in (probe --boot, record).
 func resolveKernel(ctx context.Context, arg string, log *slog.Logger) (string, error) {
+	g, err := resolveGuestKernel(ctx, arg, log)
+	if err == nil && g.boot.Modules != nil {
+		err = fmt.Errorf("kernel %s is Debian's image, with modules; this verb boots pins built here or bzImage files", arg)
+	}
+	return g.bz, err
+}
+
+// guestKernel is a --kernel resolved: the bzImage to boot and, for a
+// debian-image pin, its modules and machine.
+type guestKernel struct {
+	bz   string
+	boot harness.Boot
+}
+
+// resolveGuestKernel takes a bzImage file as is and builds, unpacks or
+// restores a pin. A debian-image pin boots on q35 with the modules a guest
+// needs (harness.GuestModules, plus extra) from its own package, each
+// checked against the SHA-256 recorded when the package was unpacked.
+func resolveGuestKernel(ctx context.Context, arg string, log *slog.Logger, extra ...string) (guestKernel, error) {
 	if fi, err := os.Stat(arg); err == nil && fi.Mode().IsRegular() {
-		return arg, nil
+		return guestKernel{bz: arg}, nil
 	}
 	if strings.ContainsRune(arg, '/') {
-		return "", fmt.Errorf("kernel file %s: not found", arg)
+		return guestKernel{}, fmt.Errorf("kernel file %s: not found", arg)
 	}
-	bz, err := kernel.Path(ctx, arg, log)
+	r, err := (&kernel.Builder{Log: log}).Build(ctx, arg)
 	if err != nil {
-		return "", fmt.Errorf("kernel %s: %w", arg, err)
+		return guestKernel{}, fmt.Errorf("kernel %s: %w", arg, err)
 	}
-	return bz, nil
+	g := guestKernel{bz: r.BzImage}
+	if r.Image == nil {
+		return g, nil
+	}
+	mods, err := harness.ResolveModules(r.Image.Modules, append(slices.Clip(harness.GuestModules), extra...))
+	if err == nil {
+		err = r.Image.CheckModules(mods)
+	}
+	if err != nil {
+		return guestKernel{}, fmt.Errorf("kernel %s: %w", arg, err)
+	}
+	g.boot = harness.Boot{Modules: mods, Machine: harness.MachineQ35}
+	return g, nil
 }
 
 // bootLogger is verbLogger for boot (and the verbs that boot through it).

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 func init() {
 	register(&verb{
 		Name:  "kernel",
-		Usage: "kernel {build|verify|list|path|key|fragment|mirror} [--pin <version>] [--cache <dir>] [--pins <file>]",
+		Usage: "kernel {build|verify|list|path|key|fragment|mirror|pin} [--pin <version>] [--cache <dir>] [--pins <file>]",
 		Short: "fetch, build, cache and verify the pinned guest kernels",
 		Long: `Subcommands:
   build   fetch, check, configure, build and verify the pin's kernel unless it is
@@ -32,6 +33,12 @@ func init() {
   fragment  print the configuration fragment as applied to the pin (overlays included).
   mirror  print the Debian archive URIs debian pins are fetched from, one a line:
           $LOCKSTEP_DEBIAN_MIRROR, else those of this machine's apt sources.
+  pin     fetch a Debian kernel package and print its pin row, SHA-256s computed from
+          what was fetched: --debian-source linux-source-X.Y[=VERSION] (a kernel we
+          build) or --debian-image linux-image-…-amd64[=VERSION] (Debian's prebuilt
+          kernel, booted with its own modules; a meta package such as linux-image-amd64
+          is followed to its image), from --suite (default: this machine's). Put the row
+          in a file named by $LOCKSTEP_PINS or --pins. The .deb stays in the cache.
 
 Pins are in kernel/pins.txt; the configuration is tinyconfig plus kernel/fragment.config
 (with kernel/fragment-X.Y.config overlays for X.Y and later).
@@ -49,7 +56,10 @@ $ qemu-system-x86_64 -M microvm -kernel "$(lockstep kernel path)" -nographic -ap
 # Show what is pinned and cached
 $ lockstep kernel list
 # The content key a CI cache entry is stored under
-$ lockstep kernel key --pin 7.2.13`,
+$ lockstep kernel key --pin 7.2.13
+# Pin Debian 12's kernel without a new lockstep, and prove it
+$ lockstep kernel pin --debian-image linux-image-amd64 --suite bookworm > debian.pins
+$ LOCKSTEP_PINS=debian.pins lockstep selftest --kernel 6.1.0-57-amd64`,
 		Flags: kernelFlags,
 	})
 }
@@ -58,6 +68,13 @@ type kernelOptions struct {
 	pin   string
 	cache string
 	jobs  int
+	make  kernelPinFlags
+}
+
+// kernelPinFlags are kernel pin's.
+type kernelPinFlags struct {
+	source, image, suite, name string
+	abi                        int
 }
 
 func kernelFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
@@ -66,10 +83,15 @@ func kernelFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 	fs.StringVar(&o.cache, "cache", "", "cache `dir` (default $XDG_CACHE_HOME/lockstep/kernels)")
 	fs.IntVar(&o.jobs, "jobs", 0, "make -j `n` (default: the number of CPUs)")
 	pinsFlag(fs)
+	fs.StringVar(&o.make.source, "debian-source", "", "pin: the linux-source-X.Y[=VERSION] `package` to pin")
+	fs.StringVar(&o.make.image, "debian-image", "", "pin: the linux-image-…[=VERSION] `package` to pin (Debian's prebuilt kernel)")
+	fs.StringVar(&o.make.suite, "suite", "", "pin: the Debian `suite` to fetch from (default: this machine's)")
+	fs.StringVar(&o.make.name, "name", "", "pin: the pin's `name` (default: the kernel version, or an image's release)")
+	fs.IntVar(&o.make.abi, "abi", 0, "pin: the Landlock `abi` the kernel offers (default: from its version, when known)")
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["kernel"]
 		if len(args) == 0 {
-			return usageExit(io, v, usagef("missing subcommand: want build, verify, list, path, key, fragment or mirror"))
+			return usageExit(io, v, usagef("missing subcommand: want build, verify, list, path, key, fragment, mirror or pin"))
 		}
 		sub := args[0]
 		// Flags may follow the subcommand: kernel build --pin 7.2.13.
@@ -99,8 +121,10 @@ func kernelFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 			return kernelFragment(io, o)
 		case "mirror":
 			return kernelMirror(io)
+		case "pin":
+			return kernelPin(ctx, io, b, o.make)
 		}
-		return usageExit(io, v, usagef("unknown subcommand %q: want build, verify, list, path, key, fragment or mirror", sub))
+		return usageExit(io, v, usagef("unknown subcommand %q: want build, verify, list, path, key, fragment, mirror or pin", sub))
 	}
 }
 
@@ -136,6 +160,9 @@ func kernelBuild(ctx context.Context, io *stdio, b *kernel.Builder, o *kernelOpt
 	how := "built"
 	if r.CacheHit {
 		how = "cache hit"
+	}
+	if r.Image != nil {
+		return kernelImagePrint(io, r, how)
 	}
 	fmt.Fprintf(io.out, "kernel %s: %s\n", r.Pin.Version, r.BzImage)
 	fmt.Fprintf(io.out, "  %s, verified in %s total: %s, config SHA-256 matches build.txt, %d required options present, header version %q\n",
@@ -185,10 +212,24 @@ func kernelKey(io *stdio, b *kernel.Builder, o *kernelOptions) int {
 	return exitOK
 }
 
+// kernelImagePrint reports a debian-image pin's entry: nothing was built.
+func kernelImagePrint(io *stdio, r *kernel.Result, how string) int {
+	if how == "built" {
+		how = "unpacked"
+	}
+	fmt.Fprintf(io.out, "kernel %s: %s (Debian's image, with its modules in %s)\n", r.Pin.Version, r.BzImage, r.Image.Modules)
+	fmt.Fprintf(io.out, "  %s, verified in %s: vmlinuz sha256 %s (the pin's inner-sha256), header version %q, %d module files recorded, Landlock ABI %d expected\n",
+		how, r.Elapsed.Round(time.Millisecond), r.Pin.InnerSHA256, r.HeaderVersion, len(r.Image.Record.Modules), r.Pin.ABI)
+	return exitOK
+}
+
 func kernelVerify(ctx context.Context, io *stdio, b *kernel.Builder, o *kernelOptions) int {
 	r, err := b.Verify(ctx, o.pin)
 	if err != nil {
 		return kernelExit(io, err)
+	}
+	if r.Image != nil {
+		return kernelImagePrint(io, r, "cache hit")
 	}
 	fmt.Fprintf(io.out, "kernel %s: verified %s in %s\n", r.Pin.Version, r.Dir, r.Elapsed.Round(time.Millisecond))
 	if r.Recorded != nil {
@@ -238,6 +279,31 @@ func kernelList(ctx context.Context, io *stdio, b *kernel.Builder) int {
 	}
 	tw.Flush()
 	fmt.Fprintf(io.out, "cache: %s\n", cacheDirOf(b))
+	return exitOK
+}
+
+// kernelPin prints the row kernel.MakePin computes.
+func kernelPin(ctx context.Context, io *stdio, b *kernel.Builder, f kernelPinFlags) int {
+	req := kernel.PinRequest{Suite: f.suite, Name: f.name, ABI: f.abi}
+	switch {
+	case (f.source == "") == (f.image == ""):
+		return usageExit(io, verbs["kernel"], usagef("kernel pin: give one of --debian-source linux-source-X.Y[=VERSION] or --debian-image linux-image-…[=VERSION]"))
+	case f.source != "":
+		req.Source = kernel.SourceDebian
+		req.Package, req.Version, _ = strings.Cut(f.source, "=")
+	default:
+		req.Source = kernel.SourceDebianImage
+		req.Package, req.Version, _ = strings.Cut(f.image, "=")
+	}
+	if f.abi < 0 {
+		return usageExit(io, verbs["kernel"], usagef("--abi %d: want a Landlock ABI of 1 or more", f.abi))
+	}
+	p, err := b.MakePin(ctx, req)
+	if err != nil {
+		return kernelExit(io, err)
+	}
+	fmt.Fprintf(io.err, "lockstep kernel: %s=%s (%s) fetched into %s\n", p.Package, p.PackageVersion, p.Suite, p.Deb)
+	fmt.Fprintln(io.out, p.Row)
 	return exitOK
 }
 

@@ -29,7 +29,7 @@ func TestKernelVerb(t *testing.T) {
 		{"UnknownPin", []string{"kernel", "build", "--pin", "6.1", "--cache", cache}, exitUsage, "", `unknown kernel pin "6.1" (pinned: 7.2.13, 7.2.9`},
 		{"List", []string{"kernel", "list", "--cache", cache}, exitOK, "debian linux-source-7.2=7.2.13-1 (sid)", ""},
 		{"VerifyNotBuilt", []string{"kernel", "verify", "--pin", "7.2.13", "--cache", cache}, exitFail, "", "kernel not built: 7.2.13 has no " + cache},
-		{"Help", []string{"kernel", "--help"}, exitOK, "usage: lockstep kernel {build|verify|list|path|key|fragment|mirror}", ""},
+		{"Help", []string{"kernel", "--help"}, exitOK, "usage: lockstep kernel {build|verify|list|path|key|fragment|mirror|pin}", ""},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, tc.Args...)
@@ -204,4 +204,18 @@ func TestKernelVerbPinsFile(t *testing.T) {
 
 func regexpLine(out, re string) bool {
 	return regexp.MustCompile("(?m)" + re).MatchString(out)
+}
+
+// TestKernelPinUsage: kernel pin wants exactly one package to pin.
+func TestKernelPinUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"kernel", "pin"},
+		{"kernel", "pin", "--debian-image", "linux-image-amd64", "--debian-source", "linux-source-6.1"},
+		{"kernel", "pin", "--debian-image", "linux-image-amd64", "--abi", "-1"},
+	} {
+		code, _, errOut := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errOut, "--") {
+			t.Errorf("lockstep %s = %d\n%s\nwant exit 2", strings.Join(args, " "), code, errOut)
+		}
+	}
 }

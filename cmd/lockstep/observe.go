@@ -169,10 +169,12 @@ func observeHere(ctx context.Context, io *stdio, opts observer.GuestOptions) int
 // observeHost boots the kernel with the in-guest observer as the job.
 func observeHost(ctx context.Context, io *stdio, kernelArg, html string, opts observer.HostOptions) int {
 	log := guestLogger(io, "observe")
-	bz, err := resolveKernel(ctx, kernelArg, log)
+	g, err := resolveGuestKernel(ctx, kernelArg, log)
 	if err != nil {
 		return fail(io, "observe", exitIndeterminate, err)
 	}
+	bz := g.bz
+	opts.Boot = g.boot
 	if opts.WantABI, err = selftestPinABI(kernelArg); err != nil {
 		return fail(io, "observe", exitIndeterminate, err)
 	}

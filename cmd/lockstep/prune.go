@@ -262,10 +262,12 @@ func pruneHere(ctx context.Context, io *stdio, opts pruneguest.GuestOptions) int
 // pruneGuests prunes each exercise in a fresh guest (pruneguest.Host).
 func pruneGuests(ctx context.Context, io *stdio, kernelArg string, opts pruneguest.HostOptions) int {
 	opts.Log = progressLogger(io, "prune", opts.Quiet)
-	bz, err := resolveKernel(ctx, kernelArg, opts.Log)
+	g, err := resolveGuestKernel(ctx, kernelArg, opts.Log)
 	if err != nil {
 		return fail(io, "prune", exitFail, err)
 	}
+	bz := g.bz
+	opts.Boot = g.boot
 	opts.Kernel, opts.Stderr, opts.Verbose, opts.Done = bz, io.err, io.verbose, pruneDone(io)
 	if io.verbose {
 		opts.Stdout = io.err

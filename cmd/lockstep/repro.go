@@ -158,11 +158,11 @@ func reproKernels(ctx context.Context, kernels []string, log *slog.Logger) ([2]r
 		if k == repro.HostKernel {
 			continue
 		}
-		bz, err := resolveKernel(ctx, k, log)
+		g, err := resolveGuestKernel(ctx, k, log)
 		if err != nil {
 			return out, err
 		}
-		out[i].BzImage = bz
+		out[i].BzImage, out[i].Boot = g.bz, g.boot
 		if _, err := kernel.Lookup(k); err == nil {
 			out[i].Pin = k
 		}

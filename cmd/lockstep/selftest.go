@@ -154,14 +154,21 @@ func selftestGuest(ctx context.Context, io *stdio, b selftestBoot, asJSON bool) 
 	io, end := withProgressDisplay(io, "selftest")
 	defer end()
 	log := progressLogger(io, "selftest", b.quiet)
-	bz, err := resolveKernel(ctx, b.kernel, log)
+	g, err := resolveGuestKernel(ctx, b.kernel, log)
 	if err != nil {
 		return fail(io, "selftest", exitIndeterminate, err)
 	}
+	bz := g.bz
 	opts := selftest.HostOptions{Kernel: bz, Machine: b.machine, Results: b.results, Sizing: harness.Sizing{Accel: b.accel},
 		Stderr: io.err, Verbose: io.verbose, Log: log}
 	if opts.Modules, err = guestModules(b.modules); err != nil {
 		return fail(io, "selftest", exitIndeterminate, err)
+	}
+	if g.boot.Modules != nil {
+		if opts.Modules != nil {
+			return fail(io, "selftest", exitUsage, fmt.Errorf("--modules: pin %s is Debian's image and brings its own", b.kernel))
+		}
+		opts.Modules, opts.Machine = g.boot.Modules, g.boot.Machine
 	}
 	if opts.WantABI, err = selftestPinABI(b.kernel); err != nil {
 		return fail(io, "selftest", exitIndeterminate, err)

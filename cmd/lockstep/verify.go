@@ -248,11 +248,11 @@ func checkExercisesNamed(root, key string, only []string) error {
 func verifyKernels(ctx context.Context, kernels []string, log *slog.Logger) ([]verify.Kernel, error) {
 	var out []verify.Kernel
 	for _, k := range kernels {
-		bz, err := resolveKernel(ctx, k, log)
+		g, err := resolveGuestKernel(ctx, k, log)
 		if err != nil {
 			return nil, err
 		}
-		kk := verify.Kernel{Name: k, BzImage: bz}
+		kk := verify.Kernel{Name: k, BzImage: g.bz, Boot: g.boot}
 		if pin, err := kernel.Lookup(k); err == nil {
 			kk.Pin, kk.ABI = k, pin.ABI
 		}
