@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,15 +58,15 @@ func (v *verification) abi10(ctx context.Context, p *policy.Policy, early *conta
 			return nil, nil, err
 		}
 		v.k.Rows = append(v.k.Rows, rows...)
-		current = WithBind(current, ports)
+		current = policy.WithBind(current, ports)
 		pre = v.nextFor(&r, current, round+1)
 	}
-	return nil, nil, abortf(nil, "the joint verification on the guest kernel did not settle")
+	return nil, nil, engine.Abortf(nil, "the joint verification on the guest kernel did not settle")
 }
 
 // diagnosed is the rows a diagnosis run of current found and their ports;
 // a difference other than UDP binds current holds no rule for aborts.
-func (v *verification) diagnosed(ob *Observed, current *policy.Policy) ([]kvmrecord.Row, []int, error) {
+func (v *verification) diagnosed(ob *engine.Observed, current *policy.Policy) ([]kvmrecord.Row, []int, error) {
 	d := difference(ob)
 	var connect []string
 	for _, c := range d.Connect {
@@ -78,7 +79,7 @@ func (v *verification) diagnosed(ob *Observed, current *policy.Policy) ([]kvmrec
 	// (the default prune leaves unneeded accesses refused); they only
 	// leave the joint runs unsettled, which shows as no row.
 	if len(other) > 0 || len(connect) > 0 || len(rows) == 0 {
-		return nil, nil, abortf(map[string]any{"other_bind_rules": nonNil(other), "connect_rules": nonNil(connect),
+		return nil, nil, engine.Abortf(map[string]any{"other_bind_rules": nonNil(other), "connect_rules": nonNil(connect),
 			"other_refusals": nonNil(d.Other), "audit": rawRecords(ob.Audit.Records, 20)},
 			"the guest kernel differs from the default prune's in more than a UDP bind port")
 	}
@@ -184,7 +185,7 @@ type nextFirst struct {
 // could not be made. It is not accounted: nextFor keeps it only when the
 // diagnosis found exactly those rows.
 func (v *verification) nextFirstJoint(ctx context.Context, p *policy.Policy, round int, cpus []int) *nextFirst {
-	next := WithBind(p, v.foretold)
+	next := policy.WithBind(p, v.foretold)
 	prefix, err := v.jointPolicy(next, round)
 	if err != nil {
 		v.o.log.Warn("observe: the next round's policy", "err", err)
@@ -260,7 +261,7 @@ func (j *besideJob) stop() {
 // by strace's attribution and a net.bind_udp record alike: a joint run
 // under a policy without a rule for one of them will be refused the same
 // bind and differ from the reference.
-func foretold(ob *Observed) []int {
+func foretold(ob *engine.Observed) []int {
 	_, ports, _ := Rows(difference(ob).Bind, ob.Denials, nil)
 	return ports
 }
@@ -328,7 +329,7 @@ func (v *verification) diagnosisBeside(p *policy.Policy, r *jointRound) *besideJ
 // besideDiagnosis is a diagnosis run made beside a first joint run, not yet
 // counted.
 type besideDiagnosis struct {
-	ob  *Observed
+	ob  *engine.Observed
 	res *exercise.Result
 	err error
 }
@@ -408,7 +409,7 @@ func (r *jointRound) settled() {
 
 // takeDiagnosis is the round's diagnosis: the one made beside the first
 // joint run, counted now, or one made now.
-func (v *verification) takeDiagnosis(ctx context.Context, r *jointRound, p *policy.Policy) (*Observed, error) {
+func (v *verification) takeDiagnosis(ctx context.Context, r *jointRound, p *policy.Policy) (*engine.Observed, error) {
 	d := r.diagnosis
 	if d == nil {
 		return v.observe(ctx, "diagnosis", v.timed(p))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,7 +90,7 @@ func TestDiagnosisBesideJointHostKernel(t *testing.T) {
 	v.foretold = []int{5000}
 	delete(p.FS, "/var/tmp/testing-dir/data")
 	_, _, err := v.abi10(t.Context(), p, nil)
-	var ae *AbortError
+	var ae *engine.AbortError
 	if !errors.As(err, &ae) || ae.Reason != "the guest kernel differs from the default prune's in more than a UDP bind port" {
 		t.Fatalf("abi10 = %v, want the more-than-a-UDP-bind abort\n%s", err, progress.Bytes())
 	}
@@ -135,7 +136,7 @@ func TestBesideDiscardedHostKernel(t *testing.T) {
 		v.o.opts.JointRuns = 3 // the rest in lanes (restSideBySide)
 		delete(p.FS, "/var/tmp/testing-dir/data")
 		_, _, err := v.abi10(t.Context(), p, nil)
-		var ae *AbortError
+		var ae *engine.AbortError
 		if !errors.As(err, &ae) || ae.Reason != "the guest kernel differs from the default prune's in more than a UDP bind port" {
 			t.Fatalf("abi10 = %v, want the more-than-a-UDP-bind abort\n%s", err, progress.Bytes())
 		}
@@ -159,11 +160,11 @@ func TestNextFor(t *testing.T) {
 	v := &verification{o: &observer{factor: 10, opts: GuestOptions{JointRuns: 3, Progress: &progress}},
 		ex: &exercise.Exercise{Name: "ex"}, foretold: []int{5000}}
 	made := &exercise.Result{Status: 0}
-	r := &jointRound{next: &nextFirst{policy: WithBind(p, v.foretold), res: made}}
-	if got := v.nextFor(r, WithBind(p, []int{5000}), 2); got != made {
+	r := &jointRound{next: &nextFirst{policy: policy.WithBind(p, v.foretold), res: made}}
+	if got := v.nextFor(r, policy.WithBind(p, []int{5000}), 2); got != made {
 		t.Errorf("nextFor(the rows foretold) = %v, want the run made beside the diagnosis", got)
 	}
-	if got := v.nextFor(r, WithBind(p, []int{5000, 5001}), 2); got != nil {
+	if got := v.nextFor(r, policy.WithBind(p, []int{5000, 5001}), 2); got != nil {
 		t.Errorf("nextFor(other rows) = %v, want nil", got)
 	}
 	if !strings.Contains(string(progress.Bytes()), "ex: joint run 1/3 (round 2) discarded: the diagnosis found other rows than the cross-check foretold\n") {

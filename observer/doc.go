@@ -16,13 +16,13 @@
 //
 // # One observed run
 //
-// [RunObserved] is lockstep's one observed-run engine: a policy, the lockstep
-// binary that applies it and a runner for the command in; the command's
-// status, strace's log, the refusals attributed from it (confirmed by the
-// control replay), the run's audit records and their join ([CrossCheck])
-// out. The observer's exercise checks run on it directly; [ObserveHere] and
-// [ObserveRun] render one run as an [Observation], the document package
-// repro compares across kernels and package verify's diagnosis carries.
+// Every run the observer makes goes through the observed-run engine,
+// [github.com/lockstep-sandbox/lockstep/observer/engine]: this package is
+// the KVM run's workflow on top of it (the proof, the reference runs, the
+// cross-check, the ABI-10 schedule of joint runs, diagnosis and
+// containment, the records), on the guest side ([Guest]) and the host side
+// ([Host]). The KVM record it writes is
+// [github.com/lockstep-sandbox/lockstep/observer/kvmrecord].
 //
 // # Outcomes
 //

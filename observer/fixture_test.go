@@ -123,7 +123,7 @@ func TestFixturePathSet(t *testing.T) {
 			t.Errorf("the fixture policy holds %v; the observer must find the UDP row itself", b)
 		}
 	}
-	if _, removed := Narrowed(p); removed == 0 {
+	if _, removed := policy.Narrowed(p); removed == 0 {
 		t.Error("the cross-check of the fixture policy removes no grant")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"io"
 	"log/slog"
 	"os"
@@ -347,7 +348,7 @@ func writeRunJSON(opts HostOptions, res *HostResult, results string, start time.
 		KernelRelease: r.KernelRelease, BzImageSHA256: r.KernelSHA256, InitramfsSHA256: r.InitramfsSHA256,
 		QEMUVersion: r.QEMUVersion, Accel: r.Accel, AccelReason: r.AccelReason, CPU: r.CPU, VCPUs: r.CPUs, MemMB: r.MemMB,
 		Timings: r.Timings, Exercises: []ExerciseSummary{}, Artefacts: artefacts, Seconds: time.Since(start).Seconds(),
-		TimeFactor: TimeFactor(r.Accel, opts.TCGTimeFactor)}
+		TimeFactor: engine.TimeFactor(r.Accel, opts.TCGTimeFactor)}
 	if b, err := os.ReadFile(filepath.Join(filepath.Dir(opts.Kernel), "config")); err == nil {
 		sum := sha256.Sum256(b)
 		doc.ConfigSHA256 = hex.EncodeToString(sum[:])

@@ -5,6 +5,7 @@ package observer
 import (
 	"bytes"
 	"errors"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"io"
 	"log/slog"
 	"os"
@@ -105,7 +106,7 @@ func hostVerification(t *testing.T, backlog uint32, raw io.Writer) (*verificatio
 		t.Fatal(err)
 	}
 	o := &observer{opts: GuestOptions{Key: "fixture", ReferenceRuns: 1, JointRuns: 1, Rounds: 3}, exe: bin,
-		work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10, log: slog.New(slog.DiscardHandler)}
+		work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: engine.DefaultWait, col: col, abi: 10, log: slog.New(slog.DiscardHandler)}
 	o.program = openProgram(t, bin)
 	o.runExe = refns.Path(o.program)
 	o.opts.Progress = testWriter{t}
@@ -157,7 +158,7 @@ func TestCrossCheckHostKernel(t *testing.T) {
 		}
 	}
 	// LOCKSTEP_OBSERVER_CAPTURE=dir keeps the run's trace and records as
-	// test data (testdata/crosscheck-host).
+	// test data (engine/testdata/crosscheck-host).
 	if dir := os.Getenv("LOCKSTEP_OBSERVER_CAPTURE"); dir != "" {
 		if err := os.WriteFile(filepath.Join(dir, "trace.txt"), v.trace, 0o644); err != nil {
 			t.Fatal(err)
@@ -233,7 +234,7 @@ func TestAuditLossHostKernel(t *testing.T) {
 			}
 			continue
 		}
-		var ae *AbortError
+		var ae *engine.AbortError
 		if !errors.As(err, &ae) || !strings.Contains(ae.Reason, "records were lost") {
 			t.Fatalf("crossCheck with lost records = %q, %v; want an abort naming lost records", reason, err)
 		}
@@ -303,7 +304,7 @@ func TestABI10AbortHostKernel(t *testing.T) {
 	}
 	delete(p.FS, "/var/tmp/testing-dir/data")
 	_, _, err := v.abi10(t.Context(), p, nil)
-	var ae *AbortError
+	var ae *engine.AbortError
 	if !errors.As(err, &ae) || ae.Reason != "the guest kernel differs from the default prune's in more than a UDP bind port" {
 		t.Fatalf("abi10 = %v, want the more-than-a-UDP-bind abort", err)
 	}

@@ -2,6 +2,7 @@ package observer
 
 import (
 	"errors"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,7 +50,7 @@ func TestLaneFailureHostKernel(t *testing.T) {
 	v, _ := hostVerification(t, 0, nil)
 	v.o.opts.ReferenceRuns, v.o.opts.Lanes, v.o.exe = 3, 2, "/bin/false"
 	err := v.reference(t.Context())
-	var ae *AbortError
+	var ae *engine.AbortError
 	if !errors.As(err, &ae) || ae.Reason != "a defect of the pruner: the reference run stopped before the command started (status 1)" {
 		t.Fatalf("reference with broken lanes = %v, want the defect abort", err)
 	}
@@ -103,7 +104,7 @@ func TestCrossCheckBesideBrokenLanesHostKernel(t *testing.T) {
 	v, p := hostVerification(t, 0, nil)
 	v.o.opts.ReferenceRuns, v.o.opts.Lanes, v.o.exe = 3, 2, "/bin/false"
 	_, err := v.referenceAndCrossCheck(t.Context(), p)
-	var ae *AbortError
+	var ae *engine.AbortError
 	if !errors.As(err, &ae) || ae.Reason != "a defect of the pruner: the reference run stopped before the command started (status 1)" {
 		t.Fatalf("referenceAndCrossCheck with broken lanes = %v, want the reference's defect abort", err)
 	}

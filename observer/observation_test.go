@@ -1,6 +1,7 @@
 package observer
 
 import (
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +16,7 @@ func TestGrantRowsRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Join(GrantRows(p), ";")
+	got := strings.Join(engine.GrantRows(p), ";")
 	want := "[read] /etc;[bind] allow 80;[bind] allow 5000 udp"
 	if got != want {
 		t.Errorf("GrantRows = %q, want %q", got, want)

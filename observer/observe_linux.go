@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"io"
 	"log/slog"
 	"os"
@@ -141,7 +142,7 @@ func (o *observer) exercises(ctx context.Context, sum *Summary) int {
 		case es.Inconclusive:
 			inconclusive = true
 			o.progress("%s: INCONCLUSIVE: %s", f.Name, es.Reason)
-		case strings.Contains(es.Reason, recordsLost):
+		case strings.Contains(es.Reason, engine.RecordsLost):
 			inconclusive = true
 			o.progress("%s: INDETERMINATE: %s", f.Name, es.Reason)
 		default:
@@ -226,7 +227,7 @@ func newObserver(opts GuestOptions) (*observer, error) {
 		return nil, fmt.Errorf("observe: WantABI %d: the observer needs Landlock ABI %d or more", opts.WantABI, kvmrecord.ABI10)
 	}
 	o := &observer{opts: opts, exe: opts.Exe, work: opts.WorkDir, scratch: opts.Scratch, wait: opts.Wait, log: opts.Log,
-		factor: TimeFactor(opts.Accel, opts.TCGTimeFactor)}
+		factor: engine.TimeFactor(opts.Accel, opts.TCGTimeFactor)}
 	if o.exe == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -243,7 +244,7 @@ func newObserver(opts GuestOptions) (*observer, error) {
 		o.work = exercise.DefaultWorkDir
 	}
 	if o.wait == 0 {
-		o.wait = DefaultWait
+		o.wait = engine.DefaultWait
 	}
 	if o.log == nil {
 		o.log = slog.New(slog.DiscardHandler)
@@ -313,9 +314,9 @@ func (o *observer) verify(ctx context.Context, f exercise.Found) (k *kvmrecord.R
 	v := &verification{o: o, k: k, es: &es}
 	reason, err := v.run(ctx, f)
 	if err != nil {
-		var ae *AbortError
+		var ae *engine.AbortError
 		var re *exercise.RefusedError
-		var te *TimeoutError
+		var te *engine.TimeoutError
 		switch {
 		case errors.As(err, &te) && len(k.Mismatches) == 0:
 			// Nothing was found before the run stopped: no verdict on
@@ -323,13 +324,13 @@ func (o *observer) verify(ctx context.Context, f exercise.Found) (k *kvmrecord.R
 			k.Aborted, k.Evidence = te.Error(), te.Evidence()
 			es.Inconclusive = true
 		case errors.As(err, &te):
-			k.Aborted, k.Evidence = oneLine(fmt.Sprintf("the audit cross-check found %d strace denial(s) the kernel's records do not agree with (then: %v)", len(k.Mismatches), te)), te.Evidence()
+			k.Aborted, k.Evidence = engine.OneLine(fmt.Sprintf("the audit cross-check found %d strace denial(s) the kernel's records do not agree with (then: %v)", len(k.Mismatches), te)), te.Evidence()
 		case errors.As(err, &ae):
 			k.Aborted, k.Evidence = ae.Reason, ae.Evidence
 		case errors.As(err, &re):
-			k.Aborted, k.Evidence = oneLine("the exercise was refused: "+err.Error()), map[string]any{}
+			k.Aborted, k.Evidence = engine.OneLine("the exercise was refused: "+err.Error()), map[string]any{}
 		default:
-			k.Aborted, k.Evidence = oneLine(fmt.Sprintf("a defect of the pruner: %v", err)), map[string]any{}
+			k.Aborted, k.Evidence = engine.OneLine(fmt.Sprintf("a defect of the pruner: %v", err)), map[string]any{}
 		}
 		reason = k.Aborted
 	}
@@ -354,7 +355,7 @@ type verification struct {
 	// bound is every run's time limit (RunBound); stopped is the first run
 	// that ran into it.
 	bound   time.Duration
-	stopped *TimeoutError
+	stopped *engine.TimeoutError
 	// foretold are the UDP ports the cross-check was refused a bind to
 	// (foretold), which the ABI-10 phase's joint runs will be refused too.
 	foretold []int
@@ -366,23 +367,23 @@ func (v *verification) run(ctx context.Context, f exercise.Found) (reason string
 	cfgPath := filepath.Join(o.opts.PathSets, stem+".cfg")
 	cfg, err := safefile.ReadFile(cfgPath, policy.MaxFileBytes)
 	if err != nil {
-		return "", abortf(nil, "%s.cfg cannot be read: %v", stem, err)
+		return "", engine.Abortf(nil, "%s.cfg cannot be read: %v", stem, err)
 	}
 	rec, err := record.ReadExercise(filepath.Join(o.opts.PathSets, stem+".json"))
 	if err != nil {
-		return "", abortf(nil, "%s.json cannot be read: %v", stem, err)
+		return "", engine.Abortf(nil, "%s.json cannot be read: %v", stem, err)
 	}
 	digest := record.SHA256Hex(cfg)
 	if rec.CfgSHA256 != digest {
-		return "", abortf(map[string]any{"cfg_sha256": digest, "recorded_cfg_sha256": rec.CfgSHA256},
+		return "", engine.Abortf(map[string]any{"cfg_sha256": digest, "recorded_cfg_sha256": rec.CfgSHA256},
 			"%s.cfg is not the file its record describes: its SHA-256 differs", stem)
 	}
 	v.k.VerifiedCfgSHA256 = &digest
 	p, err := policy.Parse(cfgPath, cfg)
 	if err != nil {
-		return "", abortf(nil, "%s.cfg does not parse: %v", stem, err)
+		return "", engine.Abortf(nil, "%s.cfg does not parse: %v", stem, err)
 	}
-	v.bound = RunBound(v.timed(p), o.opts.RunTimeout)
+	v.bound = engine.RunBound(v.timed(p), o.opts.RunTimeout)
 	if v.ex, err = exercise.Read(f); err != nil {
 		return "", err
 	}
@@ -424,7 +425,7 @@ func stemOf(key, name string) string { return key + "_" + name }
 
 // timed is p with the limits the exercise runs get: its timeout and cpu
 // multiplied by the time factor (Slowed). The containment checks take p.
-func (v *verification) timed(p *policy.Policy) *policy.Policy { return Slowed(p, v.o.factor) }
+func (v *verification) timed(p *policy.Policy) *policy.Policy { return engine.Slowed(p, v.o.factor) }
 
 // referenceAndCrossCheck makes the guest's own reference, ReferenceRuns
 // unsandboxed runs that must run tests and agree, and the cross-check,
@@ -572,7 +573,7 @@ func (v *verification) referenceProblem(results []*exercise.Result) error {
 		}
 		if i == 0 {
 			if prob := res.Verdict.ReferenceProblem(); prob != nil {
-				return abortf(map[string]any{"verdict": res.Verdict, "status": res.Status, "log": tail(res.Log)},
+				return engine.Abortf(map[string]any{"verdict": res.Verdict, "status": res.Status, "log": tail(res.Log)},
 					"the reference run ran no tests or failed for an infrastructure reason: %v", prob)
 			}
 			continue
@@ -580,7 +581,7 @@ func (v *verification) referenceProblem(results []*exercise.Result) error {
 		if !res.Verdict.Same(results[0].Verdict) {
 			// The run's status and log say why it differs (a build that
 			// died, a test that failed), which the verdicts alone do not.
-			return abortf(map[string]any{"first": results[0].Verdict, "run": i + 1, "verdict": res.Verdict,
+			return engine.Abortf(map[string]any{"first": results[0].Verdict, "run": i + 1, "verdict": res.Verdict,
 				"status": res.Status, "seconds": res.Duration.Seconds(), "log": tail(res.Log)},
 				"flaky reference: reference run %d differs from the first", i+1)
 		}
@@ -721,7 +722,7 @@ func (v *verification) runOptions(prefix []string) exercise.RunOptions {
 		// Under lockstep run the policy's timeout ends the command (124)
 		// and strace, if any, ends cleanly; the runner's bound is the
 		// backstop.
-		bound += PrefixGrace
+		bound += engine.PrefixGrace
 	}
 	opts := exercise.RunOptions{WorkDir: v.o.work, Prefix: prefix, Timeout: bound, Log: v.o.log}
 	if prefix == nil {
@@ -756,10 +757,10 @@ func (o *observer) isolation(copyDir string) *exercise.Isolation {
 func (v *verification) account(kind string, prefixed bool, res *exercise.Result) error {
 	v.es.Runs[kind]++
 	if res.Verdict.ExitClass == verdict.Timeout && v.stopped == nil {
-		v.stopped = &TimeoutError{Kind: kind, Limit: v.limit(), Factor: v.o.factor, Log: tail(res.Log)}
+		v.stopped = &engine.TimeoutError{Kind: kind, Limit: v.limit(), Factor: v.o.factor, Log: tail(res.Log)}
 	}
 	if prefixed && !res.Started {
-		return abortf(map[string]any{"status": res.Status, "log": tail(res.BeforeStart())},
+		return engine.Abortf(map[string]any{"status": res.Status, "log": tail(res.BeforeStart())},
 			"a defect of the pruner: the %s run stopped before the command started (status %d)", kind, res.Status)
 	}
 	return nil
@@ -775,9 +776,9 @@ func (v *verification) limit() time.Duration {
 }
 
 // observe runs the exercise under p with strace and the log-new-exec flag
-// through the engine (RunObserved), collecting the run's records; records
+// through the engine (engine.Run), collecting the run's records; records
 // that cannot be trusted as complete abort (JudgeAudit).
-func (v *verification) observe(ctx context.Context, kind string, p *policy.Policy) (*Observed, error) {
+func (v *verification) observe(ctx context.Context, kind string, p *policy.Policy) (*engine.Observed, error) {
 	return v.observeRun(ctx, kind, v.es.Runs[kind]+1, p, func(ctx context.Context, prefix []string) (*exercise.Result, error) {
 		return v.exRun(ctx, kind, prefix)
 	})
@@ -787,7 +788,7 @@ func (v *verification) observe(ctx context.Context, kind string, p *policy.Polic
 // scratch files' names) and what runs the exercise behind the prefix:
 // exRun, or a run accounted for later.
 func (v *verification) observeRun(ctx context.Context, kind string, nth int, p *policy.Policy,
-	run func(ctx context.Context, prefix []string) (*exercise.Result, error)) (*Observed, error) {
+	run func(ctx context.Context, prefix []string) (*exercise.Result, error)) (*engine.Observed, error) {
 	o := v.o
 	if o.opts.OneCPU {
 		restore, err := pinOneCPU()
@@ -800,7 +801,7 @@ func (v *verification) observeRun(ctx context.Context, kind string, nth int, p *
 			}
 		}()
 	}
-	ob, err := RunObserved(ctx, Spec{Policy: p, Exe: o.runExe, Scratch: o.scratch, Stem: fmt.Sprintf("%s.%s.%d", v.ex.Stem(), kind, nth),
+	ob, err := engine.Run(ctx, engine.Spec{Policy: p, Exe: o.runExe, Scratch: o.scratch, Stem: fmt.Sprintf("%s.%s.%d", v.ex.Stem(), kind, nth),
 		Kind: kind, LogSubprocesses: true, Collector: o.col, Wait: o.wait,
 		Control: control.Options{PseudoTerminals: v.ex.Config.UsesPseudoTerminals, NoCreate: true},
 		Run: func(ctx context.Context, prefix []string) (int, string, error) {
@@ -813,7 +814,7 @@ func (v *verification) observeRun(ctx context.Context, kind string, nth int, p *
 	if err != nil {
 		return ob, err
 	}
-	if ae := JudgeAudit(kind, ob.Audit); ae != nil {
+	if ae := engine.JudgeAudit(kind, ob.Audit); ae != nil {
 		return ob, ae
 	}
 	return ob, nil
@@ -828,14 +829,14 @@ func (v *verification) crossCheck(ctx context.Context, p *policy.Policy) (string
 // crossCheckRun makes the cross-check's run: the policy narrowed, observed.
 // It returns the observation, how many grants the narrowing removed, and
 // the run's error; crossCheckJudge takes them.
-func (v *verification) crossCheckRun(ctx context.Context, p *policy.Policy) (*Observed, int, error) {
+func (v *verification) crossCheckRun(ctx context.Context, p *policy.Policy) (*engine.Observed, int, error) {
 	// The exercise contract starts /bin/bash: what it needs to start is
 	// never taken away (else the run stops before the command starts).
 	needed, err := StartNeeds(exercise.Interpreter)
 	if err != nil {
 		v.o.log.Warn("cross-check: what the interpreter needs to start is unknown; narrowing as Phobos does", "err", err)
 	}
-	narrowed, removed := Narrowed(p, needed...)
+	narrowed, removed := policy.Narrowed(p, needed...)
 	// The policy's own timeout bounds this run too, enforced by lockstep
 	// run so that strace ends cleanly and its trace shows where it stopped.
 	if l, ok := v.timed(p).Limits[policy.Timeout]; ok {
@@ -848,7 +849,7 @@ func (v *verification) crossCheckRun(ctx context.Context, p *policy.Policy) (*Ob
 
 // crossCheckJudge records the cross-check's join and says why it fails
 // the exercise, if it does.
-func (v *verification) crossCheckJudge(ob *Observed, removed int, err error) (string, error) {
+func (v *verification) crossCheckJudge(ob *engine.Observed, removed int, err error) (string, error) {
 	if err != nil {
 		return "", v.stoppedOr(ob, "cross-check", err)
 	}
@@ -879,7 +880,7 @@ func (v *verification) keepTrace(run string, trace []byte) {
 
 // stoppedOr is the error of an observed run that failed: when the run ran
 // out of time, the time-out (its trace kept, if it was read), else err.
-func (v *verification) stoppedOr(ob *Observed, run string, err error) error {
+func (v *verification) stoppedOr(ob *engine.Observed, run string, err error) error {
 	if v.stopped == nil {
 		return err
 	}
@@ -908,7 +909,7 @@ func (v *verification) stoppedJoint(ctx context.Context, p *policy.Policy) error
 
 // difference sorts a diagnosis run's confirmed refusals into network rules
 // and everything else.
-func difference(ob *Observed) Difference {
+func difference(ob *engine.Observed) Difference {
 	var d Difference
 	for _, r := range ob.Landlock {
 		switch r.Layer {
@@ -927,7 +928,7 @@ func difference(ob *Observed) Difference {
 	for _, r := range ob.Other {
 		d.Other = append(d.Other, r.String())
 	}
-	d.Bind, d.Connect = uniqueSorted(d.Bind), uniqueSorted(d.Connect)
+	d.Bind, d.Connect = engine.UniqueSorted(d.Bind), engine.UniqueSorted(d.Connect)
 	return d
 }
 
@@ -969,9 +970,9 @@ func tail(b []byte) string {
 
 // matchedPairs are the cross-check's refusals that found their records, in
 // trace order, each with them: what the report lists pair by pair.
-func matchedPairs(ob *Observed) []Refusal {
-	refusals, _, _ := join(ob, strings.Split(string(ob.Trace), "\n"))
-	var out []Refusal
+func matchedPairs(ob *engine.Observed) []engine.Refusal {
+	refusals, _, _ := engine.Join(ob, strings.Split(string(ob.Trace), "\n"))
+	var out []engine.Refusal
 	for _, r := range refusals {
 		if len(r.Audit) > 0 {
 			out = append(out, r)

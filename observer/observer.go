@@ -2,6 +2,7 @@ package observer
 
 import (
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"io"
 	"log/slog"
 	"strings"
@@ -19,7 +20,6 @@ const (
 	DefaultReferenceRuns = 3
 	DefaultJointRuns     = 3
 	DefaultRounds        = 3
-	DefaultWait          = 30 * time.Second
 )
 
 // SummaryFile is the observer's own account of a run, written beside the
@@ -162,7 +162,7 @@ type ExerciseSummary struct {
 	// Matched are the cross-check's matched pairs: each strace refusal that
 	// found its audit record(s), with them (Refusal.Audit), in trace order.
 	// The .abi10.json keeps only their count (Phobos's schema).
-	Matched []Refusal `json:"cross_check_matched,omitempty"`
+	Matched []engine.Refusal `json:"cross_check_matched,omitempty"`
 	// Containment are evidence/contain's checks under the settled policy.
 	Containment []ContainmentCheck `json:"containment,omitempty"`
 	Seconds     float64            `json:"seconds"`

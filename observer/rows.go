@@ -2,6 +2,7 @@ package observer
 
 import (
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/landlock"
@@ -34,7 +35,7 @@ func Rows(bind []string, denials []audit.Denial, held []policy.BindRule) (rows [
 		if !a.HasBlocker(string(landlock.BindUDP)) {
 			continue
 		}
-		refused[netPort(a, policy.Bind)] = true
+		refused[engine.NetPort(a, policy.Bind)] = true
 		lines = append(lines, denials[i].Record.String())
 	}
 	for _, rule := range bind {

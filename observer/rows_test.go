@@ -71,73 +71,6 @@ func TestRows(t *testing.T) {
 	}
 }
 
-func TestNarrowed(t *testing.T) {
-	p, err := policy.Parse("p.cfg", []byte("[read]\n/a\n/b\n/c\n/d\n/e\n[write]\n/b\n[bind]\nallow 80 tcp\n[limits]\ntimeout=10\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, removed := Narrowed(p)
-	if removed != 2 {
-		t.Errorf("removed = %d, want 2", removed)
-	}
-	var paths []string
-	for path := range n.FS {
-		paths = append(paths, path)
-	}
-	slices.Sort(paths)
-	if !slices.Equal(paths, []string{"/a", "/c", "/e"}) {
-		t.Errorf("kept %v, want /a /c /e", paths)
-	}
-	if len(n.Limits) != 0 || len(n.Bind) != 1 {
-		t.Errorf("limits %v bind %v: want no limits, the bind rule kept", n.Limits, n.Bind)
-	}
-	if len(p.FS) != 5 {
-		t.Errorf("Narrowed changed its input: %v", p.FS)
-	}
-	one, _ := policy.Parse("one.cfg", []byte("[read]\n/a\n"))
-	if _, removed := Narrowed(one); removed != 0 {
-		t.Errorf("a one-entry policy: removed %d, want 0", removed)
-	}
-	w := WithBind(p, []int{5000, 5000})
-	if len(w.Bind) != 2 || w.Bind[1] != (policy.BindRule{Port: 5000, Transport: policy.UDP}) || len(p.Bind) != 1 {
-		t.Errorf("WithBind = %v (input %v)", w.Bind, p.Bind)
-	}
-	if !strings.Contains(string(w.Render()), "allow 5000 udp") {
-		t.Errorf("rendered policy lacks the row:\n%s", w.Render())
-	}
-}
-
-// TestJudgeAudit: a run whose records were lost, or whose barrier is
-// missing, is never trusted; the capture as made is.
-func TestJudgeAudit(t *testing.T) {
-	_, ok := captured(t, nil)
-	if ae := JudgeAudit("cross-check", &audit.RunResult{Result: ok, LostBefore: 3, LostAfter: 3}); ae != nil {
-		t.Errorf("complete run judged %v", ae)
-	}
-	if ae := JudgeAudit("cross-check", &audit.RunResult{Result: ok, LostBefore: 3, LostAfter: 5}); ae == nil || !strings.Contains(ae.Reason, "records were lost") {
-		t.Errorf("lost counter moved: %v, want records were lost", ae)
-	}
-	// The deallocation record never arrived.
-	_, pending := captured(t, func(lines []string) []string {
-		var out []string
-		for _, l := range lines {
-			if !strings.Contains(l, "status=deallocated") {
-				out = append(out, l)
-			}
-		}
-		return out
-	})
-	if len(pending.Pending) == 0 {
-		t.Fatal("no pending domain without its deallocation record")
-	}
-	if ae := JudgeAudit("diagnosis", &audit.RunResult{Result: pending}); ae == nil || !strings.Contains(ae.Reason, "records were lost") {
-		t.Errorf("missing barrier: %v", ae)
-	}
-	if ae := JudgeAudit("x", nil); ae == nil {
-		t.Error("nil result trusted")
-	}
-}
-
 // TestNarrowedSparesWhatStartsTheInterpreter is the generic exercise's
 // policy: Phobos's rule would remove the library directory bash loads libc
 // from, and the run would stop before the command started (status 126).
@@ -147,13 +80,13 @@ func TestNarrowedSparesWhatStartsTheInterpreter(t *testing.T) {
 		t.Fatal(err)
 	}
 	needed := []string{"/usr/bin/bash", "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "/usr/lib/x86_64-linux-gnu/libc.so.6"}
-	n, removed := Narrowed(p, needed...)
+	n, removed := policy.Narrowed(p, needed...)
 	if removed != 1 || n.FS["/usr/lib/x86_64-linux-gnu"] == nil || n.FS["/usr/bin"] == nil || n.FS["/var/tmp/testing-dir"] != nil {
-		t.Errorf("Narrowed(generic) kept %v (removed %d); want the interpreter's directories kept and the working directory removed", n.FS, removed)
+		t.Errorf("policy.Narrowed(generic) kept %v (removed %d); want the interpreter's directories kept and the working directory removed", n.FS, removed)
 	}
 	// Without what is needed, Phobos's rule as it is.
-	if n, removed := Narrowed(p); removed != 1 || n.FS["/usr/lib/x86_64-linux-gnu"] != nil {
-		t.Errorf("Narrowed(generic) without needs kept %v (removed %d); want index 1 removed", n.FS, removed)
+	if n, removed := policy.Narrowed(p); removed != 1 || n.FS["/usr/lib/x86_64-linux-gnu"] != nil {
+		t.Errorf("policy.Narrowed(generic) without needs kept %v (removed %d); want index 1 removed", n.FS, removed)
 	}
 }
 

@@ -4,6 +4,7 @@ package observer
 
 import (
 	"context"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -45,12 +46,12 @@ const symlinksPolicy = `[read]
 /var/tmp/lockstep-symlinks
 `
 
-// TestCrossCheckSymlinksHostKernel runs testdata/symlinks-host/script.sh
+// TestCrossCheckSymlinksHostKernel runs engine/testdata/symlinks-host/script.sh
 // observed on this machine's kernel: every object it is refused is named
 // through a symlink the kernel resolves (/proc/mounts, /proc/self,
 // /proc/thread-self, /lib), and the cross-check must find no mismatch and
 // no audit-only record. LOCKSTEP_OBSERVER_CAPTURE=dir keeps the run's trace
-// and records (testdata/symlinks-host).
+// and records (engine/testdata/symlinks-host).
 func TestCrossCheckSymlinksHostKernel(t *testing.T) {
 	needRootAudit(t)
 	var raw lockedBuffer
@@ -70,15 +71,15 @@ func TestCrossCheckSymlinksHostKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := filepath.Join(symlinksWork, "script.sh")
-	src, err := os.ReadFile("testdata/symlinks-host/script.sh")
+	src, err := os.ReadFile("engine/engine/testdata/symlinks-host/script.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(script, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ob, err := RunObserved(t.Context(), Spec{Policy: p, Exe: lockstepBinary(t), Scratch: t.TempDir(), Stem: "symlinks",
-		Kind: "cross-check", LogSubprocesses: true, Collector: col, Wait: DefaultWait, Control: control.Options{NoCreate: true},
+	ob, err := engine.Run(t.Context(), engine.Spec{Policy: p, Exe: lockstepBinary(t), Scratch: t.TempDir(), Stem: "symlinks",
+		Kind: "cross-check", LogSubprocesses: true, Collector: col, Wait: engine.DefaultWait, Control: control.Options{NoCreate: true},
 		Run: func(ctx context.Context, prefix []string) (int, string, error) {
 			cmd := exec.CommandContext(ctx, prefix[0], append(prefix[1:], "/bin/bash", script)...)
 			cmd.Dir = symlinksWork
@@ -89,9 +90,9 @@ func TestCrossCheckSymlinksHostKernel(t *testing.T) {
 			return cmd.ProcessState.ExitCode(), string(out), nil
 		}})
 	if err != nil {
-		t.Fatalf("RunObserved: %v", err)
+		t.Fatalf("engine.Run: %v", err)
 	}
-	if ae := JudgeAudit("cross-check", ob.Audit); ae != nil {
+	if ae := engine.JudgeAudit("cross-check", ob.Audit); ae != nil {
 		t.Fatalf("records: %v", ae)
 	}
 	c := ob.Join
@@ -198,7 +199,7 @@ func observerKeyCase(t *testing.T, name string, joint int) (*observer, exercise.
 		t.Fatalf("ForKey(observer) = %v, %v; want %s among them", found, err, name)
 	}
 	o := &observer{opts: GuestOptions{Key: "observer", PathSets: observerPathSet, ReferenceRuns: 1, JointRuns: joint, Rounds: 3},
-		exe: lockstepBinary(t), work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: DefaultWait, col: col, abi: 10,
+		exe: lockstepBinary(t), work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: engine.DefaultWait, col: col, abi: 10,
 		log: slog.New(slog.DiscardHandler)}
 	o.program = openProgram(t, o.exe)
 	o.runExe = refns.Path(o.program)

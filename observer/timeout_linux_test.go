@@ -4,6 +4,7 @@ package observer
 
 import (
 	"errors"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,12 +60,12 @@ func TestRunBound(t *testing.T) {
 		explicit time.Duration
 		want     time.Duration
 	}{{p, 0, 4 * time.Second}, {p, time.Second, time.Second}, {p, time.Minute, 4 * time.Second}, {none, 0, 0}, {none, time.Minute, time.Minute}} {
-		if got := RunBound(tc.p, tc.explicit); got != tc.want {
+		if got := engine.RunBound(tc.p, tc.explicit); got != tc.want {
 			t.Errorf("RunBound(%v, %s) = %s, want %s", tc.p.Limits, tc.explicit, got, tc.want)
 		}
 	}
-	var te *TimeoutError
-	if !errors.As(error(&TimeoutError{Kind: "joint"}), &te) {
+	var te *engine.TimeoutError
+	if !errors.As(error(&engine.TimeoutError{Kind: "joint"}), &te) {
 		t.Fatal("TimeoutError is not an error")
 	}
 }

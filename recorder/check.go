@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,7 +15,6 @@ import (
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
-	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // CheckRole is the registered role of check's guest side.
@@ -47,14 +47,14 @@ type CheckResult struct {
 	Why    []string `json:"why"`
 	// Regressions are the refusals of calls that succeeded while
 	// recording: call, objects, rights and the audit records.
-	Regressions []observer.Refusal `json:"regressions"`
+	Regressions []engine.Refusal `json:"regressions"`
 	// Others are refusals of objects no recorded call succeeded on.
-	Others []observer.Refusal `json:"others"`
+	Others []engine.Refusal `json:"others"`
 	// Unchecked says what this kernel cannot check (rules above its
 	// Landlock ABI, no audit records below ABI 7).
-	Unchecked   []string              `json:"unchecked"`
-	Observation *observer.Observation `json:"observation,omitempty"`
-	ScriptError string                `json:"script_error,omitempty"`
+	Unchecked   []string            `json:"unchecked"`
+	Observation *engine.Observation `json:"observation,omitempty"`
+	ScriptError string              `json:"script_error,omitempty"`
 }
 
 // CheckOptions configure Check.

@@ -3,6 +3,7 @@ package recorder
 import (
 	"context"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,11 +12,10 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/landlock"
-	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // CheckHere replays the session on this machine (a guest) under the
-// policy with the audit observer (observer.ObserveRun, the observed-run
+// policy with the audit observer (engine.Observe, the observed-run
 // engine) and writes check.json to opts.Out.
 func CheckHere(ctx context.Context, opts CheckGuestOptions) (*CheckResult, error) {
 	sc, err := ParseScript(strings.NewReader(opts.Script))
@@ -34,12 +34,12 @@ func CheckHere(ctx context.Context, opts CheckGuestOptions) (*CheckResult, error
 		return nil, err
 	}
 	if diff := startDiff(opts.Start, *start); diff != "" {
-		r := &CheckResult{Status: StatusFail, Why: []string{fmt.Sprintf("refused: %v: %s", ErrStartDiffers, diff)}, Regressions: []observer.Refusal{},
-			Others: []observer.Refusal{}, Unchecked: []string{"everything: the replay did not start from the recorded state"}}
+		r := &CheckResult{Status: StatusFail, Why: []string{fmt.Sprintf("refused: %v: %s", ErrStartDiffers, diff)}, Regressions: []engine.Refusal{},
+			Others: []engine.Refusal{}, Unchecked: []string{"everything: the replay did not start from the recorded state"}}
 		return r, writeCheck(opts.Out, r)
 	}
 	var scriptErr error
-	o, err := observer.ObserveRun(ctx, observer.HereOptions{Kernel: release(), Policy: p}, func(ctx context.Context, prefix []string) (int, string, error) {
+	o, err := engine.Observe(ctx, engine.HereOptions{Kernel: release(), Policy: p}, func(ctx context.Context, prefix []string) (int, string, error) {
 		res, err := RunSession(ctx, Session{Argv: append(slices.Clone(prefix), opts.Command...), Dir: WorkDir, Env: sessionEnv(), Script: sc})
 		if err != nil {
 			return 0, "", err
@@ -69,8 +69,8 @@ func writeCheck(out string, r *CheckResult) error {
 // call succeeded on, on a script that did not finish, and on an
 // observation that could not be made; it says what the kernel cannot
 // check.
-func judgeReplay(o *observer.Observation, scriptErr error, recorded []string) *CheckResult {
-	r := &CheckResult{Why: []string{}, Regressions: []observer.Refusal{}, Others: []observer.Refusal{}, Unchecked: []string{}, Observation: o}
+func judgeReplay(o *engine.Observation, scriptErr error, recorded []string) *CheckResult {
+	r := &CheckResult{Why: []string{}, Regressions: []engine.Refusal{}, Others: []engine.Refusal{}, Unchecked: []string{}, Observation: o}
 	for _, f := range o.Refusals {
 		if slices.ContainsFunc(f.Objects, func(x string) bool { return slices.Contains(recorded, x) }) {
 			r.Regressions = append(r.Regressions, f)

@@ -3,12 +3,12 @@
 package recorder
 
 import (
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"strings"
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/evidence/attribute"
 	"github.com/lockstep-sandbox/lockstep/evidence/strace"
-	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 func TestStartDiffNamesTheDifference(t *testing.T) {
@@ -31,7 +31,7 @@ func TestStartDiffNamesTheDifference(t *testing.T) {
 // one of an object never recorded does not; a script that did not finish
 // does.
 func TestJudgeReplay(t *testing.T) {
-	o := &observer.Observation{ABI: 10, Audit: true, Refusals: []observer.Refusal{
+	o := &engine.Observation{ABI: 10, Audit: true, Refusals: []engine.Refusal{
 		{Call: "bind", Objects: []string{"40123/udp"}, Rights: []string{"net.bind_udp"}, Audit: []string{"type=LANDLOCK_ACCESS blockers=net.bind_udp"}},
 		{Call: "openat", Objects: []string{"/etc/never-recorded"}, Rights: []string{"fs.read_file"}},
 	}}
@@ -42,14 +42,14 @@ func TestJudgeReplay(t *testing.T) {
 	if w := r.Why[0]; !strings.Contains(w, "bind 40123/udp (net.bind_udp); kernel record: type=LANDLOCK_ACCESS") {
 		t.Errorf("why %q does not name the call, object, right and record", w)
 	}
-	clean := &observer.Observation{ABI: 10, Audit: true}
+	clean := &engine.Observation{ABI: 10, Audit: true}
 	if r := judgeReplay(clean, nil, nil); r.Status != StatusOK {
 		t.Errorf("a clean replay = %+v", r)
 	}
 	if r := judgeReplay(clean, &ScriptError{Step: Step{Line: 4}, Err: ErrExpectTimeout}, nil); r.Status != StatusFail || !strings.Contains(r.Why[0], "script line 4") {
 		t.Errorf("an unfinished replay = %+v", r)
 	}
-	old := &observer.Observation{ABI: 6, AuditReason: "Landlock ABI 6 writes no audit records"}
+	old := &engine.Observation{ABI: 6, AuditReason: "Landlock ABI 6 writes no audit records"}
 	if r := judgeReplay(old, nil, nil); len(r.Unchecked) != 2 {
 		t.Errorf("unchecked on ABI 6 = %q, want the audit records and UDP rows", r.Unchecked)
 	}

@@ -21,6 +21,6 @@
 //     NetworkRules) and writes the policy and its record.
 //   - [Diff] compares a policy with what the sessions used.
 //   - [Check] replays a scripted session in a fresh guest under the
-//     generated policy with the audit observer (observer.RunObserved) and
+//     generated policy with the audit observer (engine.Run) and
 //     fails on each call that succeeded while recording and is now refused.
 package recorder

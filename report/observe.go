@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -71,7 +72,7 @@ func ObservePage(res *observer.HostResult, key, pathSets string, m Meta) *Page {
 		if s.Proof != nil {
 			p.Provenance = append(p.Provenance, KV{"kernel proof", s.Proof.Summary()})
 		}
-		if n := observer.FactorNote(s.TimeFactor); n != "" {
+		if n := engine.FactorNote(s.TimeFactor); n != "" {
 			p.Provenance = append(p.Provenance, KV{"time factor", n + " (the exercise runs'; the containment checks keep the policy's own)"})
 		}
 	}
@@ -175,7 +176,7 @@ func observeVerdict(res *observer.HostResult) (string, string) {
 
 // matchedRefusal is a matched refusal's strace side: its trace line with
 // the line number, else the call, objects and rights.
-func matchedRefusal(r observer.Refusal) string {
+func matchedRefusal(r engine.Refusal) string {
 	if r.Line != "" {
 		return fmt.Sprintf("%d: %s", r.Number, r.Line)
 	}

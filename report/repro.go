@@ -2,10 +2,10 @@ package report
 
 import (
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"strings"
 	"time"
 
-	"github.com/lockstep-sandbox/lockstep/observer"
 	"github.com/lockstep-sandbox/lockstep/repro"
 )
 
@@ -102,7 +102,7 @@ func reproMatrix(res *repro.Result) *Matrix {
 func differenceSection(res *repro.Result, i int, d repro.Difference) Section {
 	s := Section{ID: fmt.Sprintf("difference-%d", i+1), Title: fmt.Sprintf("Difference %d: %s", i+1, d.Kind), Verdict: Differ,
 		Notes: []string{d.Summary}}
-	for side, r := range []*observer.Refusal{d.A, d.B} {
+	for side, r := range []*engine.Refusal{d.A, d.B} {
 		o := res.Kernels[side]
 		switch {
 		case d.Kind == repro.KindUnenforceable:
@@ -130,7 +130,7 @@ func differs(res *repro.Result, side int) bool {
 	return false
 }
 
-func refusalPair(o *observer.Observation, r *observer.Refusal) Pair {
+func refusalPair(o *engine.Observation, r *engine.Refusal) Pair {
 	pr := Pair{Side: o.Kernel, Strace: r.Line, Audit: r.Audit, Kind: "matched"}
 	if pr.Strace == "" {
 		pr.Strace = fmt.Sprintf("%s %s = %s", r.Call, strings.Join(r.Objects, " "), r.Errno)
@@ -144,7 +144,7 @@ func refusalPair(o *observer.Observation, r *observer.Refusal) Pair {
 	return pr
 }
 
-func sideTiming(o *observer.Observation) Timing {
+func sideTiming(o *engine.Observation) Timing {
 	if g := o.Guest; g != nil {
 		return Timing{Label: o.Kernel, Phases: []Phase{{"boot", (g.Timings.Accel + g.Timings.Initramfs + g.Timings.Boot).Seconds()},
 			{"runs", g.Timings.Job.Seconds()}, {"teardown", g.Timings.Shutdown.Seconds()}}}
@@ -152,7 +152,7 @@ func sideTiming(o *observer.Observation) Timing {
 	return Timing{Label: o.Kernel, Phases: []Phase{{"runs", o.Seconds}}}
 }
 
-func sideProvenance(o *observer.Observation) []KV {
+func sideProvenance(o *engine.Observation) []KV {
 	kv := []KV{{o.Kernel + ": release", fmt.Sprintf("%s, Landlock ABI %d", o.Release, o.ABI)}}
 	if g := o.Guest; g != nil {
 		if g.Pin != "" {

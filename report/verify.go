@@ -2,9 +2,9 @@ package report
 
 import (
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"strings"
 
-	"github.com/lockstep-sandbox/lockstep/observer"
 	"github.com/lockstep-sandbox/lockstep/verify"
 )
 
@@ -60,7 +60,7 @@ func VerifyPage(res *verify.Result, m Meta) *Page {
 			if g := res.Cell(ki, 0).Guest; g != nil {
 				kv.Value = fmt.Sprintf("bzImage sha256 %s; %s, %d vCPU, %d MiB, QEMU %s", g.BzImageSHA256, g.Accel, g.VCPUs, g.MemMB, g.QEMUVersion)
 			}
-			if n := observer.FactorNote(res.Cell(ki, 0).TimeFactor); n != "" {
+			if n := engine.FactorNote(res.Cell(ki, 0).TimeFactor); n != "" {
 				kv.Value += "; " + n
 			}
 		}

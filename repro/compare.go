@@ -2,10 +2,9 @@ package repro
 
 import (
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"slices"
 	"strings"
-
-	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // ResultSchema is the version of a Result document (`repro --json`).
@@ -43,20 +42,20 @@ type Difference struct {
 	Objects []string `json:"objects,omitempty"`
 	// A and B are each kernel's refusal of the call; nil where that kernel
 	// allowed it.
-	A *observer.Refusal `json:"a"`
-	B *observer.Refusal `json:"b"`
+	A *engine.Refusal `json:"a"`
+	B *engine.Refusal `json:"b"`
 	// Side is the kernel that could not enforce Rules (0 for A, 1 for B;
 	// unenforceable only).
-	Side  int             `json:"side"`
-	Rules []observer.Rule `json:"rules,omitempty"`
+	Side  int           `json:"side"`
+	Rules []engine.Rule `json:"rules,omitempty"`
 	// Summary says the difference in one line.
 	Summary string `json:"summary"`
 }
 
 // Pair is a refusal both kernels made alike.
 type Pair struct {
-	A observer.Refusal `json:"a"`
-	B observer.Refusal `json:"b"`
+	A engine.Refusal `json:"a"`
+	B engine.Refusal `json:"b"`
 }
 
 // Result is the comparison of two observations.
@@ -65,10 +64,10 @@ type Result struct {
 	// Status is StatusSame, StatusDiffer or StatusIndeterminate.
 	Status int `json:"status"`
 	// Reason says why the result is indeterminate.
-	Reason      string                   `json:"reason,omitempty"`
-	Kernels     [2]*observer.Observation `json:"kernels"`
-	Differences []Difference             `json:"differences"`
-	Same        []Pair                   `json:"same"`
+	Reason      string                 `json:"reason,omitempty"`
+	Kernels     [2]*engine.Observation `json:"kernels"`
+	Differences []Difference           `json:"differences"`
+	Same        []Pair                 `json:"same"`
 	// Command and PolicyHash identify what ran.
 	Command    []string `json:"command"`
 	PolicyHash string   `json:"policy_hash"`
@@ -77,17 +76,17 @@ type Result struct {
 // Compare lines up two observations' refusals call by call. An
 // indeterminate side makes the result indeterminate (its differences are
 // still listed as far as they go).
-func Compare(a, b *observer.Observation) *Result {
+func Compare(a, b *engine.Observation) *Result {
 	a.Normalise()
 	b.Normalise()
-	res := &Result{Schema: ResultSchema, Kernels: [2]*observer.Observation{a, b}, Differences: []Difference{}, Same: []Pair{}}
+	res := &Result{Schema: ResultSchema, Kernels: [2]*engine.Observation{a, b}, Differences: []Difference{}, Same: []Pair{}}
 	unenforceable := len(a.Unenforceable) > 0 || len(b.Unenforceable) > 0
 	for side, o := range res.Kernels {
 		other := res.Kernels[1-side]
-		var only []observer.Rule
+		var only []engine.Rule
 		var names []string
 		for _, r := range o.Unenforceable {
-			if !slices.ContainsFunc(other.Unenforceable, func(x observer.Rule) bool { return x.Rule == r.Rule }) {
+			if !slices.ContainsFunc(other.Unenforceable, func(x engine.Rule) bool { return x.Rule == r.Rule }) {
 				only = append(only, r)
 				names = append(names, r.String())
 			}
@@ -122,7 +121,7 @@ func Compare(a, b *observer.Observation) *Result {
 
 // lineUp pairs the n-th refusal of each (call, layer, objects) on one side
 // with the n-th on the other, in trace order.
-func lineUp(a, b *observer.Observation) ([]Difference, []Pair) {
+func lineUp(a, b *engine.Observation) ([]Difference, []Pair) {
 	diffs, same := []Difference{}, []Pair{}
 	byKey := map[string][]int{}
 	for i := range b.Refusals {
@@ -158,7 +157,7 @@ func lineUp(a, b *observer.Observation) ([]Difference, []Pair) {
 	return diffs, same
 }
 
-func refusedOnOne(a, b *observer.Observation, ra, rb *observer.Refusal) Difference {
+func refusedOnOne(a, b *engine.Observation, ra, rb *engine.Refusal) Difference {
 	r, by, other := ra, a, b
 	if r == nil {
 		r, by, other = rb, b, a
@@ -170,6 +169,6 @@ func refusedOnOne(a, b *observer.Observation, ra, rb *observer.Refusal) Differen
 
 // key is how refusals are lined up across kernels: the same call on the same
 // objects in the same layer.
-func key(r *observer.Refusal) string {
+func key(r *engine.Refusal) string {
 	return r.Call + "\x00" + r.Layer + "\x00" + strings.Join(r.Objects, "\x00")
 }

@@ -1,16 +1,15 @@
 package repro
 
 import (
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
-func load(t *testing.T, name string) *observer.Observation {
+func load(t *testing.T, name string) *engine.Observation {
 	t.Helper()
-	o, err := observer.ReadObservation(filepath.Join("testdata", name))
+	o, err := engine.ReadObservation(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,47 +18,47 @@ func load(t *testing.T, name string) *observer.Observation {
 
 // udpRefused is the 7.2.13 guest's real observation of the UDP bind
 // (Landlock ABI 10 refuses it, net.bind_udp record joined).
-func udpRefused(t *testing.T) *observer.Observation { return load(t, "linux-7.2.13-udp-bind.json") }
+func udpRefused(t *testing.T) *engine.Observation { return load(t, "linux-7.2.13-udp-bind.json") }
 
 func TestCompare(t *testing.T) {
 	tests := []struct {
 		Name       string
-		A, B       func(t *testing.T) *observer.Observation
+		A, B       func(t *testing.T) *engine.Observation
 		Status     int
 		Kinds      []string
 		Same       int
 		InSummary  string
 		ReasonPart string
 	}{
-		{Name: "SameRefusal", A: func(t *testing.T) *observer.Observation { return load(t, "host-6.18.44-tcp-bind.json") },
-			B: func(t *testing.T) *observer.Observation { return load(t, "host-6.18.44-tcp-bind.json") }, Status: StatusSame, Same: 1},
-		{Name: "NothingRefused", A: func(t *testing.T) *observer.Observation { return load(t, "host-6.18.44-udp-bind.json") },
-			B: func(t *testing.T) *observer.Observation { return load(t, "host-6.18.44-udp-bind.json") }, Status: StatusSame},
-		{Name: "UDPBindRefusedOnABI10", A: func(t *testing.T) *observer.Observation { return load(t, "host-6.18.44-udp-bind.json") },
+		{Name: "SameRefusal", A: func(t *testing.T) *engine.Observation { return load(t, "host-6.18.44-tcp-bind.json") },
+			B: func(t *testing.T) *engine.Observation { return load(t, "host-6.18.44-tcp-bind.json") }, Status: StatusSame, Same: 1},
+		{Name: "NothingRefused", A: func(t *testing.T) *engine.Observation { return load(t, "host-6.18.44-udp-bind.json") },
+			B: func(t *testing.T) *engine.Observation { return load(t, "host-6.18.44-udp-bind.json") }, Status: StatusSame},
+		{Name: "UDPBindRefusedOnABI10", A: func(t *testing.T) *engine.Observation { return load(t, "host-6.18.44-udp-bind.json") },
 			B: udpRefused, Status: StatusDiffer, Kinds: []string{KindRefusedOnOne},
 			InSummary: "bind 5000/udp: refused on 7.2.13 (net.bind_udp), allowed on host; granted by [bind] allow 5000 udp"},
-		{Name: "RefusedOnFirstOnly", A: func(t *testing.T) *observer.Observation { return load(t, "host-6.18.44-tcp-bind.json") },
-			B: func(t *testing.T) *observer.Observation { return load(t, "host-6.18.44-udp-bind.json") }, Status: StatusDiffer,
+		{Name: "RefusedOnFirstOnly", A: func(t *testing.T) *engine.Observation { return load(t, "host-6.18.44-tcp-bind.json") },
+			B: func(t *testing.T) *engine.Observation { return load(t, "host-6.18.44-udp-bind.json") }, Status: StatusDiffer,
 			Kinds: []string{KindRefusedOnOne}, InSummary: "refused on host (net.bind_tcp)"},
-		{Name: "OtherRights", A: func(t *testing.T) *observer.Observation { return load(t, "host-6.18.44-tcp-bind.json") },
-			B: func(t *testing.T) *observer.Observation {
+		{Name: "OtherRights", A: func(t *testing.T) *engine.Observation { return load(t, "host-6.18.44-tcp-bind.json") },
+			B: func(t *testing.T) *engine.Observation {
 				o := load(t, "host-6.18.44-tcp-bind.json")
 				o.Refusals[0].Rights = []string{"net.bind_tcp", "net.connect_tcp"}
 				return o
 			}, Status: StatusDiffer, Kinds: []string{KindRights}},
-		{Name: "UDPRuleUnenforceableOnHost", A: func(t *testing.T) *observer.Observation { return load(t, "host-6.18.44-udp-allow.json") },
-			B: func(t *testing.T) *observer.Observation {
+		{Name: "UDPRuleUnenforceableOnHost", A: func(t *testing.T) *engine.Observation { return load(t, "host-6.18.44-udp-allow.json") },
+			B: func(t *testing.T) *engine.Observation {
 				o := load(t, "host-6.18.44-udp-bind.json")
 				o.Kernel, o.ABI = "7.2.13", 10
 				return o
 			}, Status: StatusDiffer, Kinds: []string{KindUnenforceable},
 			InSummary: "host (Landlock ABI 7) cannot enforce [bind] allow 5000 udp (needs Landlock ABI 10); nothing ran there"},
-		{Name: "UnenforceableOnBoth", A: func(t *testing.T) *observer.Observation { return load(t, "host-6.18.44-udp-allow.json") },
-			B: func(t *testing.T) *observer.Observation { return load(t, "host-6.18.44-udp-allow.json") }, Status: StatusIndeterminate,
+		{Name: "UnenforceableOnBoth", A: func(t *testing.T) *engine.Observation { return load(t, "host-6.18.44-udp-allow.json") },
+			B: func(t *testing.T) *engine.Observation { return load(t, "host-6.18.44-udp-allow.json") }, Status: StatusIndeterminate,
 			ReasonPart: "nothing ran on either"},
-		{Name: "IndeterminateSide", A: func(t *testing.T) *observer.Observation { return load(t, "host-6.18.44-tcp-bind.json") },
-			B: func(t *testing.T) *observer.Observation {
-				return &observer.Observation{Schema: observer.ObservationSchema, Kernel: "7.2.13", Indeterminate: "the guest did not report: boot timed out"}
+		{Name: "IndeterminateSide", A: func(t *testing.T) *engine.Observation { return load(t, "host-6.18.44-tcp-bind.json") },
+			B: func(t *testing.T) *engine.Observation {
+				return &engine.Observation{Schema: engine.ObservationSchema, Kernel: "7.2.13", Indeterminate: "the guest did not report: boot timed out"}
 			}, Status: StatusIndeterminate, Kinds: []string{KindRefusedOnOne}, ReasonPart: "7.2.13: the guest did not report"},
 	}
 	for _, tt := range tests {

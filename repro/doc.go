@@ -5,17 +5,17 @@
 // machine's running kernel, observed in-process), a kernel pin (built and
 // cached by package kernel) or a bzImage file; the last two boot a
 // throwaway guest through package harness, whose job is repro's guest side
-// ([Guest], the role [GuestRole]): the same [observer.ObserveHere] that
+// ([Guest], the role [GuestRole]): the same [engine.ObserveHere] that
 // observes the host.
 //
 // # One side
 //
-// [observer.ObserveHere], on observer's one observed-run engine
-// ([observer.RunObserved]), runs the command as `strace -f … lockstep run -q
+// [engine.ObserveHere], on observer's one observed-run engine
+// ([engine.Run]), runs the command as `strace -f … lockstep run -q
 // [--log-subprocesses] --config policy.cfg -- cmd…`. Where the kernel offers
 // Landlock audit records (ABI 7 or more, and root), it registers as the
 // audit daemon first (observer/audit) and joins each strace refusal with
-// its records through observer.CrossCheck, the observer's own matching.
+// its records through engine.CrossCheck, the observer's own matching.
 // Refusals are the calls strace saw fail inside the enforcer's domain that
 // package evidence/attribute puts in the filesystem or network layer and the
 // control replay (evidence/control) confirms would have succeeded unsandboxed.

@@ -2,11 +2,10 @@ package repro
 
 import (
 	"encoding/json"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // FuzzObservation feeds guest-written observation documents (outside input
@@ -22,14 +21,14 @@ func FuzzObservation(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		o, err := observer.ParseObservation("fuzz", b)
+		o, err := engine.ParseObservation("fuzz", b)
 		if err != nil {
 			if o != nil {
 				t.Fatalf("ReadObservation = %+v, %v: an error with a result", o, err)
 			}
 			return
 		}
-		var twin observer.Observation
+		var twin engine.Observation
 		if err := json.Unmarshal(b, &twin); err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +40,7 @@ func FuzzObservation(f *testing.F) {
 }
 
 func BenchmarkCompare(b *testing.B) {
-	a, err := observer.ReadObservation("testdata/host-6.18.44-tcp-bind.json")
+	a, err := engine.ReadObservation("testdata/host-6.18.44-tcp-bind.json")
 	if err != nil {
 		b.Fatal(err)
 	}

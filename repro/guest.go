@@ -6,13 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
-	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // GuestRole is the registered role (proto.EnvRole) of repro's guest side:
@@ -33,16 +33,16 @@ type GuestOptions struct {
 	Policy  *policy.Policy `json:"-"`
 	Command []string       `json:"command"`
 	// Wait bounds the wait for domain deallocation records; 0 is
-	// observer.DefaultWait.
+	// engine.DefaultWait.
 	Wait time.Duration `json:"wait,omitempty"`
 	// Out receives ObservationFile.
 	Out string `json:"out"`
 }
 
 // Guest observes the command under the policy on the running kernel
-// (observer.ObserveHere, in the current directory) and writes the
+// (engine.ObserveHere, in the current directory) and writes the
 // observation to Out as ObservationFile.
-func Guest(ctx context.Context, opts GuestOptions) (*observer.Observation, error) {
+func Guest(ctx context.Context, opts GuestOptions) (*engine.Observation, error) {
 	p := opts.Policy
 	if p == nil {
 		var err error
@@ -53,7 +53,7 @@ func Guest(ctx context.Context, opts GuestOptions) (*observer.Observation, error
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return nil, err
 	}
-	o, err := observer.ObserveHere(ctx, observer.HereOptions{Kernel: opts.Kernel, Policy: p, Command: opts.Command, Wait: opts.Wait})
+	o, err := engine.ObserveHere(ctx, engine.HereOptions{Kernel: opts.Kernel, Policy: p, Command: opts.Command, Wait: opts.Wait})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@
 package repro
 
 import (
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
-	"github.com/lockstep-sandbox/lockstep/observer"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
@@ -85,7 +85,7 @@ func needHost(t *testing.T) int {
 // sees it inside the domain, and its net.bind_tcp record is joined to it.
 func TestObserveHereTCPBind(t *testing.T) {
 	needHost(t)
-	o, err := observer.ObserveHere(t.Context(), observer.HereOptions{Policy: hostPolicy(t, "udp.cfg"), Command: []string{"/usr/bin/python3", "-c", pyTCP},
+	o, err := engine.ObserveHere(t.Context(), engine.HereOptions{Policy: hostPolicy(t, "udp.cfg"), Command: []string{"/usr/bin/python3", "-c", pyTCP},
 		Exe: lockstepBinary(t), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestObserveHereTCPBind(t *testing.T) {
 func TestObserveHereUDPRuleBelowABI10(t *testing.T) {
 	needHost(t)
 	featuretest.RequireWithout(t, featuretest.LandlockUDP)
-	o, err := observer.ObserveHere(t.Context(), observer.HereOptions{Policy: hostPolicy(t, "udp.cfg", "udp-allow.cfg"),
+	o, err := engine.ObserveHere(t.Context(), engine.HereOptions{Policy: hostPolicy(t, "udp.cfg", "udp-allow.cfg"),
 		Command: []string{"/usr/bin/python3", "-c", pyUDP}, Exe: lockstepBinary(t), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ package repro
 import (
 	"context"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"io"
 	"log/slog"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
-	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // guestPolicyDir is where a guest side finds the policy.
@@ -49,7 +49,7 @@ type HostOptions struct {
 	// the accel factor, 60 s under TCG, which a loaded machine can pass).
 	harness.Sizing
 	// Wait bounds the wait for domain deallocation records; 0 is
-	// observer.DefaultWait.
+	// engine.DefaultWait.
 	Wait time.Duration
 	// Stderr receives the guests' progress; nil discards it.
 	Stderr  io.Writer
@@ -89,7 +89,7 @@ func Host(ctx context.Context, opts HostOptions) (*Result, error) {
 		}
 		return finish(opts, a, b), nil
 	}
-	var obs [2]*observer.Observation
+	var obs [2]*engine.Observation
 	var errs [2]error
 	var wg sync.WaitGroup
 	for i, k := range opts.Kernels {
@@ -108,7 +108,7 @@ func Host(ctx context.Context, opts HostOptions) (*Result, error) {
 	return finish(opts, obs[0], obs[1]), nil
 }
 
-func finish(opts HostOptions, a, b *observer.Observation) *Result {
+func finish(opts HostOptions, a, b *engine.Observation) *Result {
 	res := Compare(a, b)
 	res.Command, res.PolicyHash = opts.Command, opts.Policy.Hash()
 	return res
@@ -116,12 +116,12 @@ func finish(opts HostOptions, a, b *observer.Observation) *Result {
 
 // observeSide observes the command on k, with a progress line as it
 // starts and one as it ends: a side can take minutes (a guest under TCG).
-func observeSide(ctx context.Context, opts HostOptions, k Kernel) (*observer.Observation, error) {
-	var o *observer.Observation
+func observeSide(ctx context.Context, opts HostOptions, k Kernel) (*engine.Observation, error) {
+	var o *engine.Observation
 	var err error
 	if k.BzImage == "" {
 		opts.Log.Info(k.Name + ": observing the command on this machine's kernel")
-		o, err = observer.ObserveHere(ctx, observer.HereOptions{Kernel: k.Name, Policy: opts.Policy, Command: opts.Command, Exe: opts.Exe,
+		o, err = engine.ObserveHere(ctx, engine.HereOptions{Kernel: k.Name, Policy: opts.Policy, Command: opts.Command, Exe: opts.Exe,
 			Dir: opts.Dir, Wait: opts.Wait, Log: opts.Log})
 	} else {
 		opts.Log.Info(k.Name + ": observing the command in a guest")
@@ -140,7 +140,7 @@ func observeSide(ctx context.Context, opts HostOptions, k Kernel) (*observer.Obs
 // observeGuest boots k with repro's guest side (GuestRole) as the job and
 // reads its observation from the results. A guest that does not report is
 // an indeterminate observation, not an error.
-func observeGuest(ctx context.Context, opts HostOptions, k Kernel) (*observer.Observation, error) {
+func observeGuest(ctx context.Context, opts HostOptions, k Kernel) (*engine.Observation, error) {
 	dir, err := os.MkdirTemp("", "lockstep-repro-guest.")
 	if err != nil {
 		return nil, fmt.Errorf("repro: %w", err)
@@ -166,9 +166,9 @@ func observeGuest(ctx context.Context, opts HostOptions, k Kernel) (*observer.Ob
 		return nil, fmt.Errorf("repro: %w", err)
 	}
 	run, err := harness.Run(ctx, hopts)
-	o, rerr := observer.ReadObservation(filepath.Join(results, ObservationFile))
+	o, rerr := engine.ReadObservation(filepath.Join(results, ObservationFile))
 	if rerr != nil {
-		o = &observer.Observation{Schema: observer.ObservationSchema, Kernel: k.Name}
+		o = &engine.Observation{Schema: engine.ObservationSchema, Kernel: k.Name}
 		switch {
 		case err != nil:
 			o.Indeterminate = fmt.Sprintf("the guest did not report: %v", err)
@@ -183,7 +183,7 @@ func observeGuest(ctx context.Context, opts HostOptions, k Kernel) (*observer.Ob
 		o.Indeterminate = fmt.Sprintf("the guest run failed after reporting: %v", err)
 	}
 	if run != nil {
-		o.Guest = observer.NewGuestInfo(k.Pin, k.BzImage, run)
+		o.Guest = engine.NewGuestInfo(k.Pin, k.BzImage, run)
 	}
 	return o, nil
 }

@@ -15,7 +15,7 @@
 //     (every layer, the policy's limits): joint verification holds when each
 //     run's verdict is the reference's;
 //  4. if it did not hold: one diagnosis run under strace and, where the
-//     kernel offers them (ABI 7+), Landlock's audit records (observer.ObserveRun),
+//     kernel offers them (ABI 7+), Landlock's audit records (engine.Observe),
 //     naming each refused call, its object, rights, record and granting row
 //     → fail;
 //  5. if it held: the containment checks (evidence/contain) under the policy

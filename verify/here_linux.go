@@ -5,6 +5,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -21,7 +22,6 @@ import (
 	"github.com/lockstep-sandbox/lockstep/evidence/verdict"
 	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
-	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // HereOptions configures Here, one cell on the running kernel.
@@ -42,10 +42,10 @@ type HereOptions struct {
 	// exercise.DefaultWorkDir.
 	WorkDir string
 	// RunTimeout bounds each run below the policy's own timeout limit
-	// (observer.RunBound); with neither, the exercise package's default.
+	// (engine.RunBound); with neither, the exercise package's default.
 	RunTimeout time.Duration
 	// TimeFactor multiplies the policy's timeout and cpu limits for the
-	// reference, joint and diagnosis runs (observer.TimeFactor: a guest
+	// reference, joint and diagnosis runs (engine.TimeFactor: a guest
 	// under TCG runs several times slower than the machine that measured
 	// them); the containment checks keep the policy's own. 0 is 1.
 	TimeFactor int
@@ -84,7 +84,7 @@ func Here(ctx context.Context, opts HereOptions) (*Cell, error) {
 	early := contain.StartEarly(ctx, opts.Policy, containSetup(opts), contain.TimeoutCheck)
 	defer early.Stop()
 	timed := c.timed(opts, ex.Name)
-	bound := observer.RunBound(timed, opts.RunTimeout)
+	bound := engine.RunBound(timed, opts.RunTimeout)
 	run := runner(ctx, ex, opts, bound)
 	opts.Progress("%s: reference run", ex.Name)
 	ref, err := run(nil)
@@ -128,7 +128,7 @@ func (c *Cell) timed(opts HereOptions, name string) *policy.Policy {
 	}
 	c.TimeFactor = opts.TimeFactor
 	opts.Progress("%s: time factor %d: the runs' timeout and cpu limits are the policy's ×%d (TCG); the containment checks keep the policy's own", name, opts.TimeFactor, opts.TimeFactor)
-	return observer.Slowed(opts.Policy, opts.TimeFactor)
+	return engine.Slowed(opts.Policy, opts.TimeFactor)
 }
 
 // noReference records the reference run and reports whether it is none:
@@ -157,7 +157,7 @@ func runner(ctx context.Context, ex *exercise.Exercise, opts HereOptions, bound 
 	return func(prefix []string) (*exercise.Result, error) {
 		ro := exercise.RunOptions{WorkDir: opts.WorkDir, Prefix: prefix, Timeout: bound, Log: opts.Log}
 		if prefix != nil && bound != 0 {
-			ro.Timeout += observer.PrefixGrace
+			ro.Timeout += engine.PrefixGrace
 		}
 		if prefix == nil {
 			ro.Isolate = &exercise.Isolation{Program: opts.program, ReadOnly: []string{proto.RunDir, opts.Exercises}}
@@ -173,7 +173,7 @@ func outOfTime(kind string, bound time.Duration, factor int) string {
 	if bound == 0 {
 		bound = exercise.DefaultTimeout
 	}
-	return (&observer.TimeoutError{Kind: kind, Limit: bound, Factor: factor}).Error()
+	return (&engine.TimeoutError{Kind: kind, Limit: bound, Factor: factor}).Error()
 }
 
 // onlyTimedOut reports whether every joint run that disagreed with the
@@ -225,7 +225,7 @@ func (opts *HereOptions) setDefaults() error {
 func (c *Cell) unenforceable(p *policy.Policy) bool {
 	row, _ := enforcer.Row(c.ABI)
 	for _, u := range enforcer.CheckEnforceable(p, row) {
-		c.Unenforceable = append(c.Unenforceable, observer.Rule{Rule: u.Rule, NeedABI: u.NeedABI, Why: u.Why})
+		c.Unenforceable = append(c.Unenforceable, engine.Rule{Rule: u.Rule, NeedABI: u.NeedABI, Why: u.Why})
 	}
 	if len(c.Unenforceable) == 0 {
 		return false
@@ -260,7 +260,7 @@ func (c *Cell) jointRuns(opts HereOptions, name string, run runFunc, ref *exerci
 // be observed.
 func (c *Cell) diagnose(ctx context.Context, opts HereOptions, timed *policy.Policy, name string, run runFunc) error {
 	opts.Progress("%s: a joint run disagreed with the reference: diagnosis run (strace + audit where offered)", name)
-	obs, err := observer.ObserveRun(ctx, observer.HereOptions{Kernel: opts.Kernel, Policy: timed, Exe: opts.runExe, Log: opts.Log},
+	obs, err := engine.Observe(ctx, engine.HereOptions{Kernel: opts.Kernel, Policy: timed, Exe: opts.runExe, Log: opts.Log},
 		func(ctx context.Context, prefix []string) (int, string, error) {
 			res, err := run(prefix)
 			if err != nil {
@@ -303,7 +303,7 @@ func (c *Cell) checkContainment(ctx context.Context, opts HereOptions, name stri
 	return nil
 }
 
-func failWhy(obs *observer.Observation) string {
+func failWhy(obs *engine.Observation) string {
 	if len(obs.Refusals) == 0 {
 		return fmt.Sprintf("the joint runs disagreed with the reference, and the diagnosis run (status %d) saw no Landlock refusal", obs.Status)
 	}

@@ -5,6 +5,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"io"
 	"log/slog"
 	"os"
@@ -16,7 +17,6 @@ import (
 	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
-	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // Guest paths of the host's inputs.
@@ -53,7 +53,7 @@ type HostOptions struct {
 	// JointRuns: 0 is DefaultJointRuns.
 	JointRuns int
 	// TCGTimeFactor is each guest's time factor under TCG
-	// (GuestOptions.TCGTimeFactor); 0 is observer.DefaultTCGTimeFactor.
+	// (GuestOptions.TCGTimeFactor); 0 is engine.DefaultTCGTimeFactor.
 	TCGTimeFactor int
 	// Parallel bounds the guests at once; 0 is as many as the host's CPUs
 	// allow (harness.NewPool), 1 runs them one after another.
@@ -251,7 +251,7 @@ func runCells(ctx context.Context, opts HostOptions, res *Result, runs []harness
 
 // factorNote is " (time limits ×N under TCG)" for a factor above 1.
 func factorNote(factor int) string {
-	if n := observer.FactorNote(factor); n != "" {
+	if n := engine.FactorNote(factor); n != "" {
 		return " (" + n + ")"
 	}
 	return ""
@@ -289,7 +289,7 @@ func cellOf(results string, res *Result, i int, run *harness.Result, err error) 
 		c.Verdict, c.Why = Indeterminate, fmt.Sprintf("the guest exited %d after writing a passing cell", run.Status)
 	}
 	if run != nil {
-		c.Guest = observer.NewGuestInfo(k.Pin, k.BzImage, run)
+		c.Guest = engine.NewGuestInfo(k.Pin, k.BzImage, run)
 	}
 	c.normalise()
 	return c

@@ -3,9 +3,9 @@ package verify
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
-	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // Schema versions of a Cell and a Result.
@@ -76,10 +76,10 @@ type Cell struct {
 	// (HostOptions.Layers that apply to it; set by the host).
 	Layers []string `json:"layers,omitempty"`
 	// Unenforceable are the rules the kernel could not enforce.
-	Unenforceable []observer.Rule `json:"unenforceable"`
+	Unenforceable []engine.Rule `json:"unenforceable"`
 	// Diagnosis is the observed run after a joint run disagreed: its
 	// refusals (each with its audit records and granting rows).
-	Diagnosis *observer.Observation `json:"diagnosis,omitempty"`
+	Diagnosis *engine.Observation `json:"diagnosis,omitempty"`
 	// Containment are the containment checks (after joint verification
 	// held).
 	Containment []Check `json:"containment"`
@@ -88,7 +88,7 @@ type Cell struct {
 	// report.
 	Console []string `json:"console,omitempty"`
 	// Guest is the guest's provenance and timings (set by the host).
-	Guest *observer.GuestInfo `json:"guest,omitempty"`
+	Guest *engine.GuestInfo `json:"guest,omitempty"`
 }
 
 // JointRun is one run under the policy.
@@ -191,7 +191,7 @@ func (c *Cell) normalise() {
 		c.Joint = []JointRun{}
 	}
 	if c.Unenforceable == nil {
-		c.Unenforceable = []observer.Rule{}
+		c.Unenforceable = []engine.Rule{}
 	}
 	if c.Containment == nil {
 		c.Containment = []Check{}

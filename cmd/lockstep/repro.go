@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"log/slog"
 	"strings"
 	"time"
@@ -12,7 +13,6 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/kernel"
-	"github.com/lockstep-sandbox/lockstep/observer"
 	"github.com/lockstep-sandbox/lockstep/report"
 	"github.com/lockstep-sandbox/lockstep/repro"
 )
@@ -191,7 +191,7 @@ func printRepro(io *stdio, res *repro.Result) {
 	}
 	for i, d := range res.Differences {
 		fmt.Fprintf(io.out, "\ndifference %d (%s): %s\n", i+1, d.Kind, d.Summary)
-		for side, r := range []*observer.Refusal{d.A, d.B} {
+		for side, r := range []*engine.Refusal{d.A, d.B} {
 			k := res.Kernels[side].Kernel
 			switch {
 			case d.Kind == repro.KindUnenforceable:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"io"
 	"os"
 	"sort"
@@ -15,7 +16,6 @@ import (
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
-	"github.com/lockstep-sandbox/lockstep/observer"
 )
 
 // stdio carries the streams and terminal facts a verb may use; tests fill it
@@ -221,7 +221,7 @@ const maxTCGTimeFactor = 100
 // tcgTimeFactorFlag is --tcg-time-factor of the verbs that time exercise
 // runs in guests (observe, verify).
 func tcgTimeFactorFlag(fs *flag.FlagSet) *int {
-	return fs.Int("tcg-time-factor", observer.DefaultTCGTimeFactor,
+	return fs.Int("tcg-time-factor", engine.DefaultTCGTimeFactor,
 		"under TCG, multiply the exercise runs' timeout and cpu limits by `N` (1 keeps the policy's; not the containment checks')")
 }
 
@@ -237,9 +237,9 @@ func checkGuestFlags(accel string, tcgFactor int) error {
 	return nil
 }
 
-// timeFactorNote is sep and observer.FactorNote for a factor above 1, else "".
+// timeFactorNote is sep and engine.FactorNote for a factor above 1, else "".
 func timeFactorNote(sep string, factor int) string {
-	if n := observer.FactorNote(factor); n != "" {
+	if n := engine.FactorNote(factor); n != "" {
 		return sep + n
 	}
 	return ""

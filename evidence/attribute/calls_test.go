@@ -29,7 +29,7 @@ func TestTraceCallsAttributeAlike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, "../../observer/testdata/crosscheck-host/trace.txt")
+	files = append(files, "../../observer/engine/testdata/crosscheck-host/trace.txt")
 	if len(files) < 8 {
 		t.Fatalf("found %d captures, want the 8 of testdata/strace and the observer's", len(files))
 	}

@@ -1,9 +1,10 @@
-package observer
+package engine
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/harness"
@@ -13,8 +14,12 @@ import (
 // ObservationSchema is the version of an Observation document.
 const ObservationSchema = 1
 
+// DefaultWait is how long an observed run waits for its audit records when
+// its options name no wait.
+const DefaultWait = 30 * time.Second
+
 // Observation is what one kernel did with the command under the policy, as
-// one observed run (ObserveHere, ObserveRun) showed it: the document repro
+// one observed run (ObserveHere, Observe) showed it: the document repro
 // compares across kernels and verify's diagnosis carries.
 type Observation struct {
 	Schema int `json:"schema"`

@@ -1,4 +1,4 @@
-package observer
+package engine
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 )
 
 // Spec is one observed run: a policy, the lockstep binary that applies it
-// and a runner for the command; RunObserved does the rest.
+// and a runner for the command; Run does the rest.
 type Spec struct {
 	Policy *policy.Policy
 	// Exe is the lockstep binary whose run verb applies Policy.
@@ -37,7 +37,7 @@ type Spec struct {
 	// Control configures the replay that confirms each refusal would have
 	// succeeded unsandboxed.
 	Control control.Options
-	// Run runs the command behind the prefix RunObserved builds.
+	// Run runs the command behind the prefix Run builds.
 	Run RunFunc
 }
 
@@ -87,14 +87,15 @@ type StageError struct {
 func (e *StageError) Error() string { return e.Err.Error() }
 func (e *StageError) Unwrap() error { return e.Err }
 
-// RunObserved is the one observed-run engine: it writes the policy, opens
+// Run is the one observed-run engine, and returns its raw result
+// ([Observed]; [Observe] renders it as a document): it writes the policy, opens
 // the run's audit window when there is a collector, runs the command under
 // strace and the enforcer, attributes the trace, closes the window on the
 // processes strace saw and joins the two views. Errors after the command
 // was started are *StageError and come with what was learned so far (the
 // status and output from StageTrace on); judging the result (JudgeAudit,
 // an indeterminate observation) is the caller's.
-func RunObserved(ctx context.Context, s Spec) (*Observed, error) {
+func Run(ctx context.Context, s Spec) (*Observed, error) {
 	base := filepath.Join(s.Scratch, s.Stem)
 	if err := os.WriteFile(base+".cfg", s.Policy.Render(), 0o644); err != nil {
 		return nil, err

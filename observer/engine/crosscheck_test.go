@@ -1,4 +1,4 @@
-package observer
+package engine
 
 import (
 	"bufio"
@@ -230,7 +230,7 @@ func BenchmarkCrossCheck(b *testing.B) {
 // with one line cut short (a strace line the parser cannot read) aborts the
 // run, naming the line, instead of leaving its refusal uncompared.
 func TestJudgeTrace(t *testing.T) {
-	src, err := os.ReadFile("../testdata/strace/basic.strace")
+	src, err := os.ReadFile("../../testdata/strace/basic.strace")
 	if err != nil {
 		t.Fatal(err)
 	}

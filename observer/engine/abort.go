@@ -1,4 +1,4 @@
-package observer
+package engine
 
 import (
 	"fmt"
@@ -17,16 +17,18 @@ type AbortError struct {
 
 func (e *AbortError) Error() string { return e.Reason }
 
-func abortf(evidence map[string]any, format string, args ...any) *AbortError {
+// Abortf is an AbortError whose reason is the formatted text and whose
+// evidence is evidence.
+func Abortf(evidence map[string]any, format string, args ...any) *AbortError {
 	if evidence == nil {
 		evidence = map[string]any{}
 	}
-	return &AbortError{Reason: oneLine(fmt.Sprintf(format, args...)), Evidence: evidence}
+	return &AbortError{Reason: OneLine(fmt.Sprintf(format, args...)), Evidence: evidence}
 }
 
-// recordsLost is in the reason of every run whose records cannot be trusted
+// RecordsLost is in the reason of every run whose records cannot be trusted
 // as complete.
-const recordsLost = "records were lost"
+const RecordsLost = "records were lost"
 
 // JudgeAudit returns nil when a run's records can be trusted as complete,
 // and otherwise an abort naming the run and every problem: a lost counter
@@ -35,7 +37,7 @@ const recordsLost = "records were lost"
 // verified.
 func JudgeAudit(phase string, rr *audit.RunResult) *AbortError {
 	if rr == nil {
-		return abortf(nil, "the %s run has no audit result: %s", phase, recordsLost)
+		return Abortf(nil, "the %s run has no audit result: %s", phase, RecordsLost)
 	}
 	if !rr.Indeterminate() && len(rr.Pending) == 0 && rr.LostAfter == rr.LostBefore {
 		return nil
@@ -44,8 +46,8 @@ func JudgeAudit(phase string, rr *audit.RunResult) *AbortError {
 	if rr.LostAfter != rr.LostBefore && len(problems) == 0 {
 		problems = append(problems, fmt.Sprintf("the kernel's lost counter moved from %d to %d", rr.LostBefore, rr.LostAfter))
 	}
-	return abortf(map[string]any{"problems": problems, "lost_before": rr.LostBefore, "lost_after": rr.LostAfter},
-		"the audit records of the %s run cannot be trusted, %s or a barrier is missing: %s", phase, recordsLost, strings.Join(problems, "; "))
+	return Abortf(map[string]any{"problems": problems, "lost_before": rr.LostBefore, "lost_after": rr.LostAfter},
+		"the audit records of the %s run cannot be trusted, %s or a barrier is missing: %s", phase, RecordsLost, strings.Join(problems, "; "))
 }
 
 // JudgeTrace returns nil when every line of a run's trace was read, and
@@ -61,10 +63,11 @@ func JudgeTrace(phase string, errs []*strace.SyntaxError) *AbortError {
 	for _, e := range errs[:min(len(errs), 3)] {
 		lines = append(lines, e.Error())
 	}
-	return abortf(map[string]any{"unread_lines": len(errs), "first": lines},
+	return Abortf(map[string]any{"unread_lines": len(errs), "first": lines},
 		"the trace of the %s run has %d line(s) the parser could not read, so strace's side is incomplete: %s", phase, len(errs), strings.Join(lines, "; "))
 }
 
-func oneLine(s string) string {
+// OneLine is s on one line: every line break becomes a space.
+func OneLine(s string) string {
 	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
 }

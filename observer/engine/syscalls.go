@@ -1,4 +1,4 @@
-package observer
+package engine
 
 // archX8664 is the audit architecture of x86_64 (AUDIT_ARCH_X86_64).
 const archX8664 = "c000003e"

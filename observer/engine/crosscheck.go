@@ -1,4 +1,4 @@
-package observer
+package engine
 
 import (
 	"fmt"
@@ -192,21 +192,21 @@ func agrees(r *attribute.Refusal, objs []string, d *audit.Denial) bool {
 		return true
 	case attribute.Network:
 		for _, n := range r.Net {
-			if slices.Equal(a.Blockers, []string{string(n.Right)}) && netPort(a, n.Section) == n.Port {
+			if slices.Equal(a.Blockers, []string{string(n.Right)}) && NetPort(a, n.Section) == n.Port {
 				return true
 			}
 		}
 	case attribute.Fixed:
-		// A device ioctl no policy of the pruner's grants (RunObserved
+		// A device ioctl no policy of the pruner's grants (Run
 		// passes only those refused with EACCES).
 		return r.Op == "ioctl" && slices.Contains(objs, a.Path) && slices.Equal(a.Blockers, []string{string(landlock.IoctlDev)})
 	}
 	return false
 }
 
-// netPort is the port a network record names: the address a bind asked for
+// NetPort is the port a network record names: the address a bind asked for
 // (src=, or lport= of an autobind), the one a connect or send asked for (dest=).
-func netPort(a *audit.Access, s policy.Section) int {
+func NetPort(a *audit.Access, s policy.Section) int {
 	if s == policy.Bind {
 		if a.Src != 0 {
 			return int(a.Src)
@@ -230,7 +230,7 @@ func mismatch(r *attribute.Refusal, objs []string, recs []*denial) kvmrecord.Mis
 		for _, n := range r.Net {
 			m.Sections = append(m.Sections, string(n.Section))
 		}
-		m.Sections = uniqueSorted(m.Sections)
+		m.Sections = UniqueSorted(m.Sections)
 	}
 	for _, d := range recs {
 		if d.used {
@@ -256,7 +256,7 @@ func refusalObjects(r *attribute.Refusal) []string {
 	for _, n := range r.Net {
 		o = append(o, strconv.Itoa(n.Port)+"/"+string(n.Transport))
 	}
-	return uniqueSorted(o)
+	return UniqueSorted(o)
 }
 
 // objects names a record's object as refusalObjects does.
@@ -270,7 +270,7 @@ func objects(d *audit.Denial) []string {
 		if r.Class() != landlock.ClassNet {
 			continue
 		}
-		return []string{fmt.Sprintf("%d/%s", netPort(a, policy.Section(r.Section())), r.Transport())}
+		return []string{fmt.Sprintf("%d/%s", NetPort(a, policy.Section(r.Section())), r.Transport())}
 	}
 	return []string{}
 }
@@ -285,7 +285,7 @@ func sections(blockers []string) []string {
 			s = append(s, sec)
 		}
 	}
-	return uniqueSorted(s)
+	return UniqueSorted(s)
 }
 
 func sectionNames(secs []policy.Section) []string {
@@ -293,10 +293,12 @@ func sectionNames(secs []policy.Section) []string {
 	for _, sec := range secs {
 		s = append(s, string(sec))
 	}
-	return uniqueSorted(s)
+	return UniqueSorted(s)
 }
 
-func uniqueSorted(s []string) []string {
+// UniqueSorted sorts s in place and drops its duplicates; nil becomes an
+// empty list, which JSON writes as [].
+func UniqueSorted(s []string) []string {
 	if s == nil {
 		return []string{}
 	}

@@ -1,9 +1,7 @@
-package observer
+package policy
 
 import (
 	"sort"
-
-	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 )
 
 // Narrowed returns the cross-check run's policy: p's filesystem entries sorted
@@ -13,11 +11,11 @@ import (
 // removed is the number of filesystem entries taken out.
 //
 // Unlike Phobos's, an entry that grants one of needed (the files starting
-// the exercise's interpreter needs, StartNeeds) is never removed: without it
+// the exercise's interpreter needs, as observer.StartNeeds finds them) is never removed: without it
 // the run stops before the command starts and nothing can be compared. When
 // that leaves nothing removed, the first entry no needed file depends on goes
 // instead, so the cross-check still provokes refusals.
-func Narrowed(p *policy.Policy, needed ...string) (n *policy.Policy, removed int) {
+func Narrowed(p *Policy, needed ...string) (n *Policy, removed int) {
 	paths := make([]string, 0, len(p.FS))
 	for path := range p.FS {
 		paths = append(paths, path)
@@ -25,7 +23,7 @@ func Narrowed(p *policy.Policy, needed ...string) (n *policy.Policy, removed int
 	sort.Strings(paths)
 	critical := func(path string) bool {
 		for _, f := range needed {
-			if f == path || policy.Beneath(f, path) {
+			if f == path || Beneath(f, path) {
 				return true
 			}
 		}
@@ -50,11 +48,11 @@ func Narrowed(p *policy.Policy, needed ...string) (n *policy.Policy, removed int
 			}
 		}
 	}
-	n = &policy.Policy{
-		FS:       make(map[string]map[policy.Section]bool, len(paths)),
-		Connect:  append([]policy.ConnectRule(nil), p.Connect...),
-		Bind:     append([]policy.BindRule(nil), p.Bind...),
-		Limits:   map[policy.LimitKey]policy.Limit{},
+	n = &Policy{
+		FS:       make(map[string]map[Section]bool, len(paths)),
+		Connect:  append([]ConnectRule(nil), p.Connect...),
+		Bind:     append([]BindRule(nil), p.Bind...),
+		Limits:   map[LimitKey]Limit{},
 		Comments: map[string]string{},
 		Header:   []string{"the observer's cross-check policy: every second filesystem entry removed, no limits"},
 	}
@@ -63,7 +61,7 @@ func Narrowed(p *policy.Policy, needed ...string) (n *policy.Policy, removed int
 			removed++
 			continue
 		}
-		secs := make(map[policy.Section]bool, len(p.FS[path]))
+		secs := make(map[Section]bool, len(p.FS[path]))
 		for s, on := range p.FS[path] {
 			secs[s] = on
 		}
@@ -77,19 +75,19 @@ func Narrowed(p *policy.Policy, needed ...string) (n *policy.Policy, removed int
 
 // WithBind returns a copy of p with the UDP bind rows added (rules of the
 // form "allow <port> udp"); rows p already holds are not repeated.
-func WithBind(p *policy.Policy, ports []int) *policy.Policy {
+func WithBind(p *Policy, ports []int) *Policy {
 	q := *p
-	q.Bind = append([]policy.BindRule(nil), p.Bind...)
+	q.Bind = append([]BindRule(nil), p.Bind...)
 	for _, port := range ports {
 		held := false
 		for _, b := range q.Bind {
-			if b.Port == port && b.Transport == policy.UDP {
+			if b.Port == port && b.Transport == UDP {
 				held = true
 				break
 			}
 		}
 		if !held {
-			q.Bind = append(q.Bind, policy.BindRule{Port: port, Transport: policy.UDP})
+			q.Bind = append(q.Bind, BindRule{Port: port, Transport: UDP})
 		}
 	}
 	return &q

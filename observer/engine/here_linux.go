@@ -1,4 +1,4 @@
-package observer
+package engine
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
 )
 
-// HereOptions configures ObserveHere and ObserveRun: one observed run on the
+// HereOptions configures ObserveHere and Observe: one observed run on the
 // running kernel, rendered as an Observation.
 type HereOptions struct {
 	// Kernel names this kernel in the observation.
@@ -52,7 +52,7 @@ func ObserveHere(ctx context.Context, opts HereOptions) (*Observation, error) {
 	if len(opts.Command) == 0 {
 		return nil, errors.New("repro: a command is required")
 	}
-	return ObserveRun(ctx, opts, func(ctx context.Context, prefix []string) (int, string, error) {
+	return Observe(ctx, opts, func(ctx context.Context, prefix []string) (int, string, error) {
 		argv := append(append([]string{}, prefix...), opts.Command...)
 		var out bytes.Buffer
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -66,9 +66,12 @@ func ObserveHere(ctx context.Context, opts HereOptions) (*Observation, error) {
 	})
 }
 
-// ObserveRun is ObserveHere with the command run by run (opts.Command and
-// opts.Dir are not used): package verify runs an exercise this way.
-func ObserveRun(ctx context.Context, opts HereOptions, run RunFunc) (*Observation, error) {
+// Observe makes one observed run ([Run]) with Landlock's audit records
+// collected where the kernel offers them, and reports it as an
+// [Observation], the document repro compares across kernels. The command
+// is run by run (opts.Command and opts.Dir are not used): package verify
+// runs an exercise this way, and [ObserveHere] runs a command line.
+func Observe(ctx context.Context, opts HereOptions, run RunFunc) (*Observation, error) {
 	if opts.Policy == nil {
 		return nil, errors.New("repro: a policy is required")
 	}
@@ -94,7 +97,7 @@ func ObserveRun(ctx context.Context, opts HereOptions, run RunFunc) (*Observatio
 	if col != nil {
 		defer col.Close()
 	}
-	ob, err := RunObserved(ctx, Spec{Policy: opts.Policy, Exe: exe, Scratch: scratch, Stem: "policy", Kind: "observed",
+	ob, err := Run(ctx, Spec{Policy: opts.Policy, Exe: exe, Scratch: scratch, Stem: "policy", Kind: "observed",
 		LogSubprocesses: abi >= landlock.ABIAuditRecords, Collector: col, Wait: opts.Wait, Control: control.Options{NoCreate: true}, Run: run})
 	if ferr := o.fill(ob, err, opts.Policy, abi); ferr != nil {
 		return nil, ferr
@@ -170,7 +173,7 @@ func (o *Observation) fill(ob *Observed, err error, p *policy.Policy, abi int) e
 	if ob.Audit != nil && len(ob.Audit.Problems) > 0 {
 		o.Indeterminate = "audit: " + strings.Join(ob.Audit.Problems, "; ")
 	}
-	o.Refusals, o.AuditOnly, o.AuditRecords = join(ob, strings.Split(string(ob.Trace), "\n"))
+	o.Refusals, o.AuditOnly, o.AuditRecords = Join(ob, strings.Split(string(ob.Trace), "\n"))
 	return nil
 }
 
@@ -187,10 +190,10 @@ func (o *Observation) unenforceable(p *policy.Policy, abi int) {
 	}
 }
 
-// join renders the engine's match of refusals with denial records; it
+// Join renders the engine's match of refusals with denial records; it
 // returns the refusals in trace order, the records no refusal took, and the
 // number of filesystem and network denial records.
-func join(ob *Observed, lines []string) ([]Refusal, []string, int) {
+func Join(ob *Observed, lines []string) ([]Refusal, []string, int) {
 	byRefusal := map[*attribute.Refusal][]*audit.Denial{}
 	taken := map[*audit.Denial]bool{}
 	for _, m := range ob.Join.Matched {
@@ -217,7 +220,7 @@ func join(ob *Observed, lines []string) ([]Refusal, []string, int) {
 				rr.Rights = append(rr.Rights, string(x))
 			}
 		}
-		rr.Objects, rr.Rights = uniqueSorted(rr.Objects), uniqueSorted(rr.Rights)
+		rr.Objects, rr.Rights = UniqueSorted(rr.Objects), UniqueSorted(rr.Rights)
 		for _, d := range byRefusal[r] {
 			rr.Audit = append(rr.Audit, d.Record.String())
 		}
