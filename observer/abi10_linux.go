@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +14,9 @@ import (
 	"github.com/lockstep-sandbox/lockstep/evidence/contain"
 	"github.com/lockstep-sandbox/lockstep/evidence/verdict"
 	"github.com/lockstep-sandbox/lockstep/exercise"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
+	"github.com/lockstep-sandbox/lockstep/observer/schedule"
 )
 
 // abi10 is the ABI-10 phase: joint runs with every layer and the policy's
@@ -27,7 +28,7 @@ func (v *verification) abi10(ctx context.Context, p *policy.Policy, early *conta
 	o, current := v.o, p
 	var pre *exercise.Result
 	for round := 1; round <= o.opts.Rounds; round++ {
-		r, err := v.joint(ctx, current, p, round, early, pre)
+		r, err := v.joint(ctx, jointSpec{p: current, asRead: p, round: round, early: early}, pre)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -86,30 +87,40 @@ func (v *verification) diagnosed(ob *engine.Observed, current *policy.Policy) ([
 	return rows, ports, nil
 }
 
-// joint runs JointRuns unobserved runs under p with its limits (asRead is
-// the policy as read); the round's diff is nil when all agree with the
-// reference, else the first verdict that did not. pre, when not nil, is
-// the round's first run, made beside the last round's diagnosis
-// (nextFirstJoint). What runs beside the first (jointFirst) is kept when
-// the round calls for it (jointRound.settled).
-func (v *verification) joint(ctx context.Context, p, asRead *policy.Policy, round int, early *contain.Early, pre *exercise.Result) (jointRound, error) {
-	var r jointRound
-	prefix, err := v.jointPolicy(p, round)
+// jointSpec is one round of joint runs: its policy p with its limits,
+// the policy as read (asRead, for the containment), the round's number and
+// the early time-out check the containment takes.
+type jointSpec struct {
+	p, asRead *policy.Policy
+	round     int
+	early     *contain.Early
+}
+
+// joint runs JointRuns unobserved runs of round js; the round's diff is nil
+// when all agree with the reference, else the first verdict that did not.
+// pre, when not nil, is the round's first run, made beside the last
+// round's diagnosis (nextFirstJoint). What runs beside the first
+// (jointFirst) is kept when the round calls for it (jointRound.settled).
+func (v *verification) joint(ctx context.Context, js jointSpec, pre *exercise.Result) (jointRound, error) {
+	r := jointRound{round: js.round}
+	prefix, err := v.jointPolicy(js.p, js.round)
 	if err != nil {
 		return r, err
 	}
 	n := v.o.opts.JointRuns
-	name := func(i int) string { return fmt.Sprintf("joint run %d/%d (round %d)", i+1, n, round) }
 	differs := func(res *exercise.Result) bool { return !res.Verdict.Same(v.ref.Verdict) }
-	done, err := v.jointFirst(ctx, &r, p, asRead, round, early, pre, prefix, name)
+	ph := phase{kind: "joint", prefix: prefix, n: n,
+		name:   func(i int) string { return fmt.Sprintf("joint run %d/%d (round %d)", i+1, n, js.round) },
+		enough: func(done []*exercise.Result) bool { return differs(done[len(done)-1]) }}
+	done, err := v.jointFirst(ctx, &r, js, ph, pre)
 	if err != nil {
 		return r, err
 	}
 	// A job kept beside the round (the containment checks, or the
 	// diagnosis, whose differing run ends the phase before another run)
 	// uses the working directory as it is: the other runs go to lanes.
-	busy := r.job != nil && r.job.kept
-	results, err := v.phaseBeside(ctx, "joint", prefix, done, n, name, func(done []*exercise.Result) bool { return differs(done[len(done)-1]) }, busy)
+	ph.workDirBusy = r.job != nil && r.job.kept
+	results, err := v.runPhase(ctx, ph, done)
 	if err != nil {
 		if r.job != nil {
 			r.job.stop()
@@ -143,31 +154,30 @@ func (v *verification) jointPolicy(p *policy.Policy, round int) ([]string, error
 // foretold job runs beside the first run (besideFirstJoint), and when that
 // is the diagnosis and the run called for it, the next round's first run
 // follows in the lane, still beside the diagnosis (nextFirstJoint).
-func (v *verification) jointFirst(ctx context.Context, r *jointRound, p, asRead *policy.Policy, round int, early *contain.Early,
-	pre *exercise.Result, prefix []string, name func(int) string) ([]*exercise.Result, error) {
+func (v *verification) jointFirst(ctx context.Context, r *jointRound, js jointSpec, ph phase, pre *exercise.Result) ([]*exercise.Result, error) {
 	if pre != nil {
 		if err := v.account("joint", true, pre); err != nil {
 			return nil, err
 		}
-		if n := v.o.opts.JointRuns; n > 1 && pre.Verdict.Same(v.ref.Verdict) && !v.foretellsRow(p) && v.restSideBySide(pre) {
-			r.job = v.containBeside(p, asRead, early, r)
+		if n := v.o.opts.JointRuns; n > 1 && pre.Verdict.Same(v.ref.Verdict) && !v.foretellsRow(js.p) && v.restSideBySide(pre) {
+			r.job = v.containBeside(js, r)
 			r.job.kept = true
-			v.o.progress("%s: containment checks, beside joint runs 2 to %d (round %d)", v.ex.Name, n, round)
-			r.job.start(ctx)
+			v.o.progress("%s: containment checks, beside joint runs 2 to %d (round %d)", v.ex.Name, n, js.round)
+			r.job.start(ctx, v.o.steps)
 		}
 		return []*exercise.Result{pre}, nil
 	}
-	job := v.besideFirstJoint(p, asRead, round, early, r)
+	job := v.besideFirstJoint(js, r)
 	if job == nil {
 		return nil, nil
 	}
-	first, cpus, err := v.firstJointBeside(ctx, prefix, name(0), job)
+	first, cpus, err := v.firstJointBeside(ctx, ph.prefix, ph.name(0), job)
 	if err != nil || first == nil {
 		return nil, err
 	}
 	r.job = job
 	if job.kept && r.diagnosis != nil {
-		r.next = v.nextFirstJoint(ctx, p, round+1, cpus)
+		r.next = v.nextFirstJoint(ctx, js.p, js.round+1, cpus)
 	}
 	return []*exercise.Result{first}, nil
 }
@@ -193,6 +203,7 @@ func (v *verification) nextFirstJoint(ctx context.Context, p *policy.Policy, rou
 	}
 	name := fmt.Sprintf("joint run 1/%d (round %d)", v.o.opts.JointRuns, round)
 	v.o.progress("%s: %s, beside the diagnosis, under the rows the cross-check foretells", v.ex.Name, name)
+	v.o.steps.Note(nextStep(round), schedule.Started)
 	results, err := v.laneRuns(ctx, prefix, 0, 1, 1, func(int) string { return name }, cpus)
 	if err != nil {
 		v.o.log.Warn("observe: the next round's first joint run", "err", err)
@@ -210,9 +221,17 @@ func (v *verification) nextFor(r *jointRound, p *policy.Policy, round int) *exer
 	}
 	if !bytes.Equal(v.timed(r.next.policy).Render(), v.timed(p).Render()) {
 		v.o.progress("%s: joint run 1/%d (round %d) discarded: the diagnosis found other rows than the cross-check foretold", v.ex.Name, v.o.opts.JointRuns, round)
+		v.o.steps.Note(nextStep(round), schedule.Discarded)
 		return nil
 	}
+	v.o.steps.Note(nextStep(round), schedule.Kept)
 	return r.next.res
+}
+
+// nextStep names round's first joint run, made beside the last round's
+// diagnosis, in the schedule's event log.
+func nextStep(round int) string {
+	return fmt.Sprintf("joint run 1 (round %d), beside the diagnosis", round)
 }
 
 // A besideJob is work of the ABI-10 phase that needs no result of a
@@ -226,6 +245,8 @@ func (v *verification) nextFor(r *jointRound, p *policy.Policy, round int) *exer
 type besideJob struct {
 	// what names the job in progress lines.
 	what string
+	// step names the job in the schedule's event log.
+	step string
 	// pins is set for a traced run, which keeps this process on one CPU
 	// (pinOneCPU): the lane then gets the other CPUs.
 	pins bool
@@ -233,29 +254,24 @@ type besideJob struct {
 	wanted func(first *exercise.Result) bool
 	run    func(ctx context.Context)
 	// kept is set when the first joint run wanted the job.
-	kept   bool
-	cancel context.CancelFunc
-	done   chan struct{}
+	kept bool
+	task *schedule.Task[struct{}]
 }
 
-// start runs the job in a goroutine of its own.
-func (j *besideJob) start(ctx context.Context) {
-	ctx, j.cancel = context.WithCancel(ctx)
-	j.done = make(chan struct{})
-	go func() {
-		defer close(j.done)
+// start runs the job beside the caller, as a step of the schedule logged
+// in steps.
+func (j *besideJob) start(ctx context.Context, steps *schedule.Log) {
+	j.task = schedule.Go(ctx, steps, j.step, func(ctx context.Context) (struct{}, error) {
 		j.run(ctx)
-	}()
+		return struct{}{}, nil
+	})
 }
 
-// wait waits for the job to end.
-func (j *besideJob) wait() { <-j.done }
+// wait waits for the job to end; what it did is kept.
+func (j *besideJob) wait() { _, _ = j.task.Keep() }
 
 // stop ends the job and waits for it; nothing it did is kept.
-func (j *besideJob) stop() {
-	j.cancel()
-	<-j.done
-}
+func (j *besideJob) stop() { j.task.Discard() }
 
 // foretold are the UDP ports the cross-check's run was refused a bind to,
 // by strace's attribution and a net.bind_udp record alike: a joint run
@@ -280,20 +296,20 @@ func (v *verification) foretellsRow(p *policy.Policy) bool {
 // guest has no lane to spare or too little memory for one more run, or, for
 // the containment, the round's other runs would not run in lanes
 // (restSideBySide).
-func (v *verification) besideFirstJoint(p, asRead *policy.Policy, round int, early *contain.Early, r *jointRound) *besideJob {
+func (v *verification) besideFirstJoint(js jointSpec, r *jointRound) *besideJob {
 	if v.o.opts.Lanes < 2 || v.ref == nil {
 		return nil
 	}
-	if !v.foretellsRow(p) {
+	if !v.foretellsRow(js.p) {
 		if !v.restSideBySide(v.ref) {
 			return nil
 		}
-		return v.containBeside(p, asRead, early, r)
+		return v.containBeside(js, r)
 	}
-	if round == v.o.opts.Rounds {
+	if js.round == v.o.opts.Rounds {
 		return nil
 	}
-	return v.diagnosisBeside(p, r)
+	return v.diagnosisBeside(js.p, r)
 }
 
 // restSideBySide says whether a round's runs after the first will run side
@@ -313,7 +329,7 @@ func (v *verification) diagnosisBeside(p *policy.Policy, r *jointRound) *besideJ
 	d := &besideDiagnosis{}
 	r.diagnosis = d
 	timed, nth := v.timed(p), v.es.Runs["diagnosis"]+1
-	return &besideJob{what: "diagnosis run (strace + audit)", pins: v.o.opts.OneCPU,
+	return &besideJob{what: "diagnosis run (strace + audit)", step: fmt.Sprintf("diagnosis (round %d)", r.round), pins: v.o.opts.OneCPU,
 		wanted: func(first *exercise.Result) bool {
 			return first.Verdict.ExitClass != verdict.Timeout && !first.Verdict.Same(v.ref.Verdict)
 		},
@@ -337,12 +353,12 @@ type besideDiagnosis struct {
 // containBeside is the containment checks under p as a job: wanted when
 // the first joint run agrees with the reference; kept when the whole round
 // settles (jointRound.contained).
-func (v *verification) containBeside(p, asRead *policy.Policy, early *contain.Early, r *jointRound) *besideJob {
+func (v *verification) containBeside(js jointSpec, r *jointRound) *besideJob {
 	c := &containment{}
 	r.contained = c
-	return &besideJob{what: "containment checks",
+	return &besideJob{what: "containment checks", step: fmt.Sprintf("containment checks (round %d)", r.round),
 		wanted: func(first *exercise.Result) bool { return first.Verdict.Same(v.ref.Verdict) },
-		run:    func(ctx context.Context) { *c = v.containUncounted(ctx, p, asRead, early) }}
+		run:    func(ctx context.Context) { *c = v.containUncounted(ctx, js.p, js.asRead, js.early) }}
 }
 
 // firstJointBeside makes the round's first joint run behind prefix in a
@@ -360,7 +376,7 @@ func (v *verification) firstJointBeside(ctx context.Context, prefix []string, na
 		cpus = nil
 	}
 	v.o.progress("%s: %s, beside %s", v.ex.Name, job.what, name)
-	job.start(ctx)
+	job.start(ctx, v.o.steps)
 	results, err := v.laneRuns(ctx, prefix, 0, 1, 1, func(int) string { return name }, cpus)
 	if err == nil {
 		err = v.account("joint", true, results[0])
@@ -379,6 +395,7 @@ func (v *verification) firstJointBeside(ctx context.Context, prefix []string, na
 // jointRound is one round of joint runs: the first that differs from the
 // reference (nil when all agree), and what ran beside its first run.
 type jointRound struct {
+	round     int
 	diff      *exercise.Result
 	job       *besideJob
 	diagnosis *besideDiagnosis

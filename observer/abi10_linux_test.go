@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,8 @@ import (
 	"github.com/lockstep-sandbox/lockstep/evidence/contain"
 	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
+	"github.com/lockstep-sandbox/lockstep/observer/schedule"
 )
 
 // besideVerification is hostVerification with two lanes, one CPU kept for
@@ -34,6 +37,22 @@ func besideVerification(t *testing.T) (*verification, *policy.Policy, *lockedBuf
 		t.Fatalf("reference: %v", err)
 	}
 	return v, p, progress
+}
+
+// wantSteps fails t unless every step in want had an event of kind, in
+// that order among the steps that did.
+func wantSteps(t *testing.T, log *schedule.Log, kind schedule.Kind, want ...string) {
+	t.Helper()
+	got := log.Steps(kind)
+	i := 0
+	for _, s := range got {
+		if i < len(want) && s == want[i] {
+			i++
+		}
+	}
+	if i < len(want) {
+		t.Errorf("steps %s: %v, want %v among them, in order (events %v)", kind, got, want, log.Events())
+	}
 }
 
 // wantProgress fails t for each line missing from progress.
@@ -64,8 +83,8 @@ func TestContainBesideJointHostKernel(t *testing.T) {
 	if v.es.Runs["joint"] != 3 || v.es.Runs["containment probe"] != 0 {
 		t.Errorf("runs %v: want 3 joint runs and no probe counted before the containment is kept", v.es.Runs)
 	}
-	wantProgress(t, progress, "udp-fixture: containment checks, beside joint run 1/3 (round 1)\n",
-		"udp-fixture: joint run 1/3 (round 1) (lane 1 of 1)\n", "udp-fixture: joint run 3/3 (round 1) (lane 2 of 2)\n")
+	wantSteps(t, v.o.steps, schedule.Kept, "containment checks (round 1)")
+	wantProgress(t, progress, "udp-fixture: joint run 1/3 (round 1) (lane 1 of 1)\n", "udp-fixture: joint run 3/3 (round 1) (lane 2 of 2)\n")
 	_, failed, err := v.keepContainment(contained)
 	if err != nil || len(failed) > 0 {
 		t.Fatalf("containment beside the joint run: %v, failed %v", err, failed)
@@ -102,9 +121,9 @@ func TestDiagnosisBesideJointHostKernel(t *testing.T) {
 	}
 	// Round 2's first run followed in the lane, under the rows foretold,
 	// and is counted nowhere: the diagnosis aborted.
-	wantProgress(t, progress, "udp-fixture: diagnosis run (strace + audit), beside joint run 1/2 (round 1)\n",
-		"udp-fixture: joint run 1/2 (round 1) (lane 1 of 1)\n",
-		"udp-fixture: joint run 1/2 (round 2), beside the diagnosis, under the rows the cross-check foretells\n")
+	wantSteps(t, v.o.steps, schedule.Started, "diagnosis (round 1)", nextStep(2))
+	wantSteps(t, v.o.steps, schedule.Kept, "diagnosis (round 1)")
+	wantProgress(t, progress, "udp-fixture: joint run 1/2 (round 1) (lane 1 of 1)\n")
 	if _, cpus, err := allowedCPUs(); err != nil || len(cpus) < 2 {
 		t.Errorf("CPUs after the diagnosis: %v, %v", cpus, err)
 	}
@@ -117,7 +136,7 @@ func TestDiagnosisBesideJointHostKernel(t *testing.T) {
 // counts no probe, and the diagnosis then runs after the joint run.
 func TestBesideDiscardedHostKernel(t *testing.T) {
 	t.Run("diagnosis", func(t *testing.T) {
-		v, p, progress := besideVerification(t)
+		v, p, _ := besideVerification(t)
 		v.foretold = []int{5000}
 		final, contained, err := v.abi10(t.Context(), p, nil)
 		if err != nil || final != p || contained != nil {
@@ -126,7 +145,10 @@ func TestBesideDiscardedHostKernel(t *testing.T) {
 		if v.es.Runs["diagnosis"] != 0 || v.es.Runs["joint"] != 2 || v.stopped != nil || v.trace != nil {
 			t.Errorf("runs %v, stopped %v, trace kept %v: want 2 joint runs and nothing of the diagnosis", v.es.Runs, v.stopped, v.trace != nil)
 		}
-		wantProgress(t, progress, "udp-fixture: diagnosis run (strace + audit) discarded: joint run 1/2 (round 1) did not call for it\n")
+		wantSteps(t, v.o.steps, schedule.Discarded, "diagnosis (round 1)")
+		if kept := v.o.steps.Steps(schedule.Kept); len(kept) > 0 {
+			t.Errorf("steps kept %v, want none", kept)
+		}
 		if _, cpus, err := allowedCPUs(); err != nil || len(cpus) < 2 {
 			t.Errorf("CPUs after the stopped diagnosis: %v, %v", cpus, err)
 		}
@@ -143,8 +165,11 @@ func TestBesideDiscardedHostKernel(t *testing.T) {
 		if v.es.Runs["containment probe"] != 0 || v.es.Runs["diagnosis"] != 1 || v.es.Runs["joint"] != 1 {
 			t.Errorf("runs %v: want one joint run, one diagnosis run after it and no probe", v.es.Runs)
 		}
-		wantProgress(t, progress, "udp-fixture: containment checks discarded: joint run 1/3 (round 1) did not call for it\n",
-			"udp-fixture: ABI-10 round 1: the joint runs differ from the reference; diagnosis run (strace + audit)\n")
+		wantSteps(t, v.o.steps, schedule.Discarded, "containment checks (round 1)")
+		if started := v.o.steps.Steps(schedule.Started); slices.Contains(started, "diagnosis (round 1)") {
+			t.Errorf("steps started %v: the diagnosis ran beside the first joint run, want it after", started)
+		}
+		wantProgress(t, progress, "udp-fixture: ABI-10 round 1: the joint runs differ from the reference; diagnosis run (strace + audit)\n")
 	})
 }
 
@@ -180,19 +205,19 @@ func TestNextFor(t *testing.T) {
 // out; it keeps a diagnosis (and the next round's first run) only when it
 // differs.
 func TestSettled(t *testing.T) {
-	blocking := func() (*besideJob, chan struct{}) {
-		ended := make(chan struct{})
-		j := &besideJob{kept: true, run: func(ctx context.Context) {
-			defer close(ended)
-			<-ctx.Done()
-		}}
-		j.start(t.Context())
-		return j, ended
+	log := &schedule.Log{}
+	start := func(step string, j *besideJob) *besideJob {
+		j.step, j.kept = step, true
+		j.start(t.Context(), log)
+		return j
 	}
+	ended := make(chan struct{})
+	blocking := start("containment beside a round that differs", &besideJob{run: func(ctx context.Context) {
+		defer close(ended)
+		<-ctx.Done()
+	}})
 	differs := &exercise.Result{}
-
-	j, ended := blocking()
-	r := &jointRound{job: j, contained: &containment{}, diff: differs}
+	r := &jointRound{job: blocking, contained: &containment{}, diff: differs}
 	r.settled()
 	select {
 	case <-ended:
@@ -203,31 +228,43 @@ func TestSettled(t *testing.T) {
 		t.Errorf("a round that differs kept the containment beside it")
 	}
 
-	done := &besideJob{kept: true, run: func(context.Context) {}}
-	done.start(t.Context())
+	done := start("containment beside a round that settles", &besideJob{run: func(context.Context) {}})
 	r = &jointRound{job: done, contained: &containment{probes: 3}}
 	if r.settled(); r.contained == nil || r.contained.probes != 3 {
 		t.Errorf("a round that settles dropped its containment: %+v", r.contained)
 	}
 
-	done = &besideJob{kept: true, run: func(context.Context) {}}
-	done.start(t.Context())
+	done = start("diagnosis beside a round that differs", &besideJob{run: func(context.Context) {}})
 	r = &jointRound{job: done, diagnosis: &besideDiagnosis{}, next: &nextFirst{}, diff: differs}
 	if r.settled(); r.diagnosis == nil || r.next == nil {
 		t.Errorf("a round that differs dropped the diagnosis or the next round's first run")
 	}
-	done = &besideJob{kept: true, run: func(context.Context) {}}
-	done.start(t.Context())
+	done = start("diagnosis beside a round that settles", &besideJob{run: func(context.Context) {}})
 	r = &jointRound{job: done, diagnosis: &besideDiagnosis{}, next: &nextFirst{}}
 	if r.settled(); r.diagnosis != nil || r.next != nil {
 		t.Errorf("a round that settles kept a diagnosis or a next round's run")
 	}
-	stopped := &besideJob{run: func(context.Context) {}}
-	stopped.start(t.Context())
+	stopped := start("job its first run did not call for", &besideJob{run: func(context.Context) {}})
+	stopped.kept = false
 	stopped.stop()
 	r = &jointRound{job: stopped, contained: &containment{}}
 	if r.settled(); r.contained != nil {
 		t.Errorf("a job its first run did not call for was kept")
+	}
+	want := []schedule.Event{
+		{Step: "containment beside a round that differs", Kind: schedule.Started},
+		{Step: "containment beside a round that differs", Kind: schedule.Discarded},
+		{Step: "containment beside a round that settles", Kind: schedule.Started},
+		{Step: "containment beside a round that settles", Kind: schedule.Kept},
+		{Step: "diagnosis beside a round that differs", Kind: schedule.Started},
+		{Step: "diagnosis beside a round that differs", Kind: schedule.Kept},
+		{Step: "diagnosis beside a round that settles", Kind: schedule.Started},
+		{Step: "diagnosis beside a round that settles", Kind: schedule.Discarded},
+		{Step: "job its first run did not call for", Kind: schedule.Started},
+		{Step: "job its first run did not call for", Kind: schedule.Discarded},
+	}
+	if got := log.Events(); !reflect.DeepEqual(got, want) {
+		t.Errorf("events:\n%v\nwant\n%v", got, want)
 	}
 }
 
@@ -245,8 +282,8 @@ func TestContainNotBesideRunsInTheWorkDirHostKernel(t *testing.T) {
 	if err != nil || final != p || contained != nil {
 		t.Fatalf("abi10 = changed %v, %v, containment %v; want the policy as read and no containment beside", final != p, err, contained)
 	}
-	if strings.Contains(string(progress.Bytes()), "containment checks, beside") {
-		t.Errorf("the containment ran beside runs in the working directory:\n%s", progress.Bytes())
+	if started := v.o.steps.Steps(schedule.Started); len(started) > 0 {
+		t.Errorf("steps started beside the joint runs %v, want none: the containment ran beside runs in the working directory\n%s", started, progress.Bytes())
 	}
 }
 
@@ -261,9 +298,9 @@ func TestPhaseBesideBusyHostKernel(t *testing.T) {
 	}
 	never := func([]*exercise.Result) bool { return false }
 	name := func(i int) string { return fmt.Sprintf("run %d of 2", i+1) }
-	results, err := v.phaseBeside(t.Context(), "reference", nil, []*exercise.Result{v.ref}, 2, name, never, true)
+	results, err := v.runPhase(t.Context(), phase{kind: "reference", n: 2, name: name, enough: never, workDirBusy: true}, []*exercise.Result{v.ref})
 	if err != nil || len(results) != 2 {
-		t.Fatalf("phaseBeside = %d results, %v", len(results), err)
+		t.Fatalf("runPhase = %d results, %v", len(results), err)
 	}
 	wantProgress(t, progress, "udp-fixture: run 2 of 2 (lane 1 of 1)\n")
 	if _, err := os.Stat(mark); err != nil {

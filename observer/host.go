@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"io"
 	"log/slog"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // RunJSONSchema is the version of run.json.

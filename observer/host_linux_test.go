@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"github.com/lockstep-sandbox/lockstep/observer/engine"
+	"github.com/lockstep-sandbox/lockstep/observer/schedule"
 	"io"
 	"log/slog"
 	"os"
@@ -106,7 +107,8 @@ func hostVerification(t *testing.T, backlog uint32, raw io.Writer) (*verificatio
 		t.Fatal(err)
 	}
 	o := &observer{opts: GuestOptions{Key: "fixture", ReferenceRuns: 1, JointRuns: 1, Rounds: 3}, exe: bin,
-		work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: engine.DefaultWait, col: col, abi: 10, log: slog.New(slog.DiscardHandler)}
+		work: exercise.DefaultWorkDir, scratch: t.TempDir(), wait: engine.DefaultWait, col: col, abi: 10, log: slog.New(slog.DiscardHandler),
+		steps: &schedule.Log{}}
 	o.program = openProgram(t, bin)
 	o.runExe = refns.Path(o.program)
 	o.opts.Progress = testWriter{t}

@@ -1,7 +1,6 @@
 package observer
 
 import (
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 func TestGrantRowsRender(t *testing.T) {

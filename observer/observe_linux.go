@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"io"
 	"log/slog"
 	"os"
@@ -25,9 +24,11 @@ import (
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 	"github.com/lockstep-sandbox/lockstep/observer/lane"
 	"github.com/lockstep-sandbox/lockstep/observer/proof"
+	"github.com/lockstep-sandbox/lockstep/observer/schedule"
 	"github.com/lockstep-sandbox/lockstep/record"
 )
 
@@ -217,6 +218,9 @@ type observer struct {
 	prov    record.Provenance
 	// factor multiplies the exercise runs' time limits (TimeFactor).
 	factor int
+	// steps is the event log of what the schedule ran beside what: every
+	// step started beside another, kept, discarded or cancelled.
+	steps *schedule.Log
 }
 
 func newObserver(opts GuestOptions) (*observer, error) {
@@ -249,6 +253,7 @@ func newObserver(opts GuestOptions) (*observer, error) {
 	if o.log == nil {
 		o.log = slog.New(slog.DiscardHandler)
 	}
+	o.steps = &schedule.Log{OnEvent: func(e schedule.Event) { o.log.Debug("observe: schedule", "step", e.Step, "event", e.Kind) }}
 	if o.opts.ReferenceRuns == 0 {
 		o.opts.ReferenceRuns = DefaultReferenceRuns
 	}
@@ -453,23 +458,22 @@ func (v *verification) referenceAndCrossCheck(ctx context.Context, p *policy.Pol
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var rest []*exercise.Result
-	var restErr error
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		rest, restErr = v.laneRuns(cctx, nil, 1, n, lanes, name, cpus)
-		if restErr != nil || !referenceAgrees(append(done[:1:1], rest...)) {
-			cancel() // the cross-check is discarded: no need to finish it
+	refs := schedule.Go(cctx, v.o.steps, "reference runs beside the cross-check", func(ctx context.Context) ([]*exercise.Result, error) {
+		rest, err := v.laneRuns(ctx, nil, 1, n, lanes, name, cpus)
+		if err != nil || !referenceAgrees(append(done[:1:1], rest...)) {
+			// The cross-check is discarded: no need to finish it.
+			v.o.steps.Note("cross-check run", schedule.Cancelled)
+			cancel()
 		}
-	}()
-	ob, removed, crossErr := v.crossCheckRun(cctx, p)
-	<-finished
-	// The cross-check's time-out, if any, counts after the reference's.
-	crossStopped := v.stopped
-	v.stopped = nil
-	if restErr != nil {
-		return "", restErr
+		return rest, err
+	})
+	// The cross-check's time-out, if any, counts after the reference's:
+	// it is its own until the reference runs are settled.
+	var crossStopped *engine.TimeoutError
+	ob, removed, crossErr := v.crossCheckRun(cctx, p, &crossStopped)
+	rest, err := refs.Keep()
+	if err != nil {
+		return "", err
 	}
 	for _, res := range rest {
 		if err := v.account("reference", true, res); err != nil {
@@ -491,8 +495,8 @@ func (v *verification) reference(ctx context.Context) error { return v.reference
 // referenceFrom makes the reference runs after those done (a phase of
 // their own) and settles them.
 func (v *verification) referenceFrom(ctx context.Context, done []*exercise.Result) error {
-	results, err := v.phaseFrom(ctx, "reference", nil, done, v.o.opts.ReferenceRuns, v.referenceRun,
-		func(done []*exercise.Result) bool { return v.referenceProblem(done) != nil })
+	results, err := v.runPhase(ctx, phase{kind: "reference", n: v.o.opts.ReferenceRuns, name: v.referenceRun,
+		enough: func(done []*exercise.Result) bool { return v.referenceProblem(done) != nil }}, done)
 	if err != nil {
 		return err
 	}
@@ -589,37 +593,43 @@ func (v *verification) referenceProblem(results []*exercise.Result) error {
 	return nil
 }
 
-// phaseFrom makes the n runs of one kind behind prefix that need no result
-// of each other, after the runs done (accounted already), until enough
-// says the runs so far settle the phase. The first runs alone (it anchors
-// the phase, and a first run that settles it, a reference that cannot
-// anchor or a joint run that differs, costs no more runs); when the
-// observer has more than one lane, the rest run side by side, all of them.
-// The results are in order, each accounted (account).
-func (v *verification) phaseFrom(ctx context.Context, kind string, prefix []string, done []*exercise.Result, n int, name func(i int) string,
-	enough func(done []*exercise.Result) bool) ([]*exercise.Result, error) {
-	return v.phaseBeside(ctx, kind, prefix, done, n, name, enough, false)
+// A phase is n runs of one kind behind prefix that need no result of each
+// other, made until enough says the runs so far settle it.
+type phase struct {
+	kind   string
+	prefix []string
+	n      int
+	// name names run i in progress lines.
+	name   func(i int) string
+	enough func(done []*exercise.Result) bool
+	// workDirBusy says the working directory is another job's (the
+	// containment checks beside a round's runs): the runs after the first
+	// then go to lanes even when there is only one, never to the working
+	// directory.
+	workDirBusy bool
 }
 
-// phaseBeside is phaseFrom; with busy (the working directory is another
-// job's: the containment checks beside a round's runs) the rest run in
-// lanes even when there is only one, never in the working directory.
-func (v *verification) phaseBeside(ctx context.Context, kind string, prefix []string, done []*exercise.Result, n int, name func(i int) string,
-	enough func(done []*exercise.Result) bool, busy bool) ([]*exercise.Result, error) {
-	if len(done) > 0 && enough(done) {
+// runPhase makes the phase's runs after those done (accounted already). The
+// first runs alone (it anchors the phase, and a first run that settles
+// it, a reference that cannot anchor or a joint run that differs, costs no
+// more runs); when the observer has more than one lane, the rest run side
+// by side, all of them. The results are in order, each accounted
+// (account).
+func (v *verification) runPhase(ctx context.Context, ph phase, done []*exercise.Result) ([]*exercise.Result, error) {
+	if len(done) > 0 && ph.enough(done) {
 		return done, nil
 	}
-	for i := len(done); i < n; i++ {
-		if lanes := v.lanes(n-i, done); lanes > 1 || (busy && len(done) > 0) {
-			rest, err := v.sideBySide(ctx, kind, prefix, i, n, lanes, name)
+	for i := len(done); i < ph.n; i++ {
+		if lanes := v.lanes(ph.n-i, done); lanes > 1 || (ph.workDirBusy && len(done) > 0) {
+			rest, err := v.sideBySide(ctx, ph.kind, ph.prefix, i, ph.n, lanes, ph.name)
 			return append(done, rest...), err
 		}
-		v.o.progress("%s: %s", v.ex.Name, name(i))
-		res, err := v.exRun(ctx, kind, prefix)
+		v.o.progress("%s: %s", v.ex.Name, ph.name(i))
+		res, err := v.exRun(ctx, ph.kind, ph.prefix)
 		if err != nil {
 			return nil, err
 		}
-		if done = append(done, res); enough(done) {
+		if done = append(done, res); ph.enough(done) {
 			break
 		}
 	}
@@ -755,9 +765,14 @@ func (o *observer) isolation(copyDir string) *exercise.Isolation {
 // out of time; a run behind a prefix (prefixed) must have let the command
 // start.
 func (v *verification) account(kind string, prefixed bool, res *exercise.Result) error {
+	return v.accountTo(&v.stopped, kind, prefixed, res)
+}
+
+// accountTo is account noting the time-out in *stopped.
+func (v *verification) accountTo(stopped **engine.TimeoutError, kind string, prefixed bool, res *exercise.Result) error {
 	v.es.Runs[kind]++
-	if res.Verdict.ExitClass == verdict.Timeout && v.stopped == nil {
-		v.stopped = &engine.TimeoutError{Kind: kind, Limit: v.limit(), Factor: v.o.factor, Log: tail(res.Log)}
+	if res.Verdict.ExitClass == verdict.Timeout && *stopped == nil {
+		*stopped = &engine.TimeoutError{Kind: kind, Limit: v.limit(), Factor: v.o.factor, Log: tail(res.Log)}
 	}
 	if prefixed && !res.Started {
 		return engine.Abortf(map[string]any{"status": res.Status, "log": tail(res.BeforeStart())},
@@ -822,14 +837,15 @@ func (v *verification) observeRun(ctx context.Context, kind string, nth int, p *
 
 // crossCheck runs the narrowed policy observed and joins the two views.
 func (v *verification) crossCheck(ctx context.Context, p *policy.Policy) (string, error) {
-	ob, removed, err := v.crossCheckRun(ctx, p)
+	ob, removed, err := v.crossCheckRun(ctx, p, &v.stopped)
 	return v.crossCheckJudge(ob, removed, err)
 }
 
 // crossCheckRun makes the cross-check's run: the policy narrowed, observed.
 // It returns the observation, how many grants the narrowing removed, and
-// the run's error; crossCheckJudge takes them.
-func (v *verification) crossCheckRun(ctx context.Context, p *policy.Policy) (*engine.Observed, int, error) {
+// the run's error; crossCheckJudge takes them. A time-out of the run is
+// noted in *stopped (account), when that is nil.
+func (v *verification) crossCheckRun(ctx context.Context, p *policy.Policy, stopped **engine.TimeoutError) (*engine.Observed, int, error) {
 	// The exercise contract starts /bin/bash: what it needs to start is
 	// never taken away (else the run stops before the command starts).
 	needed, err := StartNeeds(exercise.Interpreter)
@@ -843,7 +859,14 @@ func (v *verification) crossCheckRun(ctx context.Context, p *policy.Policy) (*en
 		narrowed.Limits[policy.Timeout] = l
 	}
 	v.o.progress("%s: cross-check run (%d of %d filesystem grants removed, strace + audit)", v.ex.Name, removed, len(p.FS))
-	ob, err := v.observe(ctx, "cross-check", narrowed)
+	const kind = "cross-check"
+	ob, err := v.observeRun(ctx, kind, v.es.Runs[kind]+1, narrowed, func(ctx context.Context, prefix []string) (*exercise.Result, error) {
+		res, err := v.ex.Run(ctx, v.runOptions(prefix))
+		if err != nil {
+			return nil, err
+		}
+		return res, v.accountTo(stopped, kind, true, res)
+	})
 	return ob, removed, err
 }
 

@@ -2,12 +2,12 @@ package observer
 
 import (
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"io"
 	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"github.com/lockstep-sandbox/lockstep/observer/proof"
 	"github.com/lockstep-sandbox/lockstep/record"
 )

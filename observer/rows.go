@@ -2,11 +2,11 @@ package observer
 
 import (
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/landlock"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 )
 

@@ -4,7 +4,6 @@ package observer
 
 import (
 	"context"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // symlinksWork is the capture script's working directory.

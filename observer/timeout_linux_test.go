@@ -4,7 +4,6 @@ package observer
 
 import (
 	"errors"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // TestJointTimeoutHostKernel: a joint run that runs out of time leaves the

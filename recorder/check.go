@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // CheckRole is the registered role of check's guest side.

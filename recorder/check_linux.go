@@ -3,7 +3,6 @@ package recorder
 import (
 	"context"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/landlock"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // CheckHere replays the session on this machine (a guest) under the

@@ -3,12 +3,12 @@
 package recorder
 
 import (
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"strings"
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/evidence/attribute"
 	"github.com/lockstep-sandbox/lockstep/evidence/strace"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 func TestStartDiffNamesTheDifference(t *testing.T) {

@@ -3,7 +3,6 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 )
 

@@ -2,10 +2,10 @@ package report
 
 import (
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"strings"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"github.com/lockstep-sandbox/lockstep/repro"
 )
 

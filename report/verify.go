@@ -2,9 +2,9 @@ package report
 
 import (
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"strings"
 
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"github.com/lockstep-sandbox/lockstep/verify"
 )
 

@@ -2,9 +2,10 @@ package repro
 
 import (
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"slices"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // ResultSchema is the version of a Result document (`repro --json`).

@@ -1,10 +1,11 @@
 package repro
 
 import (
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 func load(t *testing.T, name string) *engine.Observation {

@@ -2,10 +2,11 @@ package repro
 
 import (
 	"encoding/json"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // FuzzObservation feeds guest-written observation documents (outside input

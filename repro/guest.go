@@ -6,13 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // GuestRole is the registered role (proto.EnvRole) of repro's guest side:

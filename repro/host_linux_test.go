@@ -3,7 +3,6 @@
 package repro
 
 import (
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"

@@ -5,7 +5,6 @@ package repro
 import (
 	"context"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"io"
 	"log/slog"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // guestPolicyDir is where a guest side finds the policy.

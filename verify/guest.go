@@ -6,12 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"os"
 	"path/filepath"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // GuestRole is the registered role (proto.EnvRole) of verify's guest side:

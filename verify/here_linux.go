@@ -5,16 +5,11 @@ package verify
 import (
 	"context"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/lockstep-sandbox/lockstep/internal/machine"
-	"github.com/lockstep-sandbox/lockstep/internal/refns"
-	"github.com/lockstep-sandbox/lockstep/landlock"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
@@ -22,6 +17,10 @@ import (
 	"github.com/lockstep-sandbox/lockstep/evidence/verdict"
 	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
+	"github.com/lockstep-sandbox/lockstep/internal/machine"
+	"github.com/lockstep-sandbox/lockstep/internal/refns"
+	"github.com/lockstep-sandbox/lockstep/landlock"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // HereOptions configures Here, one cell on the running kernel.

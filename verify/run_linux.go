@@ -5,7 +5,6 @@ package verify
 import (
 	"context"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"io"
 	"log/slog"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // Guest paths of the host's inputs.

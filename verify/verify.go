@@ -3,9 +3,9 @@ package verify
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // Schema versions of a Cell and a Result.

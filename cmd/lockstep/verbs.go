@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"io"
 	"os"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // stdio carries the streams and terminal facts a verb may use; tests fill it
