@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/evidence/contain"
 	"github.com/lockstep-sandbox/lockstep/observer/engine"
+	"github.com/lockstep-sandbox/lockstep/observer/schedule"
 	"github.com/lockstep-sandbox/lockstep/record"
 )
 
@@ -82,6 +84,11 @@ func TestCrossCheckBesideReferenceHostKernel(t *testing.T) {
 			t.Errorf("progress lacks %q:\n%s", want, progress.Bytes())
 		}
 	}
+	want := []schedule.Event{{Step: "reference runs beside the cross-check", Kind: schedule.Started},
+		{Step: "reference runs beside the cross-check", Kind: schedule.Kept}}
+	if got := v.o.steps.Events(); !reflect.DeepEqual(got, want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
 	if cc := v.k.CrossCheck; cc == nil || cc.StraceDenials == 0 || cc.AuditRecords == 0 || len(cc.Mismatches) != 0 {
 		t.Errorf("cross_check = %+v, want refusals and records that agree", cc)
 	}
@@ -110,6 +117,11 @@ func TestCrossCheckBesideBrokenLanesHostKernel(t *testing.T) {
 	}
 	if v.k.CrossCheck != nil || v.trace != nil || v.ref != nil {
 		t.Errorf("a discarded cross-check left its join %+v or trace, or a reference was kept", v.k.CrossCheck)
+	}
+	want := []schedule.Event{{Step: "reference runs beside the cross-check", Kind: schedule.Started},
+		{Step: "cross-check run", Kind: schedule.Cancelled}, {Step: "reference runs beside the cross-check", Kind: schedule.Kept}}
+	if got := v.o.steps.Events(); !reflect.DeepEqual(got, want) {
+		t.Errorf("events %v, want %v: the lanes' failure cancels the cross-check", got, want)
 	}
 }
 
