@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
@@ -25,7 +26,7 @@ func init() {
 	guestRole(selftest.GuestRole, "selftest", selftestRole)
 	register(&verb{
 		Name:  "selftest",
-		Usage: "selftest [--kernel <pin>|<file>] [--modules <dir>] [--machine {microvm|q35}] [--accel {auto|kvm|tcg}] [--results <dir>] [--json]",
+		Usage: "selftest [--kernel <pin>|<file>] [--modules <dir>] [--machine {microvm|q35}] [--accel {auto|kvm|tcg}] [--boot-timeout <d>] [--results <dir>] [--json]",
 		Short: "boot a guest and prove its kernel: release, LSM list, ABI, audit, one refusal per right → one record",
 		Long: `Boots the kernel (a pin, built and cached on first use, or a bzImage file) in a
 throwaway guest and proves inside it that the kernel is the one meant and that
@@ -82,6 +83,7 @@ func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args [
 	wantABI := fs.Int("want-abi", 0, "with --in-guest: the pin's Landlock `abi` (default: the default pin's)")
 	scenarios := fs.String("scenarios", "", "with --in-guest: only run every refusal and capture scenario (no proof, no collector), naming the children in `dir`/cases.txt, for capturing another audit daemon's log")
 	capture := fs.String("capture", "", "with --in-guest: after the proof, capture every record form of every refusal and capture scenario into `dir` (test data)")
+	bootTimeout := fs.Duration("boot-timeout", 0, "`duration` from QEMU's start to the guest's first event (default: harness's, by accelerator)")
 	quiet := fs.Bool("q", false, "quiet: no progress lines (a line per stage of the guest's boot), only warnings and the report")
 	return func(ctx context.Context, io *stdio, args []string) int {
 		v := verbs["selftest"]
@@ -117,8 +119,11 @@ func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args [
 		if err := checkAccel(*accel); err != nil {
 			return usageExit(io, v, err)
 		}
+		if *bootTimeout < 0 {
+			return usageExit(io, v, usagef("--boot-timeout %v: want a duration of 0 or more", *bootTimeout))
+		}
 		return selftestGuest(ctx, io, selftestBoot{kernel: *kernelArg, modules: *modules, machine: *machine, accel: *accel, results: *results,
-			quiet: *quiet}, *asJSON)
+			bootTimeout: *bootTimeout, quiet: *quiet}, *asJSON)
 	}
 }
 
@@ -145,6 +150,7 @@ func selftestRole(ctx context.Context, io *stdio, opts selftest.GuestOptions) in
 // selftestBoot is how the selftest's guest boots.
 type selftestBoot struct {
 	kernel, modules, machine, accel, results string
+	bootTimeout                              time.Duration
 	quiet                                    bool
 }
 
@@ -159,7 +165,7 @@ func selftestGuest(ctx context.Context, io *stdio, b selftestBoot, asJSON bool) 
 		return fail(io, "selftest", exitIndeterminate, err)
 	}
 	bz := g.bz
-	opts := selftest.HostOptions{Kernel: bz, Machine: b.machine, Results: b.results, Sizing: harness.Sizing{Accel: b.accel},
+	opts := selftest.HostOptions{Kernel: bz, Machine: b.machine, Results: b.results, Sizing: harness.Sizing{Accel: b.accel, BootTimeout: b.bootTimeout},
 		Stderr: io.err, Verbose: io.verbose, Log: log}
 	if opts.Modules, err = guestModules(b.modules); err != nil {
 		return fail(io, "selftest", exitIndeterminate, err)
