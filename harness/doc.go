@@ -51,7 +51,8 @@
 // and kills its process group. QEMU runs in its own process group with
 // PR_SET_PDEATHSIG, and every path out of [Run] — including a cancelled
 // context from SIGINT — kills it, waits for it and removes the temp dir.
-// Every QMP call has a deadline (go-qemu's Run has none).
+// Every QMP call has a deadline (a QMP call has none of its own), and QMP
+// answers are read on the caller's goroutine (qmpConn).
 //
 // # Parallel guests
 //

@@ -12,14 +12,14 @@ import (
 	"github.com/lockstep-sandbox/lockstep/internal/shellquote"
 )
 
-// qmpTimeout bounds every QMP call: go-qemu's Run has no deadline of its
-// own and blocks forever on a wedged QEMU.
+// qmpTimeout bounds every QMP call: a call has no deadline of its own and
+// blocks forever on a wedged QEMU.
 const qmpTimeout = 3 * time.Second
 
 // errQMPTimeout marks a QMP call that did not answer in time.
 var errQMPTimeout = errors.New("qmp: no answer")
 
-// monitor wraps a go-qemu monitor with a deadline on every call. After a
+// monitor wraps a QMP monitor with a deadline on every call. After a
 // call times out the monitor is disconnected and every later call fails.
 type monitor struct {
 	mon     qmp.Monitor
@@ -40,7 +40,7 @@ func dialQMP(path string, timeout time.Duration) (*monitor, error) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	sm, err := qmp.NewSocketMonitor("unix", path, time.Until(deadline))
+	sm, err := dialQMPConn(path, time.Until(deadline))
 	if err != nil {
 		return nil, fmt.Errorf("qmp: dial %s: %w", path, err)
 	}
