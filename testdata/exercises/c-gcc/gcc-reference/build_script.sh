@@ -1,18 +1,19 @@
 #!/bin/bash
-# Reference exercise "c-gcc": Debian's gcc with the address and undefined-behaviour sanitizers.
-# The program compiles into assignment/ and runs from there (runs_compiled_programs); the
-# tester (UBSan only: it forks, and AddressSanitizer cannot find a forked child's stack
-# without /proc/self/maps) drives it on a pseudo-terminal. The sanitizers' options are
-# compiled in (tests/sanitizers.c says why). TMPDIR keeps gcc's temporary files in assignment/.
+# Reference exercise "c-gcc", laid out and built as Artemis's C (GCC) grading build lays out and
+# builds one: the student's program in assignment/, the grader in test/. The build keeps the two
+# variable lines of the student's Makefile, puts the grader's Makefile in its place and writes the
+# lines into it with sed -i (a new file renamed over the old: create and delete in assignment/),
+# compiles every source once as a syntax check, then runs the grader, a Python program
+# (test/Tests.py) that builds with make, runs each case in a scratch directory of its own under
+# /tmp and writes test-reports/tests-results.xml. No variable of the grader's is changed: TMPDIR
+# is unset, so gcc and Python write their temporary files in /tmp.
 set -euo pipefail
-export TMPDIR="$PWD/assignment"
-common=(-std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fno-sanitize-recover=all)
-flags=("${common[@]}" -fsanitize=address,undefined)
-gcc "${flags[@]}" -o assignment/caps assignment/caps.c assignment/text.c tests/sanitizers.c
-gcc "${flags[@]}" -o assignment/unit tests/unit.c assignment/text.c tests/sanitizers.c
-gcc "${common[@]}" -fsanitize=undefined -o assignment/tester tests/tester.c
 mkdir -p test-reports
-status=0
-./assignment/unit test-reports/unit.xml || status=$?
-./assignment/tester test-reports/tester.xml || status=$?
-exit "$status"
+include_dirs=$(grep -m 1 'INCLUDEDIRS\s*=' assignment/Makefile)
+source_files="$(grep -m 1 'SOURCE\s*=' assignment/Makefile) ../test/sanitizers.c"
+rm -f assignment/GNUmakefile assignment/makefile
+cp -f test/Makefile assignment/Makefile
+sed -i "s~\bINCLUDEDIRS\s*=.*~${include_dirs}~; s~\bSOURCE\s*=.*~${source_files}~" assignment/Makefile
+gcc -c -Wall assignment/*.c
+cd test
+exec python3 Tests.py
