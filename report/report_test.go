@@ -146,3 +146,40 @@ func TestVerifyMatrixPage(t *testing.T) {
 		}
 	}
 }
+
+// TestPagesNameCPUModel: the verify and repro pages name the CPU model a
+// guest ran on (the KVM probe's choice, --cpu or $LOCKSTEP_CPU), as the
+// observe page does, and records made before it was kept name none.
+func TestPagesNameCPUModel(t *testing.T) {
+	b, err := os.ReadFile("testdata/verify-7.2.13-generic.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cpu := range []string{"host,-xsave", ""} {
+		var res verify.Result
+		if err := json.Unmarshal(b, &res); err != nil {
+			t.Fatal(err)
+		}
+		rr := reproResult(t)
+		for _, c := range res.Cells {
+			if c.Guest != nil {
+				c.Guest.CPU = cpu
+			}
+		}
+		for _, o := range rr.Kernels {
+			if o.Guest != nil {
+				o.Guest.CPU = cpu
+			}
+		}
+		for name, p := range map[string]*Page{"verify": VerifyPage(&res, Meta{}), "repro": ReproPage(rr, Meta{})} {
+			var named, model bool
+			for _, kv := range p.Provenance {
+				named = named || strings.Contains(kv.Value, "-cpu ")
+				model = model || strings.Contains(kv.Value, "kvm, -cpu "+cpu+", 1 vCPU") || strings.Contains(kv.Value, "tcg, -cpu "+cpu+", 1 vCPU")
+			}
+			if named != (cpu != "") || (cpu != "" && !model) {
+				t.Errorf("%s page, guest cpu %q: names a model %v, this one %v; provenance %+v", name, cpu, named, model, p.Provenance)
+			}
+		}
+	}
+}

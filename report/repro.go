@@ -159,9 +159,18 @@ func sideProvenance(o *engine.Observation) []KV {
 			kv = append(kv, KV{o.Kernel + ": pin", g.Pin})
 		}
 		kv = append(kv, KV{o.Kernel + ": bzImage sha256", g.BzImageSHA256}, KV{o.Kernel + ": initramfs sha256", g.InitramfsSHA256},
-			KV{o.Kernel + ": accel", fmt.Sprintf("%s, %d vCPU, %d MiB, %s", g.Accel, g.VCPUs, g.MemMB, g.QEMUVersion)})
+			KV{o.Kernel + ": accel", fmt.Sprintf("%s%s, %d vCPU, %d MiB, %s", g.Accel, cpuModel(g.CPU), g.VCPUs, g.MemMB, g.QEMUVersion)})
 	}
 	return kv
+}
+
+// cpuModel is ", -cpu <model>" for a record that names the guest's CPU
+// model, "" for one made before it was kept.
+func cpuModel(cpu string) string {
+	if cpu == "" {
+		return ""
+	}
+	return ", -cpu " + cpu
 }
 
 func appendNew(s []string, add ...string) []string {

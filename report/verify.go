@@ -58,7 +58,7 @@ func VerifyPage(res *verify.Result, m Meta) *Page {
 		kv := KV{k.Name, k.BzImage}
 		if len(res.Exercises) > 0 {
 			if g := res.Cell(ki, 0).Guest; g != nil {
-				kv.Value = fmt.Sprintf("bzImage sha256 %s; %s, %d vCPU, %d MiB, QEMU %s", g.BzImageSHA256, g.Accel, g.VCPUs, g.MemMB, g.QEMUVersion)
+				kv.Value = fmt.Sprintf("bzImage sha256 %s; %s%s, %d vCPU, %d MiB, QEMU %s", g.BzImageSHA256, g.Accel, cpuModel(g.CPU), g.VCPUs, g.MemMB, g.QEMUVersion)
 			}
 			if n := engine.FactorNote(res.Cell(ki, 0).TimeFactor); n != "" {
 				kv.Value += "; " + n

@@ -103,7 +103,7 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 	b.rootImage = fs.String("root-image", "", "raw ext4 disk image `file` (as mkfs.ext4 -d makes) that becomes the guest's read-only root instead of --root; the kernel needs virtio-blk and ext4")
 	fs.Var(&b.shares, "share", "read-only host directory `src[:guestpath]` (repeatable)")
 	b.accel = fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
-	b.cpu = fs.String("cpu", "", "CPU `model` under KVM, as QEMU's -cpu takes it (host, host,-xsave, EPYC, …; default $"+harness.CPUEnv+", else the model the KVM probe booted)")
+	b.cpu = fs.String("cpu", "", cpuUsage)
 	b.mem = fs.Int("mem", 512, "guest memory in `MiB`")
 	b.cpus = fs.Int("cpus", 1, "guest vCPUs")
 	b.timeout = fs.Duration("timeout", 0, "job `duration` limit (default 10m, ×10 under TCG)")

@@ -73,7 +73,7 @@ func init() {
 	guestRole(observer.GuestRole, "observe", observeHere)
 	register(&verb{
 		Name:  "observe",
-		Usage: "observe --key <key> --exercises <dir> --path-sets <dir> [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--cpus N] [--mem MiB] [--timeout D] [--tcg-time-factor N] [--html <file>]",
+		Usage: "observe --key <key> --exercises <dir> --path-sets <dir> [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--cpu <model>] [--cpus N] [--mem MiB] [--timeout D] [--tcg-time-factor N] [--html <file>]",
 		Short: "the KVM run: cross-check strace against Landlock's audit records in a guest, write ABI-10 sidecars",
 		Long:  observeLong,
 		Example: `# The KVM run for the fixture key on the default pin (7.2.13)
@@ -90,6 +90,7 @@ func observeFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []
 	pinsFlag(fs)
 	root := fs.String("root", "", "host `dir`ectory exported read-only as the guest's root (default /)")
 	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
+	cpuFlag(fs)
 	cpus := fs.Int("cpus", 2, "guest vCPUs")
 	mem := fs.Int("mem", 1024, "guest memory in `MiB`")
 	timeout := fs.Duration("timeout", 0, "bound on the guest's job (default: harness's, scaled to the accelerator)")

@@ -32,7 +32,7 @@ func init() {
 	})
 	register(&verb{
 		Name:  "prune",
-		Usage: "prune --key <key>|all --exercises <dir> --out <dir> [--in-guest | --on-host] [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--seeds <dir>] [--only <exercise>] [--check-minimality]",
+		Usage: "prune --key <key>|all --exercises <dir> --out <dir> [--in-guest | --on-host] [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--cpu <model>] [--seeds <dir>] [--only <exercise>] [--check-minimality]",
 		Short: "prune a policy for every exercise of a key (the default prune)",
 		Long: `Runs lockstep's layer pruner for every exercise of --key under --exercises
 (<dir>/<family>/<exercise>/, key from prune.json or the family's name): a
@@ -86,6 +86,7 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 	pinsFlag(fs)
 	rootDir := fs.String("root", "", "guest root `dir`ectory (default: this host's /)")
 	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
+	cpuFlag(fs)
 	seeds := fs.String("seeds", "", "`dir`ectory of the seed files prune.json may name (default: the seeds shipped with lockstep)")
 	only := fs.String("only", "", "prune only the `exercise` of this folder name")
 	workDir := fs.String("work-dir", exercise.DefaultWorkDir, "working `dir`ectory of every run (with --in-guest or --on-host)")

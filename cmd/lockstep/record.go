@@ -109,6 +109,7 @@ func recordFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []s
 	a.policyFile = fs.String("policy", "", "check, diff: the policy `file` (default: the generated policy.cfg)")
 	a.root = fs.String("root", "", "run, check: host `dir`ectory exported read-only as the guest's root (default /)")
 	a.accel = fs.String("accel", harness.AccelAuto, "run, check: accelerator: `auto`, kvm or tcg")
+	cpuFlag(fs)
 	a.cpus = fs.Int("cpus", 1, "run, check: guest vCPUs")
 	a.mem = fs.Int("mem", 1024, "run, check: guest memory in `MiB`")
 	a.asJSON = fs.Bool("json", false, "print the result as one JSON document")

@@ -70,6 +70,7 @@ func reproFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 	a.baseDir = strictString(fs, "base-dir", "", "`dir`ectory whose Base*.cfg files come first", wantBaseDir)
 	a.root = fs.String("root", "", "host `dir`ectory exported read-only as the guests' root (default /)")
 	a.accel = fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
+	cpuFlag(fs)
 	a.cpus = fs.Int("cpus", 1, "vCPUs per guest")
 	a.mem = fs.Int("mem", 512, "guest memory in `MiB`")
 	a.timeout = fs.Duration("timeout", 0, "bound on each guest's job (default: harness's, scaled to the accelerator)")

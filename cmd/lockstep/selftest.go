@@ -26,7 +26,7 @@ func init() {
 	guestRole(selftest.GuestRole, "selftest", selftestRole)
 	register(&verb{
 		Name:  "selftest",
-		Usage: "selftest [--kernel <pin>|<file>] [--modules <dir>] [--machine {microvm|q35}] [--accel {auto|kvm|tcg}] [--boot-timeout <d>] [--results <dir>] [--json]",
+		Usage: "selftest [--kernel <pin>|<file>] [--modules <dir>] [--machine {microvm|q35}] [--accel {auto|kvm|tcg}] [--cpu <model>] [--boot-timeout <d>] [--results <dir>] [--json]",
 		Short: "boot a guest and prove its kernel: release, LSM list, ABI, audit, one refusal per right → one record",
 		Long: `Boots the kernel (a pin, built and cached on first use, or a bzImage file) in a
 throwaway guest and proves inside it that the kernel is the one meant and that
@@ -74,6 +74,7 @@ func selftestFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args [
 	kernelArg := strictString(fs, "kernel", kernel.DefaultPin, "kernel `pin` or bzImage file", wantKernel)
 	pinsFlag(fs)
 	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
+	cpuFlag(fs)
 	modules := fs.String("modules", "", "a distribution kernel's /lib/modules/<release> `dir` (virtio, 9p, overlayfs are modules there; use with --machine q35)")
 	machine := fs.String("machine", harness.MachineMicrovm, "QEMU `machine`: microvm or q35")
 	results := fs.String("results", "", "`dir`ectory to keep selftest.json, selftest-records.txt and run.json")

@@ -123,6 +123,7 @@ func (a *verifyArgs) declare(fs *flag.FlagSet) {
 	a.parallel = fs.Int("parallel", 0, "guests at once (0: as many as the host's CPUs allow; 1: one after another)")
 	a.root = fs.String("root", "", "host `dir`ectory exported read-only as the guests' root (default /)")
 	a.accel = fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
+	cpuFlag(fs)
 	a.cpus = fs.Int("cpus", 1, "vCPUs per guest")
 	a.mem = fs.Int("mem", 512, "guest memory in `MiB`")
 	a.timeout = fs.Duration("timeout", 0, "bound on each guest's job (default: harness's, scaled to the accelerator)")
