@@ -71,7 +71,7 @@ func TestCrossCheckSymlinksHostKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := filepath.Join(symlinksWork, "script.sh")
-	src, err := os.ReadFile("engine/engine/testdata/symlinks-host/script.sh")
+	src, err := os.ReadFile("engine/testdata/symlinks-host/script.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
