@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -373,5 +372,3 @@ func (b *Builder) sourceState(p Pin) string {
 	}
 	return ""
 }
-
-func sortStrings(s []string) { sort.Strings(s) }

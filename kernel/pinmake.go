@@ -248,7 +248,7 @@ func releaseABI(upstream string) (int, error) {
 			if abi, ok := landlock.ReleaseABI(major, minor); ok && abi > 0 {
 				return abi, nil
 			} else if ok {
-				return 0, fmt.Errorf("Linux %d.%d predates Landlock", major, minor)
+				return 0, fmt.Errorf("the kernel %d.%d predates Landlock (5.13 and later have it)", major, minor)
 			}
 		}
 	}
