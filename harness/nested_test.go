@@ -45,25 +45,16 @@ const nestedOuterTimeout = 30 * time.Minute
 // two CPU hogs at load 25-33 before reaching /init.
 const nestedOuterBootFactor = 7
 
-// nestedOuterCPUs is the outer guest's vCPU count. Two: with one, the
-// inner guest's two vCPUs and QEMU's threads share the one outer vCPU, and
-// a quiet run's observe sat in its first reference run for over 8 minutes
-// (2026-12-07, 86c34a7, make test-kvm), where two outer vCPUs finish the
-// whole test in about 3 minutes.
+// nestedOuterCPUs is the outer guest's vCPU count. Two, measured against
+// the alternatives on a quiet machine (2026-12-07, make test-kvm): two
+// vCPUs pass the whole test in 96 s (observe 55 s); with one, the inner
+// guest and QEMU's threads share it and observe sat in its first reference
+// run for over 8 minutes; two with tsc=reliable (the TSC kept as the outer
+// clocksource) lost the inner guest mid-run (no status line). With two the
+// outer kernel's clock is the HPET (its TSC sync check fails under TCG),
+// and once beside CPU hogs it stalled (docs/reliability.md): the test
+// fails on such a stall (checkOuterKernel) rather than hang.
 const nestedOuterCPUs = 2
-
-// nestedOuterKernelArgs keep the TSC the outer kernel's clocksource. With
-// two vCPUs, each a thread of QEMU's multi-threaded TCG on two busy host
-// cores, the kernel's TSC sync check failed ("Marking TSC unstable due to
-// TSCs unsynchronized") and its clock became the HPET, every read an MMIO
-// exit into QEMU's device model under its global lock; with no local APIC
-// timer under TCG (noapictimer) one global timer ticked both vCPUs, the
-// second by an IPI from the first. Beside CPU hogs that outer kernel
-// stalled (soft lockups on both vCPUs, rcu_preempt starved) as the inner
-// KVM guest started. TCG derives every vCPU's TSC from the same host
-// clock, so the sync check's failure measured the host's scheduling, not
-// the TSCs: tsc=reliable skips the check and the clocksource watchdog.
-var nestedOuterKernelArgs = []string{"tsc=reliable"}
 
 // TestNestedKVM runs lockstep's KVM path where no runner's /dev/kvm runs a
 // guest: an outer guest under TCG, whose CPU (max) offers SVM with nested
@@ -128,7 +119,7 @@ func nestedOuter(t *testing.T, out, refKernel, refModules string) Options {
 	}
 	const share = "/run/lockstep/share/"
 	return Options{
-		Kernel: refKernel, Modules: mods, Machine: MachineQ35, Accel: AccelTCG, MemMB: 3072, CPUs: nestedOuterCPUs, KernelArgs: nestedOuterKernelArgs,
+		Kernel: refKernel, Modules: mods, Machine: MachineQ35, Accel: AccelTCG, MemMB: 3072, CPUs: nestedOuterCPUs,
 		Timeout: nestedOuterTimeout, BootTimeout: BootDeadlines[AccelTCG] * nestedOuterBootFactor,
 		Shares: []Share{
 			{Source: bin, GuestPath: share + "bin"},
@@ -193,16 +184,14 @@ func wantStage(t *testing.T, out string, stages map[string]stage, name string, s
 
 // outerStall is what the outer kernel prints when a vCPU made no progress
 // for its watchdog's 20 s or RCU's grace period stalled: how the outer
-// guest hung beside CPU hogs with two vCPUs on the HPET
-// (nestedOuterKernelArgs).
+// guest hung once beside CPU hogs (nestedOuterCPUs).
 var outerStall = regexp.MustCompile(`soft lockup|rcu_preempt kthread starved|rcu: INFO: .*detected stalls|self-detected stall`)
 
 // clocksourceSwitch is the outer kernel's choice of clock.
 var clocksourceSwitch = regexp.MustCompile(`clocksource: Switched to clocksource (\S+)`)
 
-// checkOuterKernel fails t if the outer kernel's console shows a stall, or
-// if it ended on another clock than the TSC (dmesg-end.txt), the
-// precondition of the stall that nestedOuterKernelArgs removes.
+// checkOuterKernel fails t if the outer kernel's console shows a stall,
+// and logs the clock the outer kernel ended on (dmesg-end.txt).
 func checkOuterKernel(t *testing.T, out string) {
 	console, err := os.ReadFile(filepath.Join(out, "outer-console.log"))
 	if err != nil {
@@ -222,9 +211,6 @@ func checkOuterKernel(t *testing.T, out string) {
 		clock = m[1]
 	}
 	t.Logf("outer kernel: clocksource %s at the end", clock)
-	if clock != "tsc" {
-		t.Errorf("outer kernel ended on clocksource %s, want tsc (nestedOuterKernelArgs)", clock)
-	}
 }
 
 var dmesgTime = regexp.MustCompile(`^\[\s*([0-9.]+)\]`)
