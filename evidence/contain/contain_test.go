@@ -44,6 +44,14 @@ func TestPlan(t *testing.T) {
 	if len(un) != 1 || un[0].Name != "limit mem_mb" {
 		t.Errorf("Plan unchecked = %+v, want only mem_mb (not set)", un)
 	}
+	// Only their limits may end the nproc and cpu probes: under a short
+	// timeout on a busy machine, starting 129 processes ran into it (status
+	// 124) and the nproc check did not hold.
+	for _, c := range cs {
+		if want := c.Name == "limit nproc" || c.Name == "limit cpu"; c.WithoutTimeout != want {
+			t.Errorf("%s: WithoutTimeout %v; want %v", c.Name, c.WithoutTimeout, want)
+		}
+	}
 
 	// Caps, coverage and the timeout reaching first.
 	src2 := "[read]\n/work\n[write]\n/work\n[connect]\nallow 127.0.0.1:*\n[bind]\nallow 4001\n[limits]\ntimeout=20\ncpu=30\nnofile=5000\nnproc=64\n"
