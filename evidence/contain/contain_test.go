@@ -320,49 +320,72 @@ func TestProbeMain(t *testing.T) {
 	}
 }
 
+// TestPlantRemove: plant makes each template's file in a directory of its
+// own, and remove takes exactly those directories.
 func TestPlantRemove(t *testing.T) {
 	dir := t.TempDir()
 	c := []string{filepath.Join(dir, "srv/canary/secret"), filepath.Join(dir, "root-canary")}
-	created, err := Plant(c)
+	pl, err := plant(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range c {
-		if b, err := os.ReadFile(p); err != nil || string(b) != CanaryText {
-			t.Errorf("canary %s: %q, %v", p, b, err)
+	for _, tmpl := range c {
+		f := pl.args([]string{tmpl})[0]
+		if f == tmpl || !strings.HasPrefix(f, dir+"/") || filepath.Base(f) != filepath.Base(tmpl) {
+			t.Errorf("template %s planted as %s; want a file of that name in a new directory under %s", tmpl, f, dir)
+		}
+		if b, err := os.ReadFile(f); err != nil || string(b) != CanaryText {
+			t.Errorf("canary %s: %q, %v", f, b, err)
 		}
 	}
-	Remove(created)
+	if got := pl.args([]string{"read", "/other"}); got[1] != "/other" {
+		t.Errorf("args(/other) = %q; want it as it was", got)
+	}
+	pl.remove()
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-		t.Errorf("Remove left %v", ents)
+		t.Errorf("remove left %v", ents)
 	}
 }
 
-// TestPlantRewritesExisting: a canary already there (the host's, seen
-// through a guest's overlay) is written again, so the planter's copy is its
-// own, and is left in place by Remove, which removes only what Plant made.
-func TestPlantRewritesExisting(t *testing.T) {
+// TestPlantTwoRunsAtOnce: two runs planting the same templates beside each
+// other (two prunes, parallel tests, a guest over the host's root) each get
+// their own files; one run's removal leaves the other's canaries readable,
+// and a file already at the template is neither written nor removed. With
+// one fixed path for all runs, the first run's removal took the second's
+// canary, whose control read then failed ("fails without any sandbox too").
+func TestPlantTwoRunsAtOnce(t *testing.T) {
 	dir := t.TempDir()
-	c := filepath.Join(dir, "srv/canary/secret")
-	if err := os.MkdirAll(filepath.Dir(c), 0o755); err != nil {
+	c := []string{filepath.Join(dir, "srv/canary/secret"), filepath.Join(dir, "root-canary")}
+	if err := os.WriteFile(c[1], []byte("someone else's"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(c, []byte("someone else's"), 0o600); err != nil {
-		t.Fatal(err)
+	var runs [2]*planted
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() { runs[i], errs[i] = plant(c) })
 	}
-	created, err := Plant([]string{c})
-	if err != nil {
-		t.Fatal(err)
+	wg.Wait()
+	defer runs[1].remove()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
 	}
-	if b, err := os.ReadFile(c); err != nil || string(b) != CanaryText {
-		t.Errorf("existing canary after Plant: %q, %v; want it written (%q)", b, err, CanaryText)
+	for _, tmpl := range c {
+		if a, b := runs[0].args([]string{tmpl})[0], runs[1].args([]string{tmpl})[0]; a == b {
+			t.Errorf("both runs planted %s at %s", tmpl, a)
+		}
 	}
-	if len(created) != 0 {
-		t.Errorf("Plant created %v; want nothing listed for an existing canary", created)
+	runs[0].remove()
+	for _, tmpl := range c {
+		f := runs[1].args([]string{tmpl})[0]
+		if b, err := os.ReadFile(f); err != nil || string(b) != CanaryText {
+			t.Errorf("the second run's canary %s after the first run's removal: %q, %v", f, b, err)
+		}
 	}
-	Remove(created)
-	if _, err := os.Stat(c); err != nil {
-		t.Errorf("Remove took the canary Plant did not make: %v", err)
+	if b, err := os.ReadFile(c[1]); err != nil || string(b) != "someone else's" {
+		t.Errorf("the file at the template %s: %q, %v; want it untouched", c[1], b, err)
 	}
 }
 

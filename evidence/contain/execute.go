@@ -17,7 +17,6 @@ import (
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/internal/machine"
 	"github.com/lockstep-sandbox/lockstep/record"
-	"golang.org/x/sys/unix"
 )
 
 // DefaultProbeTimeout bounds one probe run.
@@ -31,8 +30,9 @@ type Setup struct {
 	// Enforcer is the argv prefix that runs a command under a policy file:
 	// "--config", the file, "--" and the probe's argv are appended.
 	Enforcer []string
-	// Canaries are planted (where missing) and removed afterwards; nil
-	// means DefaultCanaries.
+	// Canaries are the canaries' templates, nil meaning DefaultCanaries:
+	// each run plants its own file for each and removes it afterwards
+	// (plant); the checks are named by the templates.
 	Canaries []string
 	// WorkDir is the exercise's working directory: the fsize check writes
 	// there when the policy grants it [write] and [create].
@@ -49,9 +49,8 @@ type Setup struct {
 	// them): once for a probe of one, once per operation for a batch.
 	Ran func()
 	// Only, when set, keeps only the checks of these names; Skip leaves
-	// out those of these names. The canaries are planted (and the
-	// machine-wide lock on them taken) only when a kept check reads one,
-	// so a run of TimeoutCheck alone can go beside a full one.
+	// out those of these names. The canaries are planted only when a kept
+	// check reads one.
 	Only, Skip []string
 }
 
@@ -67,25 +66,17 @@ func (s Setup) selected(checks []Check, un []record.ContainmentCheck) ([]Check, 
 	return checks, un
 }
 
-// plantFor plants the canaries, under the machine-wide lock, when one of
-// checks reads one; release removes them and unlocks (call it also after
-// an error). The canaries are fixed paths: a second containment run on
-// this machine (a parallel test, another prune) would remove them while
-// this one still reads them. One run at a time.
-func plantFor(ctx context.Context, checks []Check, canaries []string) (release func(), err error) {
+// plantFor plants this run's canaries when one of checks reads one (nil
+// when none does); remove them also after an error.
+func plantFor(checks []Check, canaries []string) (*planted, error) {
 	if !slices.ContainsFunc(checks, canaryCheck) {
-		return func() {}, nil
+		return nil, nil
 	}
-	unlock, err := lockCanaries(ctx)
+	pl, err := plant(canaries)
 	if err != nil {
-		return func() {}, err
+		return pl, fmt.Errorf("containment canaries: %w", err)
 	}
-	planted, err := Plant(canaries)
-	release = func() { Remove(planted); unlock() }
-	if err != nil {
-		return release, fmt.Errorf("containment canaries: %w", err)
-	}
-	return release, nil
+	return pl, nil
 }
 
 // canaryCheck reports whether c reads a canary.
@@ -145,12 +136,12 @@ func Execute(ctx context.Context, p *policy.Policy, s Setup) ([]record.Containme
 		// that a later control's O_EXCL create does not fail on it.
 		defer os.Remove(filepath.Join(wd, FsizeCheckName))
 	}
-	release, err := plantFor(ctx, checks, canaries)
-	defer release()
+	pl, err := plantFor(checks, canaries)
+	defer pl.remove()
 	if err != nil {
 		return nil, nil, err
 	}
-	return Run(ctx, checks, un, s.prober(cfg, cfgNoTimeout))
+	return Run(ctx, checks, un, s.prober(cfg, cfgNoTimeout, pl))
 }
 
 // probePolicy is p as the probe runs under it: with the probe binary
@@ -177,15 +168,16 @@ func probePolicy(p *policy.Policy, probe string) (*policy.Policy, error) {
 }
 
 // prober runs the probe, behind the enforcer with the policy in cfg (or
-// cfgNoTimeout for a check without the timeout) when sandboxed.
-func (s Setup) prober(cfg, cfgNoTimeout string) Probe {
+// cfgNoTimeout for a check without the timeout) when sandboxed, on this
+// run's canaries (pl) where a check names a template.
+func (s Setup) prober(cfg, cfgNoTimeout string, pl *planted) Probe {
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = DefaultProbeTimeout
 	}
 	var ranMu sync.Mutex // Run runs some checks at once; Ran need not be safe for that
 	return func(ctx context.Context, sandboxed bool, c Check) (int, []byte, error) {
-		argv := append(append([]string(nil), s.Probe...), c.Args...)
+		argv := append(append([]string(nil), s.Probe...), pl.args(c.Args)...)
 		if sandboxed {
 			f := cfg
 			if c.WithoutTimeout {
@@ -217,31 +209,6 @@ func writeProbePolicies(pp *policy.Policy, dir string) (string, string, error) {
 		return "", "", err
 	}
 	return cfg, cfgNoTimeout, nil
-}
-
-// lockCanaries takes an exclusive flock on a file beside the temporary
-// files, waiting for another containment run to end.
-func lockCanaries(ctx context.Context) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "lockstep-containment.lock"), os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("containment lock: %w", err)
-	}
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
-		}
-		if err != unix.EWOULDBLOCK {
-			f.Close()
-			return nil, fmt.Errorf("containment lock: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // memoryMB is this machine's RAM plus swap in MiB, 0 if unknown.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,8 +112,8 @@ func TestProbeEndsAtTimeout(t *testing.T) {
 }
 
 // TestExecuteOnlyAndSkip: Setup.Only runs the timeout check alone, without
-// the canaries, so it runs while another containment run holds their lock
-// (taken here for the whole call); Setup.Skip runs every check but it.
+// planting the canaries (their template is where none can be planted);
+// Setup.Skip runs every check but it.
 func TestExecuteOnlyAndSkip(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the canaries live in /root: needs root")
@@ -129,17 +130,10 @@ func TestExecuteOnlyAndSkip(t *testing.T) {
 		t.Fatal(err)
 	}
 	setup := Setup{Probe: []string{bin, Verb}, Enforcer: enforcer.Prefix(bin, false), ScratchDir: t.TempDir(), WorkDir: work}
-	unlock, err := lockCanaries(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
 	only := setup
 	only.Only = []string{TimeoutCheck}
-	// Waiting for the lock would end in this deadline's error.
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	res, failed, err := Execute(ctx, p, only)
-	cancel()
-	unlock()
+	only.Canaries = []string{"/proc/lockstep-canary"}
+	res, failed, err := Execute(t.Context(), p, only)
 	if err != nil || len(failed) != 0 || len(res) != 1 || res[0].Name != TimeoutCheck || !res[0].Refused {
 		t.Fatalf("Only timeout = %+v, %v, %v; want the timeout check alone, held", res, failed, err)
 	}
@@ -158,6 +152,36 @@ func TestExecuteOnlyAndSkip(t *testing.T) {
 	}
 	if names[TimeoutCheck] || !names["limit cpu"] || !names[FsizeCheck] || !names["canary /root/lockstep-prune-canary"] {
 		t.Errorf("Skip timeout ran %v; want every check but the timeout's", names)
+	}
+}
+
+// TestExecuteTwoAtOnce: two containment runs with the default canaries at
+// once on one machine both hold every check, each control reading its own
+// canary (they shared one fixed path, which the first run to end removed
+// under the other; TestPlantTwoRunsAtOnce checks the removal).
+func TestExecuteTwoAtOnce(t *testing.T) {
+	p, setup := hostSetup(t, "")
+	var wg sync.WaitGroup
+	var res [2][]record.ContainmentCheck
+	var failed [2][]string
+	var errs [2]error
+	for i := range res {
+		wg.Go(func() { res[i], failed[i], errs[i] = Execute(t.Context(), p, setup) })
+	}
+	wg.Wait()
+	for i := range res {
+		if errs[i] != nil || len(failed[i]) != 0 {
+			t.Errorf("run %d: did not hold %v, %v", i, failed[i], errs[i])
+		}
+		n := 0
+		for _, r := range res[i] {
+			if strings.HasPrefix(r.Name, "canary ") && r.Refused && strings.HasPrefix(r.Control, "ok") {
+				n++
+			}
+		}
+		if n != len(DefaultCanaries) {
+			t.Errorf("run %d: %d canary checks held with their control; want %d: %+v", i, n, len(DefaultCanaries), res[i])
+		}
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/lockstep-sandbox/lockstep/derive/placement"
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/evidence/contain"
 	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
@@ -244,7 +243,6 @@ type state struct {
 	// missingEvidence lists grants with no refusal behind them (a defect).
 	missingEvidence []string
 	limitHits       []policy.LimitKey
-	planted         []string
 	// pinned are the pinned read roots with their manifests.
 	pinned []pinnedRoot
 	// keptItems are the kept seed's rows, granted by every candidate and
@@ -368,7 +366,6 @@ func (s *state) coldPrefix() []string {
 }
 
 func (s *state) close() {
-	contain.Remove(s.planted)
 	if s.ownTmp {
 		os.RemoveAll(s.scratch)
 	}
@@ -442,9 +439,8 @@ func (s *state) pipeline(ctx context.Context) (*policy.Policy, error) {
 	return p, nil
 }
 
-// beforeRuns is what comes before the first run: the start policy (seed), the
-// pinned roots loaded, checked against the seeds and re-hashed, and the
-// containment canaries planted.
+// beforeRuns is what comes before the first run: the start policy (seed), and
+// the pinned roots loaded, checked against the seeds and re-hashed.
 func (s *state) beforeRuns() (*policy.Policy, error) {
 	start, err := s.seed()
 	if err != nil {
@@ -458,11 +454,6 @@ func (s *state) beforeRuns() (*policy.Policy, error) {
 	}
 	if err := s.verifyPinned("before the first run"); err != nil {
 		return nil, err
-	}
-	if !s.opts.SkipContainment {
-		if s.planted, err = contain.Plant(s.canaries()); err != nil {
-			return nil, err
-		}
 	}
 	return start, nil
 }

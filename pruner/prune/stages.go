@@ -26,8 +26,9 @@ const (
 // contain.DefaultCanaries and caps the timeout and CPU checks at
 // contain.DefaultMaxSeconds.
 type ContainOptions struct {
-	// Canaries are planted before the first run; nil means
-	// contain.DefaultCanaries. What the prune created is removed at the end.
+	// Canaries are the canaries' templates; nil means
+	// contain.DefaultCanaries. The containment checks plant a file of
+	// their own for each and remove it again (contain.Setup.Canaries).
 	Canaries []string
 	// MaxSeconds caps the timeout and cpu checks; 0 means the default.
 	MaxSeconds int
