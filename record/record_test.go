@@ -7,7 +7,6 @@ import (
 	"flag"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/evidence/verdict"
+	"github.com/lockstep-sandbox/lockstep/internal/recordtest"
 	"github.com/lockstep-sandbox/lockstep/internal/version"
 )
 
@@ -52,27 +52,9 @@ func capturedVerdict(t testing.TB, name string) verdict.Verdict {
 var testProvenance = Provenance{Pruner: PrunerName, Kernel: "7.2.13-lockstep", Architecture: "x86_64",
 	LandlockABI: 10, UID: 0, Strace: "strace -- version 6.1", Date: "2026-11-29T08:44:42Z"}
 
-const testCfg = `[read]
-/etc/ld.so.cache
-/usr
-[execute]
-/usr/bin
-[write]
-/var/tmp/testing-dir
-[create]
-/var/tmp/testing-dir
-[bind]
-allow 5000 udp
-[connect]
-allow 127.0.0.1:*
-[limits]
-timeout = 90
-nofile = 256
-`
-
 func sampleExercise(t testing.TB) (*Exercise, []byte) {
 	t.Helper()
-	p, err := policy.Parse("generic_shell-reference.cfg", []byte(testCfg))
+	p, err := policy.Parse("generic_shell-reference.cfg", []byte(recordtest.Cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,23 +76,6 @@ func sampleExercise(t testing.TB) (*Exercise, []byte) {
 		Provenance: testProvenance, CfgSHA256: SHA256Hex(cfg), Policy: FromPolicy(p, []string{"a note"}), Log: log}, cfg
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to write it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file; got\n%s", name, got)
-	}
-}
-
 func TestExerciseRecordRoundTrip(t *testing.T) {
 	r, cfg := sampleExercise(t)
 	dir := t.TempDir()
@@ -125,7 +90,7 @@ func TestExerciseRecordRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "generic_shell-reference.json", data)
+	recordtest.Golden(t, "generic_shell-reference.json", data, *update)
 	back, err := ReadExercise(path)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +140,7 @@ func TestAbortedRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "broken_failing-test.aborted.json", data)
+	recordtest.Golden(t, "broken_failing-test.aborted.json", data, *update)
 	back, err := ReadAborted(path)
 	if err != nil {
 		t.Fatal(err)
@@ -267,10 +232,6 @@ func TestValidationRefusals(t *testing.T) {
 // TestMarshalMatchesPython holds Marshal to Python's own
 // json.dumps(indent=2, sort_keys=True), run on this machine.
 func TestMarshalMatchesPython(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed (scripts/deps.sh installs it)")
-	}
 	r, _ := sampleExercise(t)
 	values := map[string]any{
 		"record": r,
@@ -286,15 +247,7 @@ func TestMarshalMatchesPython(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(py, "-c", "import json,sys; d=json.load(sys.stdin); sys.stdout.write(json.dumps(d, indent=2, sort_keys=True)+'\\n')")
-			cmd.Stdin = bytes.NewReader(ours)
-			theirs, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("python3: %v", err)
-			}
-			if !bytes.Equal(ours, theirs) {
-				t.Errorf("Marshal differs from Python's json.dumps:\nours:\n%s\npython:\n%s", ours, theirs)
-			}
+			recordtest.MatchesPython(t, ours)
 		})
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/internal/recordtest"
 	"github.com/lockstep-sandbox/lockstep/record"
 )
 
@@ -18,43 +18,8 @@ var update = flag.Bool("update", false, "rewrite the golden records in testdata/
 var testProvenance = record.Provenance{Pruner: record.PrunerName, Kernel: "7.2.13-lockstep", Architecture: "x86_64",
 	LandlockABI: 10, UID: 0, Strace: "strace -- version 6.1", Date: "2026-11-29T08:44:42Z"}
 
-const testCfg = `[read]
-/etc/ld.so.cache
-/usr
-[execute]
-/usr/bin
-[write]
-/var/tmp/testing-dir
-[create]
-/var/tmp/testing-dir
-[bind]
-allow 5000 udp
-[connect]
-allow 127.0.0.1:*
-[limits]
-timeout = 90
-nofile = 256
-`
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to write it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file; got\n%s", name, got)
-	}
-}
-
 func sampleKVM() *Record {
-	cfgHash := record.SHA256Hex([]byte(testCfg))
+	cfgHash := record.SHA256Hex([]byte(recordtest.Cfg))
 	// The audit line only has the shape of a LANDLOCK_ACCESS record; it is
 	// not a capture (the observer package holds real ones).
 	rows := []Row{{Rule: "allow 5000 udp", Audit: []string{`type=1423 audit(1764405882.123:42): domain=1a2b blockers=net.bind_udp pid=77 comm="python3" sport=5000`}}}
@@ -73,7 +38,7 @@ func TestKVMRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
-	golden(t, "fixture_udp-fixture.abi10.json", data)
+	recordtest.Golden(t, "fixture_udp-fixture.abi10.json", data, *update)
 	back, err := Read(path)
 	if err != nil {
 		t.Fatal(err)
@@ -82,14 +47,14 @@ func TestKVMRecord(t *testing.T) {
 		t.Errorf("record.Marshal(Read(f)) differs from f")
 	}
 	side := Sidecar("fixture", "udp-fixture", testProvenance, r.Rows)
-	golden(t, "fixture_udp-fixture.abi10.cfg", side)
+	recordtest.Golden(t, "fixture_udp-fixture.abi10.cfg", side, *update)
 	if _, err := policy.Parse("sidecar", side); err != nil {
 		t.Errorf("the sidecar does not parse as a policy: %v", err)
 	}
-	if err := back.Vouches([]byte(testCfg), side); err != nil {
+	if err := back.Vouches([]byte(recordtest.Cfg), side); err != nil {
 		t.Errorf("Vouches = %v", err)
 	}
-	if err := back.Vouches([]byte(testCfg), []byte("[bind]\nallow 6000 udp\n")); err == nil || !strings.Contains(err.Error(), "SHA-256 differs") {
+	if err := back.Vouches([]byte(recordtest.Cfg), []byte("[bind]\nallow 6000 udp\n")); err == nil || !strings.Contains(err.Error(), "SHA-256 differs") {
 		t.Errorf("Vouches(tampered sidecar) = %v, want a SHA-256 refusal", err)
 	}
 	if err := back.Vouches([]byte("[read]\n/\n"), side); err == nil {
@@ -153,23 +118,11 @@ func TestKVMValidation(t *testing.T) {
 // TestMarshalMatchesPython holds a KVM record's bytes to Python's own
 // json.dumps(indent=2, sort_keys=True), run on this machine.
 func TestMarshalMatchesPython(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed (scripts/deps.sh installs it)")
-	}
 	ours, err := record.Marshal(sampleKVM())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(py, "-c", "import json,sys; d=json.load(sys.stdin); sys.stdout.write(json.dumps(d, indent=2, sort_keys=True)+'\\n')")
-	cmd.Stdin = bytes.NewReader(ours)
-	theirs, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(ours, theirs) {
-		t.Errorf("Marshal differs from Python's json.dumps:\nours:\n%s\npython:\n%s", ours, theirs)
-	}
+	recordtest.MatchesPython(t, ours)
 }
 
 func FuzzParse(f *testing.F) {
