@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/evidence/verdict"
+	"github.com/lockstep-sandbox/lockstep/internal/proctest"
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
 )
 
@@ -87,12 +88,7 @@ func TestIsolatedRunContainsHostileReference(t *testing.T) {
 	iso := isolation(t, guard)
 	iso.Writable = []string{filepath.Join(guard, "open")}
 	res, err := e.Run(t.Context(), RunOptions{WorkDir: work, Isolate: iso})
-	daemons := processesNamed(t, "sleep\x00"+token)
-	for _, pid := range daemons {
-		if p, err := os.FindProcess(pid); err == nil {
-			p.Kill()
-		}
-	}
+	daemons := proctest.KillSleeping(t, token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,27 +109,6 @@ func TestIsolatedRunContainsHostileReference(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "in-work")); err != nil {
 		t.Errorf("the run could not write its working directory: %v", err)
 	}
-}
-
-// processesNamed are the pids whose command line starts with cmdline
-// (NUL-separated arguments).
-func processesNamed(t *testing.T, cmdline string) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.HasPrefix(string(b), cmdline) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 // TestIsolatedRunTimeout: an isolated run whose time is up ends as a run

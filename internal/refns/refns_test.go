@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/internal/proctest"
 )
 
 // TestMain serves the role (Verb) from this test binary.
@@ -56,32 +58,7 @@ exit 7`)
 	if b, err := os.ReadFile(file); err != nil || string(b) != "kept\n" {
 		t.Errorf("%s = %q, %v after the run; want it unchanged", file, b, err)
 	}
-	if pids := sleeping(t, token); len(pids) > 0 {
-		for _, pid := range pids {
-			if p, err := os.FindProcess(pid); err == nil {
-				p.Kill()
-			}
-		}
+	if pids := proctest.KillSleeping(t, token); len(pids) > 0 {
 		t.Errorf("the run's setsid daemon (sleep %s) outlived the run: pids %v", token, pids)
 	}
-}
-
-// sleeping are the pids of `sleep token`.
-func sleeping(t *testing.T, token string) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.HasPrefix(string(b), "sleep\x00"+token+"\x00") {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
