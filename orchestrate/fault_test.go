@@ -24,32 +24,22 @@ import (
 func TestDiskFull(t *testing.T) {
 	e := newEnv(t)
 	e.core = filepath.Join(fulldisk.Mount(t, 1<<20), "core")
-	if _, err := Run(e.opts()); err != nil {
-		t.Fatalf("the first merge, with room: %v", err)
-	}
-	before := treeHash(t, e.core)
-	data, _ := os.ReadFile(filepath.Join(e.path, "java_one.cfg"))
-	e.writeCfg(t, "java_one", string(data)+"[read]\n/srv/new\n")
+	before := e.merged(t)
+	e.addNewRow(t)
 	filler := fulldisk.Fill(t, filepath.Dir(e.core), "filler", 0)
 	_, err := Run(e.opts())
 	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "(the previous tree is unchanged)") {
 		t.Fatalf("Run on a full disk = %v; want ENOSPC saying the previous tree is unchanged", err)
 	}
-	t.Logf("the user sees: %v", err)
-	if treeHash(t, e.core) != before {
-		t.Error("a merge that met a full disk changed the tree")
-	}
-	if s := siblings(t, e.core); len(s) != 0 {
-		t.Errorf("temporaries left on the full disk: %v", s)
-	}
+	e.kept(t, before, "a merge that met a full disk")
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Run(e.opts()); err != nil {
 		t.Fatalf("the merge after space was freed: %v", err)
 	}
-	if got := readTree(t, e.core)["BaseLanguage-java.cfg"]; !strings.Contains(got, "/srv/new") {
-		t.Errorf("the merge after space was freed did not write the new base:\n%s", got)
+	if got := readTree(t, e.core); !hasNewRow(got) {
+		t.Errorf("the merge after space was freed did not write the new base:\n%s", got["BaseLanguage-java.cfg"])
 	}
 }
 
@@ -60,12 +50,8 @@ func TestDiskFull(t *testing.T) {
 // its tree and leaves no temporary.
 func TestTwoMergesOneTree(t *testing.T) {
 	e := newEnv(t)
-	if _, err := Run(e.opts()); err != nil {
-		t.Fatal(err)
-	}
-	before := treeHash(t, e.core)
-	data, _ := os.ReadFile(filepath.Join(e.path, "java_one.cfg"))
-	e.writeCfg(t, "java_one", string(data)+"[read]\n/srv/new\n")
+	before := e.merged(t)
+	e.addNewRow(t)
 
 	child := exec.Command(os.Args[0], "-test.run=^TestStoppedMergeChild$", "-test.count=1")
 	child.Env = append(os.Environ(), "LOCKSTEP_TEST_STOP_AT="+string(stageBuilt), "LOCKSTEP_TEST_PATH="+e.path, "LOCKSTEP_TEST_CORE="+e.core)
@@ -84,7 +70,7 @@ func TestTwoMergesOneTree(t *testing.T) {
 	if _, err := Run(e.opts()); err == nil || !strings.Contains(err.Error(), "another merge is writing") {
 		t.Fatalf("a merge beside a stopped one = %v; want refused: another merge is writing", err)
 	}
-	if treeHash(t, e.core) != before {
+	if treeHash(t, e.core) != before { // the stopped merge's new tree is beside it
 		t.Error("the refused merge changed the tree")
 	}
 	if err := child.Process.Signal(syscall.SIGCONT); err != nil {
@@ -93,7 +79,7 @@ func TestTwoMergesOneTree(t *testing.T) {
 	if err := child.Wait(); err != nil {
 		t.Fatalf("the continued merge: %v\n%s", err, out.String())
 	}
-	if got := readTree(t, e.core)["BaseLanguage-java.cfg"]; !strings.Contains(got, "/srv/new") {
+	if !hasNewRow(readTree(t, e.core)) {
 		t.Errorf("the continued merge did not complete its tree")
 	}
 	if s := siblings(t, e.core); len(s) != 0 {

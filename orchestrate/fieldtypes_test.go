@@ -1,7 +1,6 @@
 package orchestrate
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,25 +12,14 @@ import (
 // directory.
 func (e *env) setNested(t *testing.T, name, outer, inner string, val any) {
 	t.Helper()
-	p := filepath.Join(e.path, name)
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	sub, _ := m[outer].(map[string]any)
-	if sub == nil {
-		sub = map[string]any{}
-	}
-	sub[inner] = val
-	m[outer] = sub
-	out, _ := json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(p, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	editRecord(t, filepath.Join(e.path, name), func(m map[string]any) {
+		sub, _ := m[outer].(map[string]any)
+		if sub == nil {
+			sub = map[string]any{}
+		}
+		sub[inner] = val
+		m[outer] = sub
+	})
 }
 
 // refusedWith runs the merge of e and wants exactly one problem holding want.

@@ -142,10 +142,9 @@ func (e *env) remove(t *testing.T, name string) {
 	}
 }
 
-// setField rewrites one field of a JSON record (nil value: delete it).
-func (e *env) setField(t *testing.T, name, key string, val any) {
+// editRecord rewrites the JSON record at p through edit.
+func editRecord(t *testing.T, p string, edit func(m map[string]any)) {
 	t.Helper()
-	p := filepath.Join(e.path, name)
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -154,11 +153,18 @@ func (e *env) setField(t *testing.T, name, key string, val any) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		t.Fatal(err)
 	}
-	m[key] = val
+	edit(m)
 	out, _ := json.MarshalIndent(m, "", "  ")
 	if err := os.WriteFile(p, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// setField sets one field of the record name in the path directory (nil:
+// JSON null).
+func (e *env) setField(t *testing.T, name, key string, val any) {
+	t.Helper()
+	editRecord(t, filepath.Join(e.path, name), func(m map[string]any) { m[key] = val })
 }
 
 func fileHex(t *testing.T, p string) string {
@@ -185,6 +191,44 @@ func (e *env) writeSidecar(t *testing.T, stem, data string) {
 	t.Helper()
 	e.write(t, stem+".abi10.cfg", data)
 	e.setField(t, stem+".abi10.json", "abi10_cfg_sha256", sha([]byte(data)))
+}
+
+// merged runs a first merge, a tree for what follows to keep or replace,
+// and returns its hash.
+func (e *env) merged(t *testing.T) string {
+	t.Helper()
+	if _, err := Run(e.opts()); err != nil {
+		t.Fatal(err)
+	}
+	return treeHash(t, e.core)
+}
+
+// addNewRow adds /srv/new to java_one's policy, a row the next merge
+// carries into BaseLanguage-java.cfg (hasNewRow).
+func (e *env) addNewRow(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(e.path, "java_one.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.writeCfg(t, "java_one", string(data)+"[read]\n/srv/new\n")
+}
+
+// hasNewRow reports whether tree's java base holds addNewRow's row.
+func hasNewRow(tree map[string]string) bool {
+	return strings.Contains(tree["BaseLanguage-java.cfg"], "/srv/new")
+}
+
+// kept fails t unless the tree still hashes to before and no temporary is
+// left beside it; what names the step that should have kept it.
+func (e *env) kept(t *testing.T, before, what string) {
+	t.Helper()
+	if treeHash(t, e.core) != before {
+		t.Errorf("%s changed the tree", what)
+	}
+	if s := siblings(t, e.core); len(s) != 0 {
+		t.Errorf("temporaries left after %s: %v", what, s)
+	}
 }
 
 func TestFixtureGolden(t *testing.T) {
@@ -421,12 +465,7 @@ func TestRefusals(t *testing.T) {
 					t.Errorf("problems =\n%s\nwant one with %q", all, w)
 				}
 			}
-			if got := treeHash(t, e.core); got != before {
-				t.Errorf("the refusal changed the output tree")
-			}
-			if s := siblings(t, e.core); len(s) != 0 {
-				t.Errorf("temporaries left: %v", s)
-			}
+			e.kept(t, before, "the refusal")
 		})
 	}
 }
@@ -593,10 +632,7 @@ func TestKVMDirs(t *testing.T) {
 		t.Run(tc.Name, func(t *testing.T) {
 			e := newEnv(t)
 			splitKVM(t, e, 2)
-			if _, err := Run(e.opts()); err != nil {
-				t.Fatal(err)
-			}
-			before := treeHash(t, e.core)
+			before := e.merged(t)
 			tc.Setup(t, e)
 			_, err := Run(e.opts())
 			var r *Refusal
@@ -604,9 +640,7 @@ func TestKVMDirs(t *testing.T) {
 			if !errors.As(err, &r) || !strings.Contains(strings.Join(r.Problems, "\n"), want) {
 				t.Fatalf("Run = %v; want a refusal with %q", err, want)
 			}
-			if treeHash(t, e.core) != before {
-				t.Error("the refusal changed the output tree")
-			}
+			e.kept(t, before, "the refusal")
 		})
 	}
 }
@@ -677,12 +711,8 @@ func TestBasePhobosOmittedOnConflict(t *testing.T) {
 
 func TestWriteFailureKeepsTree(t *testing.T) {
 	e := newEnv(t)
-	if _, err := Run(e.opts()); err != nil {
-		t.Fatal(err)
-	}
-	before := treeHash(t, e.core)
-	data, _ := os.ReadFile(filepath.Join(e.path, "java_one.cfg"))
-	e.writeCfg(t, "java_one", string(data)+"[read]\n/srv/new\n")
+	before := e.merged(t)
+	e.addNewRow(t)
 	o := e.opts()
 	o.hook = func(s stage) error {
 		if s == stageBuilt {
@@ -693,12 +723,7 @@ func TestWriteFailureKeepsTree(t *testing.T) {
 	if _, err := Run(o); err == nil || !strings.Contains(err.Error(), "(the previous tree is unchanged): disk full (injected)") {
 		t.Fatalf("Run = %v; want the injected error", err)
 	}
-	if treeHash(t, e.core) != before {
-		t.Error("a failed write changed the tree")
-	}
-	if s := siblings(t, e.core); len(s) != 0 {
-		t.Errorf("temporaries left: %v", s)
-	}
+	e.kept(t, before, "a failed write")
 	// A second writer holding the lock makes the merge fail, tree unchanged.
 	unlock, err := lockTree(filepath.Dir(e.core), filepath.Base(e.core))
 	if err != nil {
@@ -708,9 +733,7 @@ func TestWriteFailureKeepsTree(t *testing.T) {
 		t.Fatalf("Run under a held lock = %v", err)
 	}
 	unlock()
-	if treeHash(t, e.core) != before {
-		t.Error("a locked-out merge changed the tree")
-	}
+	e.kept(t, before, "a locked-out merge")
 	// The core directory is a file: refused before anything is built.
 	e2 := newEnv(t)
 	if err := os.WriteFile(e2.core, []byte("x"), 0o644); err != nil {
@@ -728,12 +751,9 @@ func TestCrash(t *testing.T) {
 	for _, st := range []stage{stageBuilt, stageExchanged} {
 		t.Run(string(st), func(t *testing.T) {
 			e := newEnv(t)
-			if _, err := Run(e.opts()); err != nil {
-				t.Fatal(err)
-			}
+			e.merged(t)
 			oldTree := readTree(t, e.core)
-			data, _ := os.ReadFile(filepath.Join(e.path, "java_one.cfg"))
-			e.writeCfg(t, "java_one", string(data)+"[read]\n/srv/new\n")
+			e.addNewRow(t)
 			cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.count=1")
 			cmd.Env = append(os.Environ(), "LOCKSTEP_TEST_CRASH_AT="+string(st), "LOCKSTEP_TEST_PATH="+e.path, "LOCKSTEP_TEST_CORE="+e.core)
 			out, err := cmd.CombinedOutput()
@@ -748,7 +768,7 @@ func TestCrash(t *testing.T) {
 					t.Error("a crash before the exchange changed the tree")
 				}
 			case stageExchanged:
-				if !strings.Contains(got["BaseLanguage-java.cfg"], "/srv/new") || len(got) != len(oldTree) {
+				if !hasNewRow(got) || len(got) != len(oldTree) {
 					t.Errorf("a crash after the exchange left an incomplete tree: %d files", len(got))
 				}
 			}
