@@ -115,15 +115,12 @@ func (b *Builder) buildImage(ctx context.Context, pin Pin, start time.Time) (*Re
 		}
 		return r, err
 	}
-	if err := os.MkdirAll(b.root(), 0o755); err != nil {
-		return nil, fmt.Errorf("create kernel cache: %w", err)
-	}
-	unlock, err := lockFile(ctx, dir+".lock", b.log())
+	unlock, made, err := b.lockEntry(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if _, err := os.Stat(dir); err == nil { // another process unpacked it meanwhile
+	if made { // another process unpacked it meanwhile
 		return b.verifyImage(pin)
 	}
 	deb, err := b.download(ctx, pin)

@@ -138,6 +138,20 @@ func (b *Builder) root() string {
 	return DefaultCacheDir()
 }
 
+// lockEntry makes the cache and takes the lock of its entry dir (a built
+// kernel, an unpacked image), reporting whether the entry is there once the
+// lock is held: another process made it while this one waited.
+func (b *Builder) lockEntry(ctx context.Context, dir string) (unlock func(), made bool, err error) {
+	if err := os.MkdirAll(b.root(), 0o755); err != nil {
+		return nil, false, fmt.Errorf("create kernel cache: %w", err)
+	}
+	if unlock, err = lockFile(ctx, dir+".lock", b.log()); err != nil {
+		return nil, false, err
+	}
+	_, err = os.Stat(dir)
+	return unlock, err == nil, nil
+}
+
 // Lookup returns the builder's pin for version ("" means DefaultPin).
 func (b *Builder) Lookup(version string) (Pin, error) {
 	if b.Pins != nil {
@@ -266,15 +280,12 @@ func (b *Builder) Build(ctx context.Context, version string) (*Result, error) {
 	if err := checkTools(frag, lookTool); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(b.root(), 0o755); err != nil {
-		return nil, fmt.Errorf("create kernel cache: %w", err)
-	}
-	unlock, err := lockFile(ctx, dir+".lock", b.log())
+	unlock, made, err := b.lockEntry(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if _, err := os.Stat(dir); err == nil { // another process built it meanwhile
+	if made { // another process built it meanwhile
 		return b.Verify(ctx, pin.Version)
 	}
 	b.log().Info("kernel: building", "pin", pin.Version, "key", key[:16], "cache", dir)
