@@ -129,20 +129,38 @@ func editRecord(match, old, new string) func([]string) []string {
 	}
 }
 
+// serialOf is the audit event serial of the first LANDLOCK_ACCESS line
+// containing match.
+func serialOf(lines []string, match string) string {
+	for _, l := range lines {
+		if strings.HasPrefix(l, "1423 ") && strings.Contains(l, match) {
+			_, rest, _ := strings.Cut(l, ":")
+			s, _, _ := strings.Cut(rest, ")")
+			return s
+		}
+	}
+	return ""
+}
+
+// editSyscall replaces old with new in the SYSCALL line of the event whose
+// LANDLOCK_ACCESS line (the first) contains match.
+func editSyscall(match, old, new string) func([]string) []string {
+	return func(lines []string) []string {
+		s := serialOf(lines, match)
+		out := slices.Clone(lines)
+		for i, l := range out {
+			if strings.HasPrefix(l, "1300 ") && strings.Contains(l, ":"+s+")") {
+				out[i] = strings.Replace(l, old, new, 1)
+			}
+		}
+		return out
+	}
+}
+
 // TestCrossCheckDisagreements: each way a record can disagree with strace
 // shows as a mismatch (and the record as audit-only); a lost record also
 // breaks the deallocation count, so the run is indeterminate.
 func TestCrossCheckDisagreements(t *testing.T) {
-	serialOf := func(lines []string, match string) string {
-		for _, l := range lines {
-			if strings.HasPrefix(l, "1423 ") && strings.Contains(l, match) {
-				_, rest, _ := strings.Cut(l, ":")
-				s, _, _ := strings.Cut(rest, ")")
-				return s
-			}
-		}
-		return ""
-	}
 	cases := []struct {
 		name          string
 		edit          func([]string) []string
@@ -164,26 +182,8 @@ func TestCrossCheckDisagreements(t *testing.T) {
 		}, "/dev/tty", 0, true},
 		{"more rights than strace asked for", editRecord(`path="/etc/passwd"`, "blockers=fs.read_file", "blockers=fs.read_file,fs.execute"), "/etc/passwd", 1, false},
 		{"another object", editRecord(`path="/etc/nsswitch.conf"`, `path="/etc/nsswitch.conf"`, `path="/etc/hosts"`), "/etc/nsswitch.conf", 1, false},
-		{"another process", func(lines []string) []string {
-			s := serialOf(lines, `path="/var/tmp/testing-dir/data/input.txt"`)
-			out := slices.Clone(lines)
-			for i, l := range out {
-				if strings.HasPrefix(l, "1300 ") && strings.Contains(l, ":"+s+")") {
-					out[i] = strings.Replace(l, " pid=", " pid=1", 1)
-				}
-			}
-			return out
-		}, "/var/tmp/testing-dir/data/input.txt", 1, false},
-		{"another system call", func(lines []string) []string {
-			s := serialOf(lines, `path="/etc/ld.so.cache"`)
-			out := slices.Clone(lines)
-			for i, l := range out {
-				if strings.HasPrefix(l, "1300 ") && strings.Contains(l, ":"+s+")") {
-					out[i] = strings.Replace(l, "syscall=257", "syscall=2", 1)
-				}
-			}
-			return out
-		}, "/etc/ld.so.cache", 1, false},
+		{"another process", editSyscall(`path="/var/tmp/testing-dir/data/input.txt"`, " pid=", " pid=1"), "/var/tmp/testing-dir/data/input.txt", 1, false},
+		{"another system call", editSyscall(`path="/etc/ld.so.cache"`, "syscall=257", "syscall=2"), "/etc/ld.so.cache", 1, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
