@@ -1,9 +1,13 @@
 #!/bin/bash
-# Reference exercise "cpp": Debian's cmake, g++ and libgtest-dev; address and undefined-behaviour
-# sanitizers, whose options are compiled into the test program (test/ring_test.cpp says why).
-# The build and the program stay inside test/ (compiled_programs_directory).
+# Reference exercise "cpp", laid out and built as Artemis's C++ grading build lays out and builds
+# one: the student's solution in assignment/, the grader in test/, whose CMake project adds the
+# solution as a subdirectory (so it is copied into test/ first). The grader is a Python program
+# (test/Tests.py) that registers the test sources in its CMakeLists.txt, configures and builds
+# with CMake into test/build (the sanitizers on), runs each test program in a scratch directory of
+# its own under /tmp and writes test/test-reports/tests-results.xml. No variable of the grader's
+# is changed: TMPDIR is unset, so g++ and Python write their temporary files in /tmp.
 set -euo pipefail
-export TMPDIR="$PWD/test"
-cmake -S . -B test/build -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build test/build -j 2
-exec test/build/ring_test --gtest_output=xml:test-reports/gtest.xml
+cp -R assignment test/assignment
+cd test
+mkdir -p test-reports
+exec python3 Tests.py
