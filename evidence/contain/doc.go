@@ -13,6 +13,11 @@
 // for a check the probe passes). Timeout and CPU checks have no control:
 // their refusal is the enforcer's exit status (124; 137 or 152).
 //
+// The canaries are named by templates (DefaultCanaries), which the checks
+// and the records keep; each run plants its own file for each in a
+// directory of a unique name beside the template's place and removes it
+// afterwards, so runs beside one another on one machine share none.
+//
 // No check sends traffic anywhere but loopback: the connect check uses a
 // port the pruner itself listens on at 127.0.0.1, so the control connects
 // and the sandboxed probe must get EACCES.
