@@ -109,6 +109,26 @@ func loadPruneKVM(t *testing.T) map[string]pkvmJob {
 	return loadJobs(t, ".github/workflows/prune-kvm.yml")
 }
 
+// checkKernelBuiltOnce: the workflow's job kernel builds the pinned kernel
+// (the kernel action without restore-only) and job user only restores it.
+func checkKernelBuiltOnce(t *testing.T, jobs map[string]pkvmJob, user string) {
+	t.Helper()
+	restore := map[string]string{}
+	for _, name := range []string{"kernel", user} {
+		for _, s := range jobs[name].Steps {
+			if s.Uses == "./workflows/kernel" {
+				restore[name] = s.With["restore-only"]
+			}
+		}
+	}
+	if r, ok := restore["kernel"]; !ok || r == "true" {
+		t.Errorf("job kernel: the kernel action with restore-only %q (found %v), want it building", r, ok)
+	}
+	if restore[user] != "true" {
+		t.Errorf("job %s: the kernel action with restore-only %q, want \"true\" (the kernel job built it)", user, restore[user])
+	}
+}
+
 // loadJobs reads the jobs of the workflow file (relative to the repository).
 func loadJobs(t *testing.T, file string) map[string]pkvmJob {
 	t.Helper()
