@@ -103,6 +103,11 @@ fixture) [[ $key == fixture || $key == all ]] || { echo "prune-kvm: --source fix
 reference) ;;
 *) echo "prune-kvm: --source must be fixture or reference, got '$source'" >&2 && usage ;;
 esac
+# Before anything is looked up or made: a usage error is exit 2 with or
+# without a built lockstep, and leaves no --out behind.
+if [[ $stage == observe && (-z $name || -z $mem || -z $cpus) ]]; then
+	echo "prune-kvm: observe needs --name, --mem and --cpus" >&2 && usage
+fi
 [[ -d $exercises ]] || die "exercise tree $exercises does not exist"
 exercises=$(cd "$exercises" && pwd)
 
@@ -457,7 +462,6 @@ root)
 	;;
 prune) do_prune ;;
 observe)
-	[[ -n $name && -n $mem && -n $cpus ]] || { echo "prune-kvm: observe needs --name, --mem and --cpus" >&2 && usage; }
 	do_observe "$name" "$mem" "$cpus"
 	;;
 merge) do_merge ;;
