@@ -13,9 +13,9 @@ all: build
 deps:
 	@scripts/deps.sh
 
-# The reference exercises' toolchains (Java and Maven, CMake and GoogleTest,
-# R and testthat; docs/exercises.md): make test runs them, make deps (the
-# workflows' setup) does not.
+# The reference exercises' toolchains (Java and Maven with Maven's local
+# repository filled, CMake and GoogleTest, R and testthat; docs/exercises.md):
+# make test runs them, make deps (the workflows' setup) does not.
 toolchains:
 	@scripts/deps.sh --toolchains
 

@@ -46,7 +46,7 @@ func TestRunToolchainExercises(t *testing.T) {
 		key, dir string
 		tools    []string
 	}{
-		{"java-maven", "java-maven/maven-reference", []string{"mvn", "javac", "/usr/share/maven-repo/org/junit/jupiter"}},
+		{"java-maven", "java-maven/maven-reference", []string{"mvn", "javac", "/root/.m2/repository/org/junit/jupiter"}},
 		{"cpp", "cpp/cmake-reference", []string{"cmake", "g++", "/usr/include/gtest/gtest.h"}},
 		{"r", "r/testthat-reference", []string{"Rscript", "/usr/lib/R/site-library/testthat", "/usr/lib/R/site-library/xml2", "/usr/lib/R/site-library/remotes"}},
 	} {

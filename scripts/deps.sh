@@ -57,6 +57,22 @@ apt_install() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
+# fill_maven_repository: Maven's default local repository, ~/.m2/repository in the home the
+# password database names (the JVM's user.home; /root for root), filled with a copy of Debian's
+# Maven repository with its links resolved, as a grading image has its own filled: the java-maven
+# reference exercise builds offline on it (its README), and its prune pins it to
+# pruner/prune/seeds/maven-repo.sha256. One that exists is left as it is.
+fill_maven_repository() {
+	local repo
+	repo=$(getent passwd "$(id -u)" | cut -d: -f6)/.m2/repository
+	[[ ! -e $repo && -d /usr/share/maven-repo ]] || return 0
+	mkdir -p "${repo%/*}"
+	rm -rf "$repo.new"
+	cp -rL /usr/share/maven-repo "$repo.new"
+	mv "$repo.new" "$repo"
+	echo "deps: filled $repo from /usr/share/maven-repo" >&2
+}
+
 case ${1:-} in
 --list)
 	printf '%s\n' "${need[@]#*:}"
@@ -68,6 +84,7 @@ case ${1:-} in
 		[[ $(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null) == "install ok installed" ]] || missing+=("$pkg")
 	done
 	apt_install "${missing[@]}"
+	fill_maven_repository
 	exit 0
 	;;
 esac

@@ -4,7 +4,7 @@
 # one (hashed through the link), sorted bytewise; links to directories are not followed. This is
 # pruner/readroot's format and what readroot.Make writes (TestScriptMatchesMake holds them together).
 #
-#   scripts/pin-manifest.sh /usr/share/maven-repo > pruner/prune/seeds/maven-repo.sha256
+#   scripts/pin-manifest.sh /root/.m2/repository > pruner/prune/seeds/maven-repo.sha256
 set -euo pipefail
 root=${1:?usage: pin-manifest.sh <directory>}
 [[ -d $root && ! -L $root ]] || { echo "pin-manifest: $root is not a directory" >&2; exit 1; }

@@ -15,10 +15,11 @@ import (
 	"github.com/lockstep-sandbox/lockstep/record"
 )
 
-// The java-maven reference exercise's pinned repository and the file the
-// tampering tests change (a regular file of it, not a link).
+// The java-maven reference exercise's pinned repository, Maven's default
+// local repository for root (make toolchains fills it), and the file the
+// tampering tests change.
 const (
-	mavenRepo   = "/usr/share/maven-repo"
+	mavenRepo   = "/root/.m2/repository"
 	tamperedPom = "org/junit/jupiter/junit-jupiter-api/5.9.2/junit-jupiter-api-5.9.2.pom"
 )
 
@@ -29,6 +30,9 @@ func needMaven(t *testing.T) {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed; see testdata/exercises/java-maven/maven-reference/README.md for the apt-get command", tool)
 		}
+	}
+	if _, err := os.Stat(mavenRepo); err != nil {
+		t.Skipf("%s: the local repository is not filled; run make toolchains", mavenRepo)
 	}
 }
 
@@ -61,9 +65,7 @@ func javaMaven(t *testing.T, change func(dir string, cfg map[string]any)) *exerc
 	return ex
 }
 
-// copyRepo copies Debian's Maven repository, links kept, beside a link to
-// /usr/share/java, so the copy's relative links lead where the original's
-// do. It returns the copy's root.
+// copyRepo copies the pinned repository and returns the copy's root.
 func copyRepo(t *testing.T) string {
 	t.Helper()
 	// In /var/tmp: the seed java.cfg writes /tmp, and a write right above
@@ -73,17 +75,11 @@ func copyRepo(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
-	share := filepath.Join(base, "usr", "share")
-	if err := os.MkdirAll(share, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("cp", "-a", mavenRepo, share).CombinedOutput(); err != nil {
+	repo := filepath.Join(base, "repository")
+	if out, err := exec.Command("cp", "-a", mavenRepo, repo).CombinedOutput(); err != nil {
 		t.Fatalf("cp -a %s: %v\n%s", mavenRepo, err, out)
 	}
-	if err := os.Symlink("/usr/share/java", filepath.Join(share, "java")); err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(share, "maven-repo")
+	return repo
 }
 
 func javaOptions(t *testing.T) Options {
