@@ -1,6 +1,10 @@
 package enforcer
 
-import "strings"
+import (
+	"fmt"
+	"os"
+	"strings"
+)
 
 // Verb is lockstep's verb that runs a command under a policy: the command
 // line every other part of lockstep builds to apply a policy file starts
@@ -43,4 +47,15 @@ func MeasureArgs() []string {
 // joint runs use, to see the exercises pass under the real enforcer.
 func EnforcePrefix(exe string) []string {
 	return []string{exe, Verb, "-q"}
+}
+
+// SelfMeasureArgv is this executable's own enforcer as a prefix that
+// measures Landlock's own refusals: its Verb with MeasureArgs, without the
+// isolation layers that hide them.
+func SelfMeasureArgv() ([]string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this executable for the enforcer: %w", err)
+	}
+	return append([]string{self, Verb}, MeasureArgs()...), nil
 }

@@ -175,3 +175,40 @@ func DroppedEnv(caller, env []string) []string {
 	}
 	return dropped
 }
+
+// ParseEnvRules parses the values of lockstep run's --env flags.
+func ParseEnvRules(flags []string) ([]EnvRule, error) {
+	var rules []EnvRule
+	for _, f := range flags {
+		r, err := ParseEnvRule(f)
+		if err != nil {
+			return nil, fmt.Errorf("--env %w", err)
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+// ReadEnvFiles reads the --env-file files, in order. The command's
+// environment is the caller's safe variables, then these rules, then the
+// --env flags (a later rule for a name wins).
+func ReadEnvFiles(files []string) ([]EnvRule, error) {
+	var rules []EnvRule
+	for _, f := range files {
+		rs, err := ReadEnvFile(f)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, rs...)
+	}
+	return rules, nil
+}
+
+// EnvNames are the names of an environment's NAME=VALUE entries.
+func EnvNames(env []string) []string {
+	names := make([]string, len(env))
+	for i, kv := range env {
+		names[i], _, _ = strings.Cut(kv, "=")
+	}
+	return names
+}

@@ -296,3 +296,35 @@ func Keys(root string) ([]string, error) {
 	slices.Sort(keys)
 	return slices.Compact(keys), nil
 }
+
+// EveryKey is Keys for a run over every key: an error when there is none,
+// or when an exercise's key is all, the word that names every key.
+func EveryKey(root, all string) ([]string, error) {
+	keys, err := Keys(root)
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("no exercise under %s", root)
+	}
+	if slices.Contains(keys, all) {
+		return nil, fmt.Errorf("an exercise under %s has the key %q, which --key %s cannot tell from every key", root, all, all)
+	}
+	return keys, nil
+}
+
+// CheckNamed says which of names the key has no exercise of under root
+// (nil for none given), so a run can refuse before it starts.
+func CheckNamed(root, key string, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	found, err := ForKey(root, key)
+	if err == nil && len(found) == 0 {
+		err = fmt.Errorf("no exercise of key %q under %s", key, root)
+	}
+	if err == nil {
+		_, err = Named(found, names...)
+	}
+	return err
+}

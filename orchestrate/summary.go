@@ -2,7 +2,10 @@ package orchestrate
 
 import (
 	"fmt"
+	"io"
 	"strings"
+
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 )
 
 // Markdown renders the summary for a CI step summary ($GITHUB_STEP_SUMMARY).
@@ -61,4 +64,14 @@ func rowsCell(rows []string) string {
 
 func mdEscape(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// WriteText writes the summary as `lockstep orchestrate` prints it: a line
+// per language, then what was written where.
+func (s *Summary) WriteText(w io.Writer) {
+	for _, l := range s.Languages {
+		fmt.Fprintf(w, "%s: %s, base %s, %s, %s\n", l.Name, cli.Plural(len(l.Exercises), "exercise"), cli.Plural(l.BaseRows, "row"),
+			cli.Plural(len(l.ABI10Rows), "ABI-10 row"), l.BaseHash)
+	}
+	fmt.Fprintf(w, "wrote %s to %s\n", cli.Plural(len(s.Files), "file"), s.CoreDir)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/exercise"
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
 	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
 	"github.com/lockstep-sandbox/lockstep/pruner/prune"
@@ -210,4 +211,21 @@ func logInfo(log *slog.Logger, msg string) {
 	if log != nil {
 		log.Info(msg)
 	}
+}
+
+// Line is how the exercise's prune ended, as `lockstep prune` prints it:
+// its policy or abort where it was pruned, or on the host the reason a
+// guest's exercise has no result (the guest printed the rest); "" for
+// nothing to say.
+func (o Outcome) Line() string {
+	switch res := o.Result; {
+	case o.Err != nil:
+		return o.Err.Error()
+	case res == nil:
+		return ""
+	case res.Aborted != nil:
+		return fmt.Sprintf("%s_%s: aborted: %s (%s)", o.Key, o.Exercise, res.Aborted.Aborted, o.Paths[0])
+	}
+	return fmt.Sprintf("%s_%s: %s in %s, %s (%s)", o.Key, o.Exercise, o.Result.Policy.Hash(),
+		cli.Plural(o.Result.TotalRuns(), "run"), o.Took.Round(time.Second), strings.Join(o.Paths, ", "))
 }

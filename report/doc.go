@@ -10,7 +10,9 @@
 // bzImage and policy hashes, accel, QEMU).
 //
 // [Repro], [Verify] and [Observe] build a [Page] from each verb's result;
-// [Render] writes it. The test renders pages in a real headless Chromium
+// [Render] writes it. [ReproText], [VerifyText], [BaseDirText] and
+// [ObserveText] write the same results as the text the verbs print on
+// stdout. The test renders pages in a real headless Chromium
 // (Debian's chromium package), checks the DOM and the console, and saves a
 // screenshot (docs/report.png).
 package report

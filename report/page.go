@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 )
 
 // Verdicts, also the CSS classes of matrix cells.
@@ -273,4 +275,20 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return "…" + string(r[len(r)-n+1:])
+}
+
+// WriteFile renders a page and writes it atomically to path; an
+// empty path (no --html) writes nothing.
+func WriteFile(path string, render func() ([]byte, error)) error {
+	if path == "" {
+		return nil
+	}
+	page, err := render()
+	if err == nil {
+		err = safefile.WriteFile(path, page, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("html report: %w", err)
+	}
+	return nil
 }

@@ -12,54 +12,19 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/harness/guestkernel"
 	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 )
 
 func init() {
-	register(&verb{
-		Name:  "boot",
-		Usage: "boot [--kernel <pin>|<file>] [--root <dir> | --root-image <file>] [--share <src>[:<guestpath>]]… [--accel {auto|kvm|tcg}] [--cpu <model>] [--mem <MiB>] [--cpus <n>] [--timeout <duration>] [--boot-timeout <duration>] [--results <dir>] -- <cmd>…",
-		Short: "run one command in a throwaway guest; its output and status come back",
-		Long: `Boots the pinned kernel (built and cached on first use; --kernel also takes a
-bzImage file) in QEMU with this lockstep binary as PID 1. The guest's root is
---root (default: this host's /) shared read-only over 9p, or --root-image (an
-ext4 disk image attached read-only; the kernel needs virtio-blk and ext4, so a
-distribution kernel with --modules), with a tmpfs overlay on top: the command
-sees the host's files (or the image's), and nothing it writes reaches them;
-/run, /tmp and /var/tmp are empty tmpfs of the guest's own. --share adds read-only directories (at /run/lockstep/share/<n>, or the given
-guest path). The command runs as root with LOCKSTEP_GUEST=1 and LOCKSTEP_ACCEL
-(kvm or tcg: the accelerator), in the current directory when it exists in the
-guest. Its stdout and stderr stream back live; what it writes under
-/run/lockstep/results is copied to --results with run.json.
-
---accel auto uses KVM only if a probe boot under KVM works (cached per host
-kernel and QEMU version) and otherwise says once that it falls back to TCG;
---accel kvm fails at once when KVM cannot run guests. Under KVM the guest's
-CPU model is --cpu, else $LOCKSTEP_CPU, else the first the probe booted of
-` + strings.Join(harness.KVMCPUModels, ", ") + `; under TCG it is max. run.json names it (cpu).
-Deadlines: boot ` + fmt.Sprint(harness.BootDeadlines[harness.AccelKVM]) + ` under KVM and ` + fmt.Sprint(harness.BootDeadlines[harness.AccelTCG]) + ` under TCG (the KVM
-probe's too), shutdown ` + fmt.Sprint(harness.ShutdownDeadlines[harness.AccelKVM]) + ` and ` + fmt.Sprint(harness.ShutdownDeadlines[harness.AccelTCG]) + `, job --timeout (default
-10 min, ×10 under TCG); a value given is used as is. When one passes, forensics.txt (vCPU
-registers, run state, console tail) is saved in --results (or the cache) and
-the guest is killed.
-
-Exit status: the command's own; 3 indeterminate (the guest did not report in
-full: no status line, a gap in the events, a bad checksum, a deadline passed,
-interrupted); 70 the guest could not be set up (the reason is printed); 1 the
-kernel or QEMU could not be had, or KVM was asked for and is unusable; 2 usage.`,
-		Example: `# The guest's view of the host's root, and its status
-$ lockstep boot -- sh -c 'cat /etc/os-release; exit 7'
-# Keep what the command writes under /run/lockstep/results
-$ lockstep boot --results out -- sh -c 'uname -a > /run/lockstep/results/uname.txt'
-# Another kernel file, TCG, two vCPUs
-$ lockstep boot --kernel ./bzImage --accel tcg --cpus 2 -- nproc
-# Debian's distribution kernel (virtio, 9p and overlayfs are modules there)
-$ lockstep boot --kernel /boot/vmlinuz-6.1.0-50-amd64 --modules /lib/modules/6.1.0-50-amd64 --machine q35 -- uname -r
-# Phobos's layout: that kernel on q35 with an ext4 root image made by mkfs.ext4 -d
-$ mkfs.ext4 -q -F -d rootfs root.img 2G
-$ lockstep boot --kernel /boot/vmlinuz-6.1.0-50-amd64 --modules /lib/modules/6.1.0-50-amd64 --machine q35 --root-image root.img -- true`,
-		Flags: bootFlags,
+	verbs.Register(&cli.Verb{
+		Name:    "boot",
+		Usage:   "boot [--kernel <pin>|<file>] [--root <dir> | --root-image <file>] [--share <src>[:<guestpath>]]… [--accel {auto|kvm|tcg}] [--cpu <model>] [--mem <MiB>] [--cpus <n>] [--timeout <duration>] [--boot-timeout <duration>] [--results <dir>] -- <cmd>…",
+		Short:   "run one command in a throwaway guest; its output and status come back",
+		Long:    help("boot", bootHelp()),
+		Example: example("boot"),
+		Flags:   bootFlags,
 	})
 }
 
@@ -95,9 +60,9 @@ type bootArgs struct {
 }
 
 // bootFlags declares boot's flags on fs and returns the verb.
-func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *cli.Stdio, args []string) int {
 	b := &bootArgs{fs: fs}
-	b.kernel = strictString(fs, "kernel", kernel.DefaultPin, "kernel `pin` (a version from kernel/pins.txt) or a bzImage file", wantKernel)
+	b.kernel = cli.StrictString(fs, "kernel", kernel.DefaultPin, "kernel `pin` (a version from kernel/pins.txt) or a bzImage file", wantKernel)
 	pinsFlag(fs)
 	b.root = fs.String("root", "/", "host `dir`ectory that becomes the guest's read-only root")
 	b.rootImage = fs.String("root-image", "", "raw ext4 disk image `file` (as mkfs.ext4 -d makes) that becomes the guest's read-only root instead of --root; the kernel needs virtio-blk and ext4")
@@ -116,35 +81,35 @@ func bootFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []str
 }
 
 // run checks the flags, boots the guest and reports how it went.
-func (b *bootArgs) run(ctx context.Context, io *stdio, args []string) int {
+func (b *bootArgs) run(ctx context.Context, io *cli.Stdio, args []string) int {
 	v := verbs["boot"]
 	if err := b.check(args); err != nil {
-		return usageExit(io, v, err)
+		return cli.UsageExit(io, v, err)
 	}
-	log := bootLogger(io)
+	log := io.GuestLog("boot")
 	var extra []string
 	if *b.rootImage != "" {
 		extra = harness.RootImageModules
 	}
-	g, err := resolveGuestKernel(ctx, *b.kernel, log, extra...)
+	g, err := guestkernel.Resolve(ctx, *b.kernel, log, extra...)
 	if err != nil {
-		return fail(io, "boot", exitFail, err) // as --help says: the kernel could not be had
+		return cli.Fail(io, "boot", cli.ExitFail, err) // as --help says: the kernel could not be had
 	}
-	bz := g.bz
+	bz := g.BzImage
 	rootDir, err := b.rootDir()
 	if err != nil {
-		return usageExit(io, v, err)
+		return cli.UsageExit(io, v, err)
 	}
 	mods, err := b.modules()
 	if err != nil {
-		return fail(io, "boot", exitGuestSetup, err)
+		return cli.Fail(io, "boot", cli.ExitGuestSetup, err)
 	}
 	machine := *b.machine
-	if g.boot.Modules != nil {
+	if g.Boot.Modules != nil {
 		if mods != nil {
-			return usageExit(io, v, usagef("--modules: pin %s is Debian's image and brings its own", *b.kernel))
+			return cli.UsageExit(io, v, cli.Usagef("--modules: pin %s is Debian's image and brings its own", *b.kernel))
 		}
-		mods, machine = g.boot.Modules, g.boot.Machine
+		mods, machine = g.Boot.Modules, g.Boot.Machine
 	}
 	dir := ""
 	if rootDir == "/" {
@@ -153,7 +118,7 @@ func (b *bootArgs) run(ctx context.Context, io *stdio, args []string) int {
 	res, err := harness.Run(ctx, harness.Options{
 		Kernel: bz, Root: rootDir, RootImage: *b.rootImage, Shares: b.shares, Accel: *b.accel, CPU: *b.cpu, Machine: machine,
 		MemMB: *b.mem, CPUs: *b.cpus, Timeout: *b.timeout, BootTimeout: *b.bootTimeout, Command: args, Dir: dir, Modules: mods,
-		Stdout: io.out, Stderr: io.err, ResultsDir: *b.results, Verbose: io.verbose, Log: log,
+		Stdout: io.Out, Stderr: io.Err, ResultsDir: *b.results, Verbose: io.Verbose, Log: log,
 	})
 	return bootExit(ctx, io, log, res, err)
 }
@@ -161,22 +126,20 @@ func (b *bootArgs) run(ctx context.Context, io *stdio, args []string) int {
 // check refuses a missing command and out-of-range values.
 func (b *bootArgs) check(args []string) error {
 	if len(args) == 0 {
-		return usagef("no command given after --")
+		return cli.Usagef("no command given after --")
 	}
-	switch *b.accel {
-	case harness.AccelAuto, harness.AccelKVM, harness.AccelTCG:
-	default:
-		return usagef("--accel %q: want auto, kvm or tcg", *b.accel)
+	if err := checkAccel(*b.accel); err != nil {
+		return err
 	}
 	switch {
 	case *b.mem < 64:
-		return usagef("--mem %d: want at least 64 (MiB)", *b.mem)
+		return cli.Usagef("--mem %d: want at least 64 (MiB)", *b.mem)
 	case *b.cpus < 1:
-		return usagef("--cpus %d: want at least 1", *b.cpus)
+		return cli.Usagef("--cpus %d: want at least 1", *b.cpus)
 	case *b.timeout < 0:
-		return usagef("--timeout %v: want a duration of 0 or more", *b.timeout)
+		return cli.Usagef("--timeout %v: want a duration of 0 or more", *b.timeout)
 	case *b.bootTimeout < 0:
-		return usagef("--boot-timeout %v: want a duration of 0 or more", *b.bootTimeout)
+		return cli.Usagef("--boot-timeout %v: want a duration of 0 or more", *b.bootTimeout)
 	}
 	return nil
 }
@@ -191,11 +154,11 @@ func (b *bootArgs) rootDir() (string, error) {
 	rootSet := false
 	b.fs.Visit(func(f *flag.Flag) { rootSet = rootSet || f.Name == "root" })
 	if rootSet {
-		return "", usagef("--root and --root-image exclude each other")
+		return "", cli.Usagef("--root and --root-image exclude each other")
 	}
 	if *b.mods == "" {
 		if p, err := kernel.Lookup(*b.kernel); err == nil && p.Source != kernel.SourceDebianImage {
-			return "", usagef("--root-image needs a kernel with virtio-blk and ext4; pin %s has neither: give a distribution kernel with --kernel FILE --modules DIR", *b.kernel)
+			return "", cli.Usagef("--root-image needs a kernel with virtio-blk and ext4; pin %s has neither: give a distribution kernel with --kernel FILE --modules DIR", *b.kernel)
 		}
 	}
 	return "", nil
@@ -215,20 +178,20 @@ func (b *bootArgs) modules() ([]string, error) {
 }
 
 // bootExit reports a guest run and returns boot's exit status.
-func bootExit(ctx context.Context, io *stdio, log *slog.Logger, res *harness.Result, err error) int {
+func bootExit(ctx context.Context, io *cli.Stdio, log *slog.Logger, res *harness.Result, err error) int {
 	if res == nil {
 		switch {
 		case errors.Is(err, harness.ErrGuestSetup):
-			return fail(io, "boot", exitGuestSetup, err)
+			return cli.Fail(io, "boot", cli.ExitGuestSetup, err)
 		case errors.Is(err, harness.ErrNoQEMU), errors.Is(err, harness.ErrKVMUnusable):
-			return fail(io, "boot", exitFail, err) // as --help says: QEMU could not be had, KVM asked for and unusable
+			return cli.Fail(io, "boot", cli.ExitFail, err) // as --help says: QEMU could not be had, KVM asked for and unusable
 		}
-		return fail(io, "boot", exitIndeterminate, err)
+		return cli.Fail(io, "boot", cli.ExitIndeterminate, err)
 	}
-	if io.verbose && err == nil {
-		printConsole(io, res.ConsoleTail)
+	if io.Verbose && err == nil {
+		harness.WriteConsole(io.Err, "lockstep boot: ", res.ConsoleTail)
 	}
-	if io.verbose {
+	if io.Verbose {
 		log.Info("guest finished", "status", res.Status, "accel", res.Accel, "boot", res.Timings.Boot.Round(time.Millisecond),
 			"job", res.Timings.Job.Round(time.Millisecond), "total", res.Timings.Total.Round(time.Millisecond))
 	}
@@ -239,94 +202,12 @@ func bootExit(ctx context.Context, io *stdio, log *slog.Logger, res *harness.Res
 }
 
 // bootFailed shows what there is to see of a guest that did not report
-// trustworthily: the console's tail (20 lines unless -v), the forensics and
-// the QEMU command line to replay it.
-func bootFailed(ctx context.Context, io *stdio, res *harness.Result, err error) int {
-	tail := res.ConsoleTail
-	if !io.verbose && len(tail) > 20 {
-		tail = tail[len(tail)-20:]
-	}
-	if len(tail) > 0 {
-		printConsole(io, tail)
-	}
-	if res.ForensicsFile != "" {
-		fmt.Fprintf(io.err, "lockstep boot: forensics saved in %s\n", res.ForensicsFile)
-	}
-	if ctx.Err() == nil {
-		fmt.Fprintf(io.err, "lockstep boot: to replay the boot: %s\n", res.QEMUCommand)
-	}
-	code := exitIndeterminate
+// trustworthily (harness.Result.WriteFailure) and returns boot's status.
+func bootFailed(ctx context.Context, io *cli.Stdio, res *harness.Result, err error) int {
+	res.WriteFailure(io.Err, "lockstep boot: ", io.Verbose, ctx.Err() == nil)
+	code := cli.ExitIndeterminate
 	if errors.Is(err, harness.ErrGuestSetup) {
-		code = exitGuestSetup
+		code = cli.ExitGuestSetup
 	}
-	return fail(io, "boot", code, err)
-}
-
-// printConsole prints lines of the guest's console on stderr.
-func printConsole(io *stdio, lines []string) {
-	fmt.Fprintf(io.err, "lockstep boot: guest console, last %d lines:\n", len(lines))
-	for _, l := range lines {
-		fmt.Fprintf(io.err, "  | %s\n", l)
-	}
-}
-
-// resolveKernel is resolveGuestKernel for the verbs that boot only kernels
-// with everything built in (probe --boot, record).
-func resolveKernel(ctx context.Context, arg string, log *slog.Logger) (string, error) {
-	g, err := resolveGuestKernel(ctx, arg, log)
-	if err == nil && g.boot.Modules != nil {
-		err = fmt.Errorf("kernel %s is Debian's image, with modules; this verb boots pins built here or bzImage files", arg)
-	}
-	return g.bz, err
-}
-
-// guestKernel is a --kernel resolved: the bzImage to boot and, for a
-// debian-image pin, its modules and machine.
-type guestKernel struct {
-	bz   string
-	boot harness.Boot
-}
-
-// resolveGuestKernel takes a bzImage file as is and builds, unpacks or
-// restores a pin. A debian-image pin boots on q35 with the modules a guest
-// needs (harness.GuestModules, plus extra) from its own package, each
-// checked against the SHA-256 recorded when the package was unpacked.
-func resolveGuestKernel(ctx context.Context, arg string, log *slog.Logger, extra ...string) (guestKernel, error) {
-	if fi, err := os.Stat(arg); err == nil && fi.Mode().IsRegular() {
-		return guestKernel{bz: arg}, nil
-	}
-	if strings.ContainsRune(arg, '/') {
-		return guestKernel{}, fmt.Errorf("kernel file %s: not found", arg)
-	}
-	r, err := (&kernel.Builder{Log: log}).Build(ctx, arg)
-	if err != nil {
-		return guestKernel{}, fmt.Errorf("kernel %s: %w", arg, err)
-	}
-	g := guestKernel{bz: r.BzImage}
-	if r.Image == nil {
-		return g, nil
-	}
-	mods, err := harness.ResolveModules(r.Image.Modules, append(slices.Clip(harness.GuestModules), extra...))
-	if err == nil {
-		err = r.Image.CheckModules(mods)
-	}
-	if err != nil {
-		return guestKernel{}, fmt.Errorf("kernel %s: %w", arg, err)
-	}
-	g.boot = harness.Boot{Modules: mods, Machine: harness.MachineQ35}
-	return g, nil
-}
-
-// bootLogger is verbLogger for boot (and the verbs that boot through it).
-func bootLogger(io *stdio) *slog.Logger { return guestLogger(io, "boot") }
-
-// guestLogger is the logger of a verb that boots guests: warnings always,
-// progress on a terminal, everything with -v; lines name the verb.
-func guestLogger(io *stdio, verb string) *slog.Logger { return verbLogger(io, verb, slog.LevelWarn) }
-
-// verbLogger writes "lockstep <verb>: <msg> k=v …" lines to stderr: records
-// at quiet and above always, progress (info) when stderr is a terminal, and
-// everything with -v.
-func verbLogger(io *stdio, verb string, quiet slog.Level) *slog.Logger {
-	return cli.Logger(io.err, "lockstep "+verb+": ", cli.Level(quiet, io.errTTY, io.verbose))
+	return cli.Fail(io, "boot", code, err)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 
 	"github.com/lockstep-sandbox/lockstep/kernel"
@@ -157,11 +158,11 @@ func TestBootSetupExits(t *testing.T) {
 		want int
 		msg  string
 	}{
-		{"NoKernelFile", []string{"boot", "--kernel", filepath.Join(dir, "none", "bzImage"), "--", "true"}, exitFail, "not found"},
-		{"NoModules", []string{"boot", "--kernel", bz, "--machine", "q35", "--modules", filepath.Join(dir, "none"), "--", "true"}, exitGuestSetup, "none"},
-		{"NoQEMU", []string{"boot", "--kernel", bz, "--accel", "tcg", "--", "true"}, exitFail, "no usable QEMU"},
-		{"BadMem", []string{"boot", "--kernel", bz, "--mem", "32", "--", "true"}, exitUsage, "--mem 32: want at least 64"},
-		{"BadBootTimeout", []string{"boot", "--kernel", bz, "--boot-timeout", "-1s", "--", "true"}, exitUsage, "--boot-timeout -1s: want a duration of 0 or more"},
+		{"NoKernelFile", []string{"boot", "--kernel", filepath.Join(dir, "none", "bzImage"), "--", "true"}, cli.ExitFail, "not found"},
+		{"NoModules", []string{"boot", "--kernel", bz, "--machine", "q35", "--modules", filepath.Join(dir, "none"), "--", "true"}, cli.ExitGuestSetup, "none"},
+		{"NoQEMU", []string{"boot", "--kernel", bz, "--accel", "tcg", "--", "true"}, cli.ExitFail, "no usable QEMU"},
+		{"BadMem", []string{"boot", "--kernel", bz, "--mem", "32", "--", "true"}, cli.ExitUsage, "--mem 32: want at least 64"},
+		{"BadBootTimeout", []string{"boot", "--kernel", bz, "--boot-timeout", "-1s", "--", "true"}, cli.ExitUsage, "--boot-timeout -1s: want a duration of 0 or more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "NoQEMU" {

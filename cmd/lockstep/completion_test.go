@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 )
 
 // complete sources the bash completion script and runs it on each line of
@@ -46,11 +48,11 @@ func complete(t *testing.T, script string, lines [][]string) []string {
 // each verb's subcommands, and nothing after --.
 func TestCompletionBash(t *testing.T) {
 	code, script, _ := runCLI(t, "completion", "bash")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("completion bash: status %d", code)
 	}
 	lines := [][]string{{"ob"}, {""}, {"help", "pr"}, {"run", "--config", "p.cfg", "--", "-"}}
-	vs := sortedVerbs()
+	vs := verbs.Sorted()
 	for _, v := range vs {
 		lines = append(lines, []string{v.Name, "-"}, []string{v.Name, ""})
 	}
@@ -70,16 +72,16 @@ func TestCompletionBash(t *testing.T) {
 			t.Errorf("lockstep <TAB> = %q lacks %s", got[1], v.Name)
 		}
 		flags := " " + got[4+2*i] + " "
-		for _, f := range verbFlags(v) {
+		for _, f := range cli.VerbFlags(v) {
 			if !strings.Contains(flags, " "+f+" ") {
 				t.Errorf("lockstep %s -<TAB> = %q lacks %s", v.Name, got[4+2*i], f)
 			}
 		}
-		if subs := strings.Join(subcommands(v), " "); got[5+2*i] != subs {
+		if subs := strings.Join(cli.Subcommands(v), " "); got[5+2*i] != subs {
 			t.Errorf("lockstep %s <TAB> = %q, want %q", v.Name, got[5+2*i], subs)
 		}
 	}
-	if subs := subcommands(verbs["policy"]); strings.Join(subs, " ") != "check fmt hash diff union" {
+	if subs := cli.Subcommands(verbs["policy"]); strings.Join(subs, " ") != "check fmt hash diff union" {
 		t.Errorf("policy's subcommands = %q", subs)
 	}
 	for _, hidden := range []string{"guest"} {
@@ -92,12 +94,12 @@ func TestCompletionBash(t *testing.T) {
 func TestCompletionShells(t *testing.T) {
 	code, zsh, _ := runCLI(t, "completion", "zsh")
 	_, bash, _ := runCLI(t, "completion", "bash")
-	if code != exitOK || !strings.HasPrefix(zsh, "#compdef lockstep\n") || !strings.Contains(zsh, "bashcompinit") || !strings.HasSuffix(zsh, bash) {
+	if code != cli.ExitOK || !strings.HasPrefix(zsh, "#compdef lockstep\n") || !strings.Contains(zsh, "bashcompinit") || !strings.HasSuffix(zsh, bash) {
 		t.Errorf("completion zsh: status %d, want #compdef, bashcompinit and the bash script:\n%s", code, zsh)
 	}
 	for _, args := range [][]string{{"completion"}, {"completion", "fish"}, {"completion", "bash", "zsh"}} {
-		if code, _, _ := runCLI(t, args...); code != exitUsage {
-			t.Errorf("lockstep %s: status %d, want %d", strings.Join(args, " "), code, exitUsage)
+		if code, _, _ := runCLI(t, args...); code != cli.ExitUsage {
+			t.Errorf("lockstep %s: status %d, want %d", strings.Join(args, " "), code, cli.ExitUsage)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/cli.md from the verb table")
@@ -19,12 +21,12 @@ func renderCLIDoc() []byte {
 	b.WriteString("# lockstep command line\n\n")
 	b.WriteString("Generated from the verb table by `go test ./cmd/lockstep -run TestCLIDoc -update`; do not edit by hand.\n\n")
 	b.WriteString("Global flag: `-v` (progress and every external command on stderr). Exit codes: docs/exit-codes.md.\n\n")
-	for _, v := range sortedVerbs() {
+	for _, v := range verbs.Sorted() {
 		fmt.Fprintf(&b, "- [`%s`](#%s): %s\n", v.Name, v.Name, v.Short)
 	}
-	for _, v := range sortedVerbs() {
+	for _, v := range verbs.Sorted() {
 		fmt.Fprintf(&b, "\n## %s\n\n```\n", v.Name)
-		printVerbHelp(&b, v)
+		cli.PrintVerbHelp(&b, v)
 		b.WriteString("```\n")
 	}
 	return b.Bytes()
@@ -49,7 +51,7 @@ func TestCLIDoc(t *testing.T) {
 }
 
 func TestEveryVerbHasHelp(t *testing.T) {
-	for _, v := range sortedVerbs() {
+	for _, v := range verbs.Sorted() {
 		t.Run(v.Name, func(t *testing.T) {
 			if v.Usage == "" || v.Short == "" {
 				t.Errorf("verb %s: Usage and Short must be set", v.Name)
@@ -58,8 +60,8 @@ func TestEveryVerbHasHelp(t *testing.T) {
 				t.Errorf("verb %s: Example = %q, want a '$ lockstep %s …' line", v.Name, v.Example, v.Name)
 			}
 			var out, errb bytes.Buffer
-			code := run(t.Context(), []string{v.Name, "--help"}, &stdio{out: &out, err: &errb})
-			if code != exitOK || !strings.Contains(out.String(), "usage: lockstep "+v.Name) {
+			code := run(t.Context(), []string{v.Name, "--help"}, &cli.Stdio{Out: &out, Err: &errb})
+			if code != cli.ExitOK || !strings.Contains(out.String(), "usage: lockstep "+v.Name) {
 				t.Errorf("lockstep %s --help = %d, stdout %q, want 0 and the usage line", v.Name, code, out.String())
 			}
 		})
@@ -68,8 +70,8 @@ func TestEveryVerbHasHelp(t *testing.T) {
 
 func TestUnknownVerbIsUsageError(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run(t.Context(), []string{"no-such-verb"}, &stdio{out: &out, err: &errb}); code != exitUsage {
-		t.Errorf("run(no-such-verb) = %d, want %d", code, exitUsage)
+	if code := run(t.Context(), []string{"no-such-verb"}, &cli.Stdio{Out: &out, Err: &errb}); code != cli.ExitUsage {
+		t.Errorf("run(no-such-verb) = %d, want %d", code, cli.ExitUsage)
 	}
 	if !strings.Contains(errb.String(), "lockstep help") {
 		t.Errorf("stderr = %q, want a hint naming 'lockstep help'", errb.String())
@@ -78,7 +80,7 @@ func TestUnknownVerbIsUsageError(t *testing.T) {
 
 func TestNoVerbIsUsageError(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run(t.Context(), nil, &stdio{out: &out, err: &errb}); code != exitUsage {
-		t.Errorf("run() = %d, want %d", code, exitUsage)
+	if code := run(t.Context(), nil, &cli.Stdio{Out: &out, Err: &errb}); code != cli.ExitUsage {
+		t.Errorf("run() = %d, want %d", code, cli.ExitUsage)
 	}
 }

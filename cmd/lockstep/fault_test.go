@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/fulldisk"
 	"golang.org/x/sys/unix"
 )
@@ -37,7 +38,7 @@ func TestOrchestrateDiskFull(t *testing.T) {
 	disk := fulldisk.Mount(t, 1<<20)
 	core := filepath.Join(disk, "core")
 	args := []string{"orchestrate", "--langs", "java,python", "--path-dir", path, "--core-dir", core}
-	if code, _, errs := runCLI(t, args...); code != exitOK {
+	if code, _, errs := runCLI(t, args...); code != cli.ExitOK {
 		t.Fatalf("orchestrate with room = %d\n%s", code, errs)
 	}
 	before, err := os.ReadFile(filepath.Join(core, "BaseLanguage-java.cfg"))
@@ -47,7 +48,7 @@ func TestOrchestrateDiskFull(t *testing.T) {
 	// A merge of java alone copies python's files over: that needs room.
 	fulldisk.Fill(t, disk, "filler", 0)
 	code, _, errs := runCLI(t, "orchestrate", "--langs", "java", "--path-dir", path, "--core-dir", core)
-	if code != exitFail || !strings.Contains(errs, "(the previous tree is unchanged)") || !strings.Contains(errs, "no space left on device") {
+	if code != cli.ExitFail || !strings.Contains(errs, "(the previous tree is unchanged)") || !strings.Contains(errs, "no space left on device") {
 		t.Fatalf("orchestrate onto a full disk = %d, stderr %q; want 1 naming ENOSPC and the unchanged tree", code, errs)
 	}
 	t.Logf("the user sees: %s", strings.TrimSpace(errs))
@@ -87,7 +88,7 @@ func TestOrchestrateLocked(t *testing.T) {
 		t.Fatalf("flock did not take the lock: %q, %v", line, err)
 	}
 	code, _, errs := runCLI(t, "orchestrate", "--langs", "java,python", "--path-dir", path, "--core-dir", core)
-	if code != exitFail || !strings.Contains(errs, "another merge is writing") {
+	if code != cli.ExitFail || !strings.Contains(errs, "another merge is writing") {
 		t.Fatalf("orchestrate beside a held lock = %d, stderr %q; want 1 saying another merge is writing", code, errs)
 	}
 	t.Logf("the user sees: %s", strings.TrimSpace(errs))
@@ -112,7 +113,7 @@ func TestPruneDiskFull(t *testing.T) {
 	code, _, errs := runCLI(t, "prune", "--key", "broken", "--exercises", root, "--out", out, "--on-host", "--skip-containment",
 		"--work-dir", filepath.Join(t.TempDir(), "testing-dir"))
 	want := "write " + filepath.Join(out, "broken_failing-test.aborted.json") + ": write "
-	if code != exitFail || !strings.Contains(errs, want) || !strings.Contains(errs, "no space left on device") {
+	if code != cli.ExitFail || !strings.Contains(errs, want) || !strings.Contains(errs, "no space left on device") {
 		t.Fatalf("prune onto a full disk = %d, stderr %q; want 1 naming %s and ENOSPC", code, errs, filepath.Base(want))
 	}
 	t.Logf("the user sees: %s", strings.TrimSpace(errs))
@@ -232,8 +233,8 @@ func signalVerb(t *testing.T, bin string, sig syscall.Signal, args ...string) st
 	}
 	<-stderr.done
 	t.Logf("%v in the %s phase: exit %d after %v", sig, phase, exitCode(err), time.Since(t0).Round(time.Millisecond))
-	if got := exitCode(err); got != exitIndeterminate {
-		t.Errorf("lockstep %s after %v in the %s phase exited %d, want %d; stderr:\n%s", args[0], sig, phase, got, exitIndeterminate, stderr)
+	if got := exitCode(err); got != cli.ExitIndeterminate {
+		t.Errorf("lockstep %s after %v in the %s phase exited %d, want %d; stderr:\n%s", args[0], sig, phase, got, cli.ExitIndeterminate, stderr)
 	}
 	// repro and verify print their verdict on stdout, the others on stderr.
 	said := strings.TrimSpace(stderr.String()) + "\n" + strings.TrimSpace(stdout.String())
@@ -421,7 +422,7 @@ func TestBootGuestOOM(t *testing.T) {
 		"--", "/usr/bin/perl", "-e", `push @a, "x" x (16 << 20) while 1`)
 	err := cmd.Run()
 	t.Logf("the user sees (exit %d):\n%s", exitCode(err), stderr)
-	if got := exitCode(err); got != exitCapPassed {
+	if got := exitCode(err); got != cli.ExitCapPassed {
 		t.Fatalf("lockstep boot of a command the guest's OOM killer takes = %d, want 137\n%s", got, stderr)
 	}
 	if !strings.Contains(stderr.String(), "the guest ran out of memory and its kernel killed a process mem_mb=128") ||
@@ -452,7 +453,7 @@ func TestBootGuestSignaled(t *testing.T) {
 		"--", "/bin/sh", "-c", "kill -KILL $$")
 	err := cmd.Run()
 	t.Logf("the user sees (exit %d):\n%s", exitCode(err), stderr)
-	if got := exitCode(err); got != exitCapPassed {
+	if got := exitCode(err); got != cli.ExitCapPassed {
 		t.Fatalf("lockstep boot of a command that kills itself = %d, want 137\n%s", got, stderr)
 	}
 	if !strings.Contains(stderr.String(), "the command died by a signal no OOM killer sent") ||

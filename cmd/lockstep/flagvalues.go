@@ -26,86 +26,13 @@ func cpuFlag(fs *flag.FlagSet) {
 	})
 }
 
-// strictFlag is a string flag that refuses an empty value and a second,
-// different value. For a flag that guards something, taking "" as "not
-// given" or letting the last of two win fails open: run --expect-hash ”
-// switched the hash check off, and --pin ” built the default kernel.
-type strictFlag struct {
-	value *string
-	set   bool
-	want  func() string // what a value must be, for the messages
-}
-
-func (f *strictFlag) String() string {
-	if f == nil || f.value == nil {
-		return ""
-	}
-	return *f.value
-}
-
-func (f *strictFlag) Set(s string) error {
-	if s == "" {
-		return fmt.Errorf("an empty value names nothing; want %s", f.want())
-	}
-	if f.set && s != *f.value {
-		return fmt.Errorf("given twice, as %q and %q; give it once", *f.value, s)
-	}
-	*f.value, f.set = s, true
-	return nil
-}
-
-// strictVar defines a strictFlag on fs storing into p, which starts as def.
-func strictVar(fs *flag.FlagSet, p *string, name, def, usage string, want func() string) {
-	*p = def
-	fs.Var(&strictFlag{value: p, want: want}, name, usage)
-}
-
-// strictString is strictVar into a new string.
-func strictString(fs *flag.FlagSet, name, def, usage string, want func() string) *string {
-	p := new(string)
-	strictVar(fs, p, name, def, usage, want)
-	return p
-}
-
-// strictList is a repeatable string flag that refuses an empty value.
-type strictList struct {
-	values *multiFlag
-	want   func() string
-}
-
-func (l strictList) String() string {
-	if l.values == nil {
-		return ""
-	}
-	return l.values.String()
-}
-
-func (l strictList) Set(s string) error {
-	if s == "" {
-		return fmt.Errorf("an empty value names nothing; want %s", l.want())
-	}
-	return l.values.Set(s)
-}
-
 // The want functions say what a strict flag takes.
 
 func wantHash() string { return "the sha256:<hex> that lockstep policy hash prints" }
 
 func wantBaseDir() string { return "the directory holding the Base*.cfg files" }
-func wantPin() string     { return "one of the pins " + pinList() + " (kernel/pins.txt)" }
+func wantPin() string     { return "one of the pins " + kernel.PinNames() + " (kernel/pins.txt)" }
 
-func wantKernel() string { return "a pin (" + pinList() + ") or a bzImage file" }
+func wantKernel() string { return "a pin (" + kernel.PinNames() + ") or a bzImage file" }
 
-func wantKernelOrHost() string { return "host, a pin (" + pinList() + ") or a bzImage file" }
-
-func pinList() string {
-	var vs []string
-	all, err := kernel.AllPins()
-	if err != nil {
-		all = kernel.Pins()
-	}
-	for _, p := range all {
-		vs = append(vs, p.Version)
-	}
-	return strings.Join(vs, ", ")
-}
+func wantKernelOrHost() string { return "host, a pin (" + kernel.PinNames() + ") or a bzImage file" }

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 )
 
 func runImage(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(t.Context(), append([]string{"image"}, args...), &stdio{out: &out, err: &errb})
+	code := run(t.Context(), append([]string{"image"}, args...), &cli.Stdio{Out: &out, Err: &errb})
 	return code, out.String(), errb.String()
 }
 
@@ -21,16 +23,16 @@ func TestImageVerb(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	for _, args := range [][]string{{}, {"frob"}, {"build"}, {"path", "a", "b"}, {"path", "no-such-image"}, {"list", "x"}, {"build", "--bogus", "generic"}} {
 		code, _, errs := runImage(t, args...)
-		if code != exitUsage || !strings.Contains(errs, "usage: lockstep image") {
+		if code != cli.ExitUsage || !strings.Contains(errs, "usage: lockstep image") {
 			t.Errorf("image %q = %d, stderr %q; want exit 2 with the usage line", args, code, errs)
 		}
 	}
 	code, out, errs := runImage(t, "path", "generic")
-	if code != exitFail || out != "" || !strings.Contains(errs, "lockstep image build generic") {
+	if code != cli.ExitFail || out != "" || !strings.Contains(errs, "lockstep image build generic") {
 		t.Errorf("image path generic (not built) = %d, %q, %q; want exit 1 naming the build command", code, out, errs)
 	}
 	code, out, _ = runImage(t, "list")
-	if code != exitOK || !strings.Contains(out, "generic") || !strings.Contains(out, "not built") {
+	if code != cli.ExitOK || !strings.Contains(out, "generic") || !strings.Contains(out, "not built") {
 		t.Errorf("image list = %d, %q; want generic, not built", code, out)
 	}
 	code, out, _ = runImage(t, "list", "--json")
@@ -41,7 +43,7 @@ func TestImageVerb(t *testing.T) {
 			RecipeKey string `json:"recipe_key"`
 		} `json:"images"`
 	}
-	if code != exitOK || json.Unmarshal([]byte(out), &doc) != nil || doc.Schema != 1 || len(doc.Images) == 0 || doc.Images[0].Name != "generic" || len(doc.Images[0].RecipeKey) != 64 {
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &doc) != nil || doc.Schema != 1 || len(doc.Images) == 0 || doc.Images[0].Name != "generic" || len(doc.Images[0].RecipeKey) != 64 {
 		t.Errorf("image list --json = %d, %q; want schema 1 listing generic with its key", code, out)
 	}
 }

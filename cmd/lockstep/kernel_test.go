@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 )
 
@@ -23,13 +24,13 @@ func TestKernelVerb(t *testing.T) {
 		Code     int
 		Out, Err string
 	}{
-		{"NoSubcommand", []string{"kernel"}, exitUsage, "", "missing subcommand"},
-		{"UnknownSubcommand", []string{"kernel", "bake"}, exitUsage, "", `unknown subcommand "bake"`},
-		{"StrayArgument", []string{"kernel", "list", "extra"}, exitUsage, "", `unexpected argument "extra"`},
-		{"UnknownPin", []string{"kernel", "build", "--pin", "6.1", "--cache", cache}, exitUsage, "", `unknown kernel pin "6.1" (pinned: 7.2.13, 7.2.9`},
-		{"List", []string{"kernel", "list", "--cache", cache}, exitOK, "debian linux-source-7.2=7.2.13-1 (sid)", ""},
-		{"VerifyNotBuilt", []string{"kernel", "verify", "--pin", "7.2.13", "--cache", cache}, exitFail, "", "kernel not built: 7.2.13 has no " + cache},
-		{"Help", []string{"kernel", "--help"}, exitOK, "usage: lockstep kernel {build|verify|list|path|key|fragment|mirror|pin}", ""},
+		{"NoSubcommand", []string{"kernel"}, cli.ExitUsage, "", "missing subcommand"},
+		{"UnknownSubcommand", []string{"kernel", "bake"}, cli.ExitUsage, "", `unknown subcommand "bake"`},
+		{"StrayArgument", []string{"kernel", "list", "extra"}, cli.ExitUsage, "", `unexpected argument "extra"`},
+		{"UnknownPin", []string{"kernel", "build", "--pin", "6.1", "--cache", cache}, cli.ExitUsage, "", `unknown kernel pin "6.1" (pinned: 7.2.13, 7.2.9`},
+		{"List", []string{"kernel", "list", "--cache", cache}, cli.ExitOK, "debian linux-source-7.2=7.2.13-1 (sid)", ""},
+		{"VerifyNotBuilt", []string{"kernel", "verify", "--pin", "7.2.13", "--cache", cache}, cli.ExitFail, "", "kernel not built: 7.2.13 has no " + cache},
+		{"Help", []string{"kernel", "--help"}, cli.ExitOK, "usage: lockstep kernel {build|verify|list|path|key|fragment|mirror|pin}", ""},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, tc.Args...)
@@ -50,7 +51,7 @@ func TestKernelVerbStaleEntryListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := runCLI(t, "kernel", "list", "--cache", cache)
-	if code != exitOK || !strings.Contains(out, "stale") || !strings.Contains(out, "not built") {
+	if code != cli.ExitOK || !strings.Contains(out, "stale") || !strings.Contains(out, "not built") {
 		t.Errorf("kernel list = %d\n%s%s\nwant a 'not built' pin and a stale entry", code, out, errOut)
 	}
 }
@@ -84,7 +85,7 @@ func TestKernelVerbRefusesTampered(t *testing.T) {
 	}
 	for _, sub := range []string{"verify", "path", "build"} {
 		code, out, errOut := runCLI(t, "kernel", sub, "--cache", cache)
-		if code != exitFail || out != "" || !strings.Contains(errOut, "refused: bzImage sha256 is ") {
+		if code != cli.ExitFail || out != "" || !strings.Contains(errOut, "refused: bzImage sha256 is ") {
 			t.Errorf("kernel %s on a flipped byte = %d\nstdout: %s\nstderr: %s\nwant 1 naming the bzImage sha256 check", sub, code, out, errOut)
 		}
 	}
@@ -131,7 +132,7 @@ func TestKernelVerbRewrittenEntry(t *testing.T) {
 	}
 	if row == nil {
 		code, out, errOut := runCLI(t, "kernel", "verify", "--cache", cache)
-		if code != exitOK || !strings.Contains(out, "unrecorded  bzImage sha256 "+sum(img)) || !strings.Contains(errOut, "is unrecorded") {
+		if code != cli.ExitOK || !strings.Contains(out, "unrecorded  bzImage sha256 "+sum(img)) || !strings.Contains(errOut, "is unrecorded") {
 			t.Errorf("kernel verify of an unrecorded key = %d\nstdout: %s\nstderr: %s\nwant 0, reported unrecorded", code, out, errOut)
 		}
 		return
@@ -139,7 +140,7 @@ func TestKernelVerbRewrittenEntry(t *testing.T) {
 	want := "refused: bzImage sha256 is " + sum(img) + ", " + row.Where() + " records " + row.BzImageSHA256
 	for _, sub := range []string{"verify", "path", "build"} {
 		code, out, errOut := runCLI(t, "kernel", sub, "--cache", cache)
-		if code != exitFail || out != "" || !strings.Contains(errOut, want) || !strings.Contains(errOut, "is not used") {
+		if code != cli.ExitFail || out != "" || !strings.Contains(errOut, want) || !strings.Contains(errOut, "is not used") {
 			t.Errorf("kernel %s on a rewritten entry = %d\nstdout: %s\nstderr: %s\nwant 1 containing %q", sub, code, out, errOut, want)
 		}
 	}
@@ -155,21 +156,21 @@ func TestKernelVerbKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errb := runCLI(t, "kernel", "key", "--pin", kernel.DefaultPin)
-	if code != exitOK || strings.TrimSpace(out) != want || len(want) != 64 {
+	if code != cli.ExitOK || strings.TrimSpace(out) != want || len(want) != 64 {
 		t.Errorf("lockstep kernel key = %d, %q (stderr %q), want 0 and %q", code, out, errb, want)
 	}
-	if code, _, _ := runCLI(t, "kernel", "key", "--pin", "0.0.1"); code != exitUsage {
-		t.Errorf("lockstep kernel key --pin 0.0.1 = %d, want %d (unknown pin)", code, exitUsage)
+	if code, _, _ := runCLI(t, "kernel", "key", "--pin", "0.0.1"); code != cli.ExitUsage {
+		t.Errorf("lockstep kernel key --pin 0.0.1 = %d, want %d (unknown pin)", code, cli.ExitUsage)
 	}
 }
 
 func TestKernelVerbFragment(t *testing.T) {
 	code, out, errb := runCLI(t, "kernel", "fragment", "--pin", "7.2.13")
-	if code != exitOK || out != string(kernel.Fragment()) {
+	if code != cli.ExitOK || out != string(kernel.Fragment()) {
 		t.Fatalf("kernel fragment --pin 7.2.13 = %d, %q; want fragment.config itself", code, errb)
 	}
 	code, out, _ = runCLI(t, "kernel", "fragment", "--pin", "7.3.4")
-	if code != exitOK || !strings.Contains(out, "\nCONFIG_SYSCTL=y\n") || strings.Contains(out, "\nCONFIG_PROC_SYSCTL=y\n") {
+	if code != cli.ExitOK || !strings.Contains(out, "\nCONFIG_SYSCTL=y\n") || strings.Contains(out, "\nCONFIG_PROC_SYSCTL=y\n") {
 		t.Errorf("kernel fragment --pin 7.3.4 = %d; want the 7.3 overlay applied (SYSCTL, not PROC_SYSCTL)", code)
 	}
 }
@@ -184,7 +185,7 @@ func TestKernelVerbPinsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := runCLI(t, "kernel", "list", "--pins", good, "--cache", dir)
-	if code != exitOK || !strings.Contains(out, "FROM") || !regexpLine(out, `^7\.2\.99 +10 +file:///nonexistent/linux-7.2.99.tar.xz +`+good+` `) ||
+	if code != cli.ExitOK || !strings.Contains(out, "FROM") || !regexpLine(out, `^7\.2\.99 +10 +file:///nonexistent/linux-7.2.99.tar.xz +`+good+` `) ||
 		!regexpLine(out, `^7\.2\.13 +10 +debian .* shipped `) {
 		t.Errorf("kernel list --pins = %d\n%s%s\nwant 7.2.99 from %s and 7.2.13 shipped", code, out, errOut, good)
 	}
@@ -197,7 +198,7 @@ func TestKernelVerbPinsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut = runCLI(t, "kernel", "list", "--pins", bad, "--cache", dir)
-	if code != exitUsage || !strings.Contains(errOut, bad+":1: pin 7.2.13 redefines the shipped pin of kernel/pins.txt:") {
+	if code != cli.ExitUsage || !strings.Contains(errOut, bad+":1: pin 7.2.13 redefines the shipped pin of kernel/pins.txt:") {
 		t.Errorf("kernel list --pins bad = %d\n%s\nwant exit 2 naming the redefined pin", code, errOut)
 	}
 }
@@ -214,7 +215,7 @@ func TestKernelPinUsage(t *testing.T) {
 		{"kernel", "pin", "--debian-image", "linux-image-amd64", "--abi", "-1"},
 	} {
 		code, _, errOut := runCLI(t, args...)
-		if code != exitUsage || !strings.Contains(errOut, "--") {
+		if code != cli.ExitUsage || !strings.Contains(errOut, "--") {
 			t.Errorf("lockstep %s = %d\n%s\nwant exit 2", strings.Join(args, " "), code, errOut)
 		}
 	}

@@ -14,7 +14,7 @@ func main() {
 	if role, ok := helperRole(os.Args); ok {
 		os.Exit(role())
 	}
-	os.Exit(serve(func(ctx context.Context) int { return run(ctx, os.Args[1:], newStdio()) }))
+	os.Exit(serve(func(ctx context.Context) int { return run(ctx, os.Args[1:], cli.NewStdio()) }))
 }
 
 // serve runs f as a command line of lockstep's runs: with a context that
@@ -32,3 +32,9 @@ func serve(f func(ctx context.Context) int) int {
 // files opened outside its policy, and the pruner's nofile measurement
 // must not depend on the caller.
 func closeInheritedOnExec() { _ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) }
+
+// verbs is lockstep's verb table; each verb registers in its file's init.
+var verbs = cli.Verbs{}
+
+// run runs the command line args (without the program's name).
+func run(ctx context.Context, args []string, io *cli.Stdio) int { return verbs.Run(ctx, args, io) }

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/exercise"
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 )
 
 // TestObserveUsage: the required flags, stray arguments, a bad accelerator
@@ -28,8 +31,8 @@ func TestObserveUsage(t *testing.T) {
 		{[]string{"observe", "--in-guest", "--key", "k", "--exercises", "e", "--path-sets", "p"}, "needs --out"},
 	} {
 		var out, errb bytes.Buffer
-		if code := run(t.Context(), tc.args, &stdio{out: &out, err: &errb}); code != exitUsage || !strings.Contains(errb.String(), tc.want) {
-			t.Errorf("%q = %d, stderr %q; want %d naming %q", tc.args, code, errb.String(), exitUsage, tc.want)
+		if code := run(t.Context(), tc.args, &cli.Stdio{Out: &out, Err: &errb}); code != cli.ExitUsage || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%q = %d, stderr %q; want %d naming %q", tc.args, code, errb.String(), cli.ExitUsage, tc.want)
 		}
 	}
 }
@@ -42,9 +45,9 @@ func TestObserveAllKeys(t *testing.T) {
 	ps := t.TempDir()
 	var out, errb bytes.Buffer
 	code := run(t.Context(), []string{"observe", "--key", "all", "--exercises", "../../testdata/exercises", "--path-sets", ps},
-		&stdio{out: &out, err: &errb})
-	if code != exitIndeterminate {
-		t.Errorf("exit %d, want %d; stdout %q, stderr %q", code, exitIndeterminate, out.String(), errb.String())
+		&cli.Stdio{Out: &out, Err: &errb})
+	if code != cli.ExitIndeterminate {
+		t.Errorf("exit %d, want %d; stdout %q, stderr %q", code, cli.ExitIndeterminate, out.String(), errb.String())
 	}
 	// The keys are the tree's directories, read here apart from the code
 	// under test (os.ReadDir sorts them by name).
@@ -71,15 +74,8 @@ func TestObserveAllKeys(t *testing.T) {
 	}
 	errb.Reset()
 	if code := run(t.Context(), []string{"observe", "--in-guest", "--out", t.TempDir(), "--key", "all", "--exercises", "e", "--path-sets", "p"},
-		&stdio{out: &out, err: &errb}); code != exitUsage || !strings.Contains(errb.String(), "the guest observes one key") {
+		&cli.Stdio{Out: &out, Err: &errb}); code != cli.ExitUsage || !strings.Contains(errb.String(), "the guest observes one key") {
 		t.Errorf("--in-guest --key all = %d, %q; want a usage error", code, errb.String())
-	}
-}
-
-// TestKeyedReport: the key goes before the report's extension.
-func TestKeyedReport(t *testing.T) {
-	if got := keyedReport("/tmp/observe.html", "c"); got != "/tmp/observe-c.html" {
-		t.Errorf("keyedReport = %q", got)
 	}
 }
 
@@ -88,7 +84,7 @@ func TestKeyedReport(t *testing.T) {
 // indeterminate, never 0 (pruneAll and observeAll share eachKey).
 func TestEachKeyInterrupted(t *testing.T) {
 	const root = "../../testdata/exercises"
-	keys, err := exerciseKeys(root)
+	keys, err := exercise.EveryKey(root, allKeys)
 	if err != nil || len(keys) < 2 {
 		t.Fatalf("keys of %s: %v, %v; want two or more", root, keys, err)
 	}
@@ -96,13 +92,13 @@ func TestEachKeyInterrupted(t *testing.T) {
 	defer cancel()
 	var ran []string
 	var out, errb bytes.Buffer
-	code := pruneAll(ctx, &stdio{out: &out, err: &errb}, root, t.TempDir(), func(key, _ string) int {
+	code := pruneAll(ctx, &cli.Stdio{Out: &out, Err: &errb}, root, t.TempDir(), func(key, _ string) int {
 		ran = append(ran, key)
 		cancel() // the signal arrives while the first key ends well
-		return exitOK
+		return cli.ExitOK
 	})
-	if code != exitIndeterminate || strings.Join(ran, ",") != keys[0] {
-		t.Errorf("status %d after keys %v; want %d after %s alone", code, ran, exitIndeterminate, keys[0])
+	if code != cli.ExitIndeterminate || strings.Join(ran, ",") != keys[0] {
+		t.Errorf("status %d after keys %v; want %d after %s alone", code, ran, cli.ExitIndeterminate, keys[0])
 	}
 	if !strings.Contains(errb.String(), "interrupted after key "+keys[0]+"; not run: "+strings.Join(keys[1:], ", ")) ||
 		!strings.Contains(out.String(), "every key ("+strings.Join(keys, ", ")+"): status 3") {

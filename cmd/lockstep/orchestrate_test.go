@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 )
 
 func copyFixture(t *testing.T, dst string) {
@@ -37,7 +39,7 @@ func TestOrchestrateVerb(t *testing.T) {
 	copyFixture(t, path)
 
 	code, out, errs := runCLI(t, "orchestrate", "--langs", "java, python", "--path-dir", path, "--core-dir", core, "--json", "--summary", md)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("orchestrate = %d\n%s", code, errs)
 	}
 	var doc struct {
@@ -73,7 +75,7 @@ func TestOrchestrateVerb(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs = runCLI(t, "orchestrate", "--langs", "java", "--path-dir", path, "--core-dir", core, "--json", "--summary", md)
-	if code != exitFail || !strings.Contains(errs, "java_x was aborted: flaky reference") || !strings.Contains(errs, "nothing was written") {
+	if code != cli.ExitFail || !strings.Contains(errs, "java_x was aborted: flaky reference") || !strings.Contains(errs, "nothing was written") {
 		t.Fatalf("refused orchestrate = %d\n%s", code, errs)
 	}
 	var ref struct {
@@ -94,7 +96,7 @@ func TestOrchestrateVerb(t *testing.T) {
 		{[]string{"orchestrate", "--langs", "java"}, "are required"},
 		{[]string{"orchestrate", "--langs", "java", "--path-dir", path, "--core-dir", core, "extra"}, "unexpected arguments"},
 	} {
-		if code, _, errs := runCLI(t, tc.args...); code != exitUsage || !strings.Contains(errs, tc.want) {
+		if code, _, errs := runCLI(t, tc.args...); code != cli.ExitUsage || !strings.Contains(errs, tc.want) {
 			t.Errorf("lockstep %v = %d %q; want usage error with %q", tc.args, code, errs, tc.want)
 		}
 	}
@@ -110,8 +112,8 @@ func TestOrchestrateKVMDirTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errb strings.Builder
-	code := run(t.Context(), []string{"orchestrate", "--langs", "java", "--path-dir", d, "--core-dir", filepath.Join(d, "core"), "--kvm-dir", kvm, "--kvm-dir", kvm + "/./"}, &stdio{out: &out, err: &errb})
-	if code != exitUsage || !strings.Contains(errb.String(), "--kvm-dir "+kvm+" and --kvm-dir "+kvm+"/./ are one directory") {
+	code := run(t.Context(), []string{"orchestrate", "--langs", "java", "--path-dir", d, "--core-dir", filepath.Join(d, "core"), "--kvm-dir", kvm, "--kvm-dir", kvm + "/./"}, &cli.Stdio{Out: &out, Err: &errb})
+	if code != cli.ExitUsage || !strings.Contains(errb.String(), "--kvm-dir "+kvm+" and --kvm-dir "+kvm+"/./ are one directory") {
 		t.Errorf("orchestrate with one KVM directory twice = %d, stderr %q; want 2 naming both spellings", code, errb.String())
 	}
 }
@@ -144,11 +146,11 @@ func demoPathSets(t *testing.T) (path, core string) {
 func TestOrchestrateAllowUnknownRoot(t *testing.T) {
 	path, core := demoPathSets(t)
 	code, _, errs := runCLI(t, "orchestrate", "--langs", "fixture", "--path-dir", path, "--core-dir", core)
-	if code != exitFail || !strings.Contains(errs, "pruned on root none") || !strings.Contains(errs, "--allow-unknown-root") {
+	if code != cli.ExitFail || !strings.Contains(errs, "pruned on root none") || !strings.Contains(errs, "--allow-unknown-root") {
 		t.Fatalf("orchestrate without --allow-unknown-root = %d\n%s", code, errs)
 	}
 	code, _, errs = runCLI(t, "orchestrate", "--langs", "fixture", "--path-dir", path, "--core-dir", core, "--allow-unknown-root")
-	if code != exitOK || !strings.Contains(errs, "fixture_udp-fixture.json has no root digest; merged by --allow-unknown-root") {
+	if code != cli.ExitOK || !strings.Contains(errs, "fixture_udp-fixture.json has no root digest; merged by --allow-unknown-root") {
 		t.Fatalf("orchestrate --allow-unknown-root = %d\n%s", code, errs)
 	}
 	abi10, err := os.ReadFile(filepath.Join(core, "Abi10-fixture.cfg"))
@@ -162,11 +164,11 @@ func TestOrchestrateAllowUnknownRoot(t *testing.T) {
 func TestVerbSummariesPlural(t *testing.T) {
 	path, core := demoPathSets(t)
 	code, _, errs := runCLI(t, "orchestrate", "--langs", "fixture", "--path-dir", path, "--core-dir", core)
-	if code != exitFail || !strings.Contains(errs, "refused (1 problem); nothing was written") {
+	if code != cli.ExitFail || !strings.Contains(errs, "refused (1 problem); nothing was written") {
 		t.Errorf("orchestrate refused = %d; want \"refused (1 problem)\" in\n%s", code, errs)
 	}
 	code, out, errs := runCLI(t, "orchestrate", "--langs", "fixture", "--path-dir", path, "--core-dir", core, "--allow-unknown-root")
-	if code != exitOK || !strings.Contains(out, "fixture: 1 exercise, base 15 rows, 1 ABI-10 row, sha256:") {
+	if code != cli.ExitOK || !strings.Contains(out, "fixture: 1 exercise, base 15 rows, 1 ABI-10 row, sha256:") {
 		t.Errorf("orchestrate = %d; want \"fixture: 1 exercise, base 15 rows, 1 ABI-10 row\" in\n%s%s", code, out, errs)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.cfg")
@@ -174,7 +176,7 @@ func TestVerbSummariesPlural(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _ = runCLI(t, "policy", "check", bad)
-	if code != exitFail || !strings.Contains(out, bad+": 1 problem\n") {
+	if code != cli.ExitFail || !strings.Contains(out, bad+": 1 problem\n") {
 		t.Errorf("policy check = %d; want \"%s: 1 problem\" in\n%s", code, bad, out)
 	}
 }
@@ -205,7 +207,7 @@ func TestOrchestrateWarnsOnce(t *testing.T) {
 		t.Fatalf("write %s: %v", recPath, err)
 	}
 	code, _, errs := runCLI(t, "orchestrate", "--langs", "java,python", "--path-dir", path, "--core-dir", core)
-	if n := strings.Count(errs, "BasePhobos.cfg is not written"); code != exitOK || n != 1 {
+	if n := strings.Count(errs, "BasePhobos.cfg is not written"); code != cli.ExitOK || n != 1 {
 		t.Fatalf("orchestrate = %d, the warning %d times; want it once:\n%s", code, n, errs)
 	}
 	if strings.Contains(errs, "more overlap") {

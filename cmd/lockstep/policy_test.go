@@ -8,12 +8,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/enforcer/policy/tool"
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), args, &stdio{in: strings.NewReader(""), out: &out, err: &errb})
+	code := run(context.Background(), args, &cli.Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
 	return code, out.String(), errb.String()
 }
 
@@ -77,7 +80,7 @@ func TestPolicyVerb(t *testing.T) {
 	}
 
 	_, out, _ := runCLI(t, "policy", "check", "--json", bad, java)
-	var rep policyReport
+	var rep tool.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Files) != 2 || rep.Files[0].OK || len(rep.Files[0].Problems) != 2 || !rep.Files[1].OK {
 		t.Fatalf("check --json = %v %+v", err, rep)
 	}
@@ -93,12 +96,12 @@ func TestWriteJSONFullDisk(t *testing.T) {
 	}
 	defer full.Close()
 	for _, tc := range []struct{ code, failed, want int }{
-		{exitOK, exitIndeterminate, exitIndeterminate},
-		{exitFail, exitIndeterminate, exitFail},
-		{exitOK, exitFail, exitFail},
+		{cli.ExitOK, cli.ExitIndeterminate, cli.ExitIndeterminate},
+		{cli.ExitFail, cli.ExitIndeterminate, cli.ExitFail},
+		{cli.ExitOK, cli.ExitFail, cli.ExitFail},
 	} {
 		var errb bytes.Buffer
-		got := writeJSON(&stdio{out: full, err: &errb}, "verify", map[string]int{"status": tc.code}, tc.code, tc.failed)
+		got := writeJSON(&cli.Stdio{Out: full, Err: &errb}, "verify", map[string]int{"status": tc.code}, tc.code, tc.failed)
 		if got != tc.want || !strings.Contains(errb.String(), "lockstep verify: the JSON result was not written whole") {
 			t.Errorf("writeJSON(code %d, failed %d) to /dev/full = %d, stderr %q; want %d and the reason", tc.code, tc.failed, got, errb.String(), tc.want)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/machine"
 	"github.com/lockstep-sandbox/lockstep/landlock"
 )
@@ -17,7 +18,7 @@ import (
 // fact.
 func TestProbeVerb(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run(t.Context(), []string{"probe", "--json"}, &stdio{out: &out, err: &errb}); code != exitOK {
+	if code := run(t.Context(), []string{"probe", "--json"}, &cli.Stdio{Out: &out, Err: &errb}); code != cli.ExitOK {
 		t.Fatalf("probe --json = %d, stderr %s", code, errb.String())
 	}
 	dec := json.NewDecoder(&out)
@@ -36,7 +37,7 @@ func TestProbeVerb(t *testing.T) {
 		t.Errorf("landlock.unrestricted = %q, want %q (ABI %d)", got, gaps, f.Landlock.ABI)
 	}
 	out.Reset()
-	if code := run(t.Context(), []string{"probe"}, &stdio{out: &out, err: &errb}); code != exitOK {
+	if code := run(t.Context(), []string{"probe"}, &cli.Stdio{Out: &out, Err: &errb}); code != cli.ExitOK {
 		t.Fatalf("probe = %d", code)
 	}
 	for _, g := range landlock.Unrestricted(f.Landlock.ABI) {
@@ -49,8 +50,8 @@ func TestProbeVerb(t *testing.T) {
 			t.Errorf("probe table lacks a %q row:\n%s", k, out.String())
 		}
 	}
-	if code := run(t.Context(), []string{"probe", "extra"}, &stdio{out: &out, err: &errb}); code != exitUsage {
-		t.Errorf("probe extra = %d, want %d", code, exitUsage)
+	if code := run(t.Context(), []string{"probe", "extra"}, &cli.Stdio{Out: &out, Err: &errb}); code != cli.ExitUsage {
+		t.Errorf("probe extra = %d, want %d", code, cli.ExitUsage)
 	}
 }
 
@@ -65,7 +66,7 @@ func TestProbeBootKVMVerdict(t *testing.T) {
 	probe := func(args ...string) machine.Facts {
 		t.Helper()
 		var out, errb bytes.Buffer
-		if code := run(t.Context(), append([]string{"probe", "--json"}, args...), &stdio{out: &out, err: &errb}); code != exitOK {
+		if code := run(t.Context(), append([]string{"probe", "--json"}, args...), &cli.Stdio{Out: &out, Err: &errb}); code != cli.ExitOK {
 			t.Fatalf("probe --json %v = %d, stderr %s", args, code, errb.String())
 		}
 		var f machine.Facts

@@ -78,7 +78,7 @@ func TestPruneQuiet(t *testing.T) {
 		}
 		code, _, stderr := runCLI(t, args...)
 		progress := strings.Contains(stderr, cli.ProgressPrefix("prune"))
-		if code != exitFail || !strings.Contains(stderr, "lockstep prune: broken_failing-test: aborted") || progress == quiet {
+		if code != cli.ExitFail || !strings.Contains(stderr, "lockstep prune: broken_failing-test: aborted") || progress == quiet {
 			t.Errorf("prune -q=%v: status %d, stderr\n%s\nwant 1, the abort, and progress lines only without -q", quiet, code, stderr)
 		}
 	}
@@ -123,7 +123,7 @@ func TestVerifyProgressByDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b bytes.Buffer
-		opts := a.options(&stdio{err: &b}, nil, nil)
+		opts := a.options(&cli.Stdio{Err: &b}, nil, nil)
 		if quiet {
 			if opts.Progress != nil {
 				t.Error("verify -q reports progress")
@@ -262,7 +262,7 @@ func TestImageBuildProgressOnTerminal(t *testing.T) {
 	cmd := exec.Command(bin, "image", "build", "generic")
 	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "PATH="+t.TempDir())
 	cmd.Stderr = slave
-	if err := cmd.Run(); exitCode(err) != exitFail {
+	if err := cmd.Run(); exitCode(err) != cli.ExitFail {
 		t.Fatalf("image build without debootstrap: %v, want status 1 (no debootstrap, or not root)", err)
 	}
 	deadline := time.Now().Add(5 * time.Second)

@@ -5,15 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/evidence/contain"
 	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/harness"
+	"github.com/lockstep-sandbox/lockstep/harness/guestkernel"
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/pruneguest"
 	"github.com/lockstep-sandbox/lockstep/pruner/prune"
@@ -21,68 +20,32 @@ import (
 
 func init() {
 	guestRole(pruneguest.GuestRole, "prune", pruneRole)
-	register(&verb{
+	verbs.Register(&cli.Verb{
 		Name:   contain.Verb,
 		Hidden: true,
 		Usage:  contain.Verb + " <op> <arg>…",
 		Short:  "the containment probe of lockstep prune (one operation, START and OP lines)",
-		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
-			return func(ctx context.Context, io *stdio, args []string) int { return contain.ProbeMain(args, io.out) }
+		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *cli.Stdio, args []string) int {
+			return func(ctx context.Context, io *cli.Stdio, args []string) int { return contain.ProbeMain(args, io.Out) }
 		},
 	})
-	register(&verb{
-		Name:  "prune",
-		Usage: "prune --key <key>|all --exercises <dir> --out <dir> [--in-guest | --on-host] [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--cpu <model>] [--seeds <dir>] [--only <exercise>] [--check-minimality]",
-		Short: "prune a policy for every exercise of a key (the default prune)",
-		Long: `Runs lockstep's layer pruner for every exercise of --key under --exercises
-(<dir>/<family>/<exercise>/, key from prune.json or the family's name): a
-baseline of three unsandboxed runs, then a policy grown from nothing by what
-each refused call proves, minimised (a grant goes after two runs pass without
-it), limits measured with margins, three joint verification runs, and
-containment checks. Each exercise writes <key>_<exercise>.cfg with its header
-and the schema-2 record <key>_<exercise>.json into --out, or, when it aborts,
-<key>_<exercise>.aborted.json and no .cfg. Stale files of the key in --out
-are removed first.
-
---key all prunes every key of the exercise tree in turn, each into
-<out>/<key> (the path sets observe --key all reads); one key's failure does
-not stop the others, and the status is the worst (1 over 70 over 3 over 0).
---list-keys --exercises <dir> prints those keys, one a line, and exits (the
-prune-kvm workflow's plan job lists its matrix so).
-
-By default each exercise is pruned in a fresh throwaway guest (--kernel, the
-pinned kernel by default; --root, the host's / by default, read-only with a
-tmpfs overlay), so nothing the prune deletes is the host's. --in-guest is
-that guest's side. --on-host prunes on this machine instead, and only when
-LOCKSTEP_DISPOSABLE=1 declares it disposable: the prune deletes and
-recreates /var/tmp/testing-dir and plants canary files.
-
-Wherever it prunes, every run starts cold: in a mount namespace of its own
-whose system paths are overlays thrown away after the run, so nothing a run
-leaves outside its working directory (a cache in /root, /tmp, /var/tmp or a
-system path) is there for the next. This needs CAP_SYS_ADMIN; in a
-container, run it with --cap-add SYS_ADMIN --security-opt
-apparmor=unconfined (the runs themselves have CAP_SYS_ADMIN dropped).
-
-Exit status: 0 every exercise has a policy; 1 an exercise aborted (or the
-testing root was refused); 3 a guest did not report; 70 a guest could not be
-set up; 125 refused to prune on a machine not declared disposable; 2 usage.
-See docs/prune.md.`,
-		Example: `# prune the generic exercises, each in a fresh guest on the pinned kernel
-$ lockstep prune --key generic --exercises testdata/exercises --out build/path_sets
-# on a disposable machine (a CI container), without a guest
-$ LOCKSTEP_DISPOSABLE=1 lockstep prune --on-host --key generic --exercises testdata/exercises --out /tmp/out`,
-		Flags: pruneFlags,
+	verbs.Register(&cli.Verb{
+		Name:    "prune",
+		Usage:   "prune --key <key>|all --exercises <dir> --out <dir> [--in-guest | --on-host] [--kernel <pin>|<file>] [--root <dir>] [--accel {auto|kvm|tcg}] [--cpu <model>] [--seeds <dir>] [--only <exercise>] [--check-minimality]",
+		Short:   "prune a policy for every exercise of a key (the default prune)",
+		Long:    help("prune", nil),
+		Example: example("prune"),
+		Flags:   pruneFlags,
 	})
 }
 
-func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *cli.Stdio, args []string) int {
 	key := fs.String("key", "", "language `key` whose exercises are pruned, or all: every key, each into <out>/<key>")
 	root := fs.String("exercises", "", "testing root `dir`ectory (<dir>/<family>/<exercise>/)")
 	out := fs.String("out", "", "output `dir`ectory for <key>_<exercise>.cfg/.json/.aborted.json")
 	inGuest := fs.Bool("in-guest", false, "prune on the running kernel (the guest's side)")
 	onHost := fs.Bool("on-host", false, "prune on this machine; needs LOCKSTEP_DISPOSABLE=1")
-	kernelArg := strictString(fs, "kernel", kernel.DefaultPin, "kernel `pin` or bzImage file of the guests", wantKernel)
+	kernelArg := cli.StrictString(fs, "kernel", kernel.DefaultPin, "kernel `pin` or bzImage file of the guests", wantKernel)
 	pinsFlag(fs)
 	rootDir := fs.String("root", "", "guest root `dir`ectory (default: this host's /)")
 	accel := fs.String("accel", harness.AccelAuto, "accelerator: `auto`, kvm or tcg")
@@ -95,20 +58,20 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 	minimal := fs.Bool("check-minimality", false, "after verifying, drop each grant in turn and record whether the exercise still passes (one run per grant)")
 	quiet := fs.Bool("q", false, "quiet: no progress lines (a line per stage and run), only warnings and each exercise's result")
 	listKeys := fs.Bool("list-keys", false, "print the keys --key all prunes (those of --exercises), one a line, and exit")
-	return func(ctx context.Context, io *stdio, args []string) int {
+	return func(ctx context.Context, io *cli.Stdio, args []string) int {
 		v := verbs["prune"]
 		if *listKeys {
 			return printKeys(io, v, *root, *key, args)
 		}
-		io, end := withProgressDisplay(io, "prune")
+		io, end := io.WithDisplay("prune")
 		defer end()
 		if err := checkPruneArgs(args, *key, *root, *out, *only, *accel, *inGuest, *onHost); err != nil {
-			return usageExit(io, v, err)
+			return cli.UsageExit(io, v, err)
 		}
 		var pruneKey func(key, out string) int
 		if *inGuest || *onHost {
 			if err := prune.Disposable(); err != nil {
-				return fail(io, "prune", exitRefused, err)
+				return cli.Fail(io, "prune", cli.ExitRefused, err)
 			}
 			digest, err := rootDigestFlag(*rootDigest)
 			if err != nil {
@@ -131,46 +94,46 @@ func pruneFlags(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []st
 func checkPruneArgs(args []string, key, root, out, only, accel string, inGuest, onHost bool) error {
 	switch {
 	case len(args) > 0:
-		return usagef("unexpected arguments %q", args)
+		return cli.Usagef("unexpected arguments %q", args)
 	case key == allKeys && inGuest:
-		return usagef("--key %s is the host's: the guest prunes one key", allKeys)
+		return cli.Usagef("--key %s is the host's: the guest prunes one key", allKeys)
 	case key == allKeys && only != "":
-		return usagef("--only names an exercise of one key; --key %s prunes every key", allKeys)
+		return cli.Usagef("--only names an exercise of one key; --key %s prunes every key", allKeys)
 	case key != allKeys && !exercise.ValidKey(key):
-		return usagef("--key %q: want lower-case words joined by hyphens, e.g. java-gradle", key)
+		return cli.Usagef("--key %q: want lower-case words joined by hyphens, e.g. java-gradle", key)
 	case root == "" || out == "":
-		return usagef("--exercises and --out are required")
+		return cli.Usagef("--exercises and --out are required")
 	case inGuest && onHost:
-		return usagef("--in-guest and --on-host exclude each other")
+		return cli.Usagef("--in-guest and --on-host exclude each other")
 	}
 	return checkAccel(accel)
 }
 
 // printKeys is --list-keys: the keys of the exercise tree, in the order
 // --key all takes them (the matrix of the prune-kvm workflow's plan job).
-func printKeys(io *stdio, v *verb, root, key string, args []string) int {
+func printKeys(io *cli.Stdio, v *cli.Verb, root, key string, args []string) int {
 	switch {
 	case len(args) > 0 || key != "":
-		return usageExit(io, v, usagef("--list-keys takes only --exercises"))
+		return cli.UsageExit(io, v, cli.Usagef("--list-keys takes only --exercises"))
 	case root == "":
-		return usageExit(io, v, usagef("--list-keys needs --exercises"))
+		return cli.UsageExit(io, v, cli.Usagef("--list-keys needs --exercises"))
 	}
-	keys, err := exerciseKeys(root)
+	keys, err := exercise.EveryKey(root, allKeys)
 	if err != nil {
-		return fail(io, "prune", exitFail, err)
+		return cli.Fail(io, "prune", cli.ExitFail, err)
 	}
 	for _, k := range keys {
-		fmt.Fprintln(io.out, k)
+		fmt.Fprintln(io.Out, k)
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // pruneKeyHere prunes one key's exercises on this machine, opts the
 // options of every key.
-func pruneKeyHere(ctx context.Context, io *stdio, opts pruneguest.GuestOptions) func(key, out string) int {
+func pruneKeyHere(ctx context.Context, io *cli.Stdio, opts pruneguest.GuestOptions) func(key, out string) int {
 	return func(key, out string) int {
 		found, code := pruneExercises(io, opts.Exercises, key, opts.Only)
-		if code != exitOK {
+		if code != cli.ExitOK {
 			return code
 		}
 		o := opts
@@ -181,10 +144,10 @@ func pruneKeyHere(ctx context.Context, io *stdio, opts pruneguest.GuestOptions) 
 
 // pruneKeyGuests prunes one key's exercises, each in a fresh guest, opts
 // the options of every key.
-func pruneKeyGuests(ctx context.Context, io *stdio, kernelArg string, opts pruneguest.HostOptions) func(key, out string) int {
+func pruneKeyGuests(ctx context.Context, io *cli.Stdio, kernelArg string, opts pruneguest.HostOptions) func(key, out string) int {
 	return func(key, out string) int {
 		found, code := pruneExercises(io, opts.Exercises, key, opts.Only)
-		if code != exitOK {
+		if code != cli.ExitOK {
 			return code
 		}
 		o := opts
@@ -198,47 +161,47 @@ func pruneKeyGuests(ctx context.Context, io *stdio, kernelArg string, opts prune
 // so each key's policies, records and stale-file clean-up stay apart. One
 // key's failure does not stop the others; the status is the worst (1 over
 // 70 over 3 over 0). A refusal of the machine (125) is taken before any key.
-func pruneAll(ctx context.Context, io *stdio, root, out string, pruneKey func(key, out string) int) int {
-	keys, err := exerciseKeys(root)
+func pruneAll(ctx context.Context, io *cli.Stdio, root, out string, pruneKey func(key, out string) int) int {
+	keys, err := exercise.EveryKey(root, allKeys)
 	if err != nil {
-		return fail(io, "prune", exitFail, err)
+		return cli.Fail(io, "prune", cli.ExitFail, err)
 	}
 	return eachKey(ctx, io, "prune", keys, func(k string) string { return "out " + filepath.Join(out, k) },
 		func(k string) int { return pruneKey(k, filepath.Join(out, k)) })
 }
 
 // pruneExercises are the key's exercises under root (only the one named
-// only, if given), and exitOK; another exit status when there are none to
+// only, if given), and cli.ExitOK; another exit status when there are none to
 // prune or the testing root was refused, each of its problems printed.
-func pruneExercises(io *stdio, root, key, only string) ([]exercise.Found, int) {
+func pruneExercises(io *cli.Stdio, root, key, only string) ([]exercise.Found, int) {
 	found, err := exercise.ForKey(root, key)
 	if err != nil {
 		var de *exercise.DiscoveryError
 		if errors.As(err, &de) {
 			for _, l := range de.Lines() {
-				fmt.Fprintf(io.err, "lockstep prune: %s\n", l)
+				fmt.Fprintf(io.Err, "lockstep prune: %s\n", l)
 			}
-			fmt.Fprintf(io.err, "lockstep prune: the testing root %s was refused; nothing was pruned\n", root)
-			return nil, exitFail
+			fmt.Fprintf(io.Err, "lockstep prune: the testing root %s was refused; nothing was pruned\n", root)
+			return nil, cli.ExitFail
 		}
-		return nil, fail(io, "prune", exitFail, err)
+		return nil, cli.Fail(io, "prune", cli.ExitFail, err)
 	}
 	if len(found) == 0 {
-		return nil, fail(io, "prune", exitFail, fmt.Errorf("no exercise of key %q under %s", key, root))
+		return nil, cli.Fail(io, "prune", cli.ExitFail, fmt.Errorf("no exercise of key %q under %s", key, root))
 	}
 	if only != "" {
 		if found, err = exercise.Named(found, only); err != nil {
-			return nil, fail(io, "prune", exitUsage, usagef("--only %v", err))
+			return nil, cli.Fail(io, "prune", cli.ExitUsage, cli.Usagef("--only %v", err))
 		}
 	}
-	return found, exitOK
+	return found, cli.ExitOK
 }
 
 // pruneRole is the prune's guest side (pruneguest.GuestRole): the
 // exercise the host named, pruned on the running kernel.
-func pruneRole(ctx context.Context, io *stdio, opts pruneguest.GuestOptions) int {
+func pruneRole(ctx context.Context, io *cli.Stdio, opts pruneguest.GuestOptions) int {
 	found, code := pruneExercises(io, opts.Exercises, opts.Key, opts.Only)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		return code
 	}
 	opts.Found = found
@@ -247,35 +210,35 @@ func pruneRole(ctx context.Context, io *stdio, opts pruneguest.GuestOptions) int
 
 // pruneHere prunes each exercise on this machine (pruneguest.Guest) with
 // lockstep's own enforcer.
-func pruneHere(ctx context.Context, io *stdio, opts pruneguest.GuestOptions) int {
-	enf, err := runEnforcer()
+func pruneHere(ctx context.Context, io *cli.Stdio, opts pruneguest.GuestOptions) int {
+	enf, err := enforcer.SelfMeasureArgv()
 	if err != nil {
-		return fail(io, "prune", exitFail, err)
+		return cli.Fail(io, "prune", cli.ExitFail, err)
 	}
-	opts.Enforcer, opts.Log, opts.Done = enf, progressLogger(io, "prune", opts.Quiet), pruneDone(io)
+	opts.Enforcer, opts.Log, opts.Done = enf, io.ProgressLog("prune", opts.Quiet), pruneDone(io)
 	status, err := pruneguest.Guest(ctx, opts)
 	if err != nil {
-		return fail(io, "prune", exitFail, err)
+		return cli.Fail(io, "prune", cli.ExitFail, err)
 	}
 	return status
 }
 
 // pruneGuests prunes each exercise in a fresh guest (pruneguest.Host).
-func pruneGuests(ctx context.Context, io *stdio, kernelArg string, opts pruneguest.HostOptions) int {
-	opts.Log = progressLogger(io, "prune", opts.Quiet)
-	g, err := resolveGuestKernel(ctx, kernelArg, opts.Log)
+func pruneGuests(ctx context.Context, io *cli.Stdio, kernelArg string, opts pruneguest.HostOptions) int {
+	opts.Log = io.ProgressLog("prune", opts.Quiet)
+	g, err := guestkernel.Resolve(ctx, kernelArg, opts.Log)
 	if err != nil {
-		return fail(io, "prune", exitFail, err)
+		return cli.Fail(io, "prune", cli.ExitFail, err)
 	}
-	bz := g.bz
-	opts.Boot = g.boot
-	opts.Kernel, opts.Stderr, opts.Verbose, opts.Done = bz, io.err, io.verbose, pruneDone(io)
-	if io.verbose {
-		opts.Stdout = io.err
+	bz := g.BzImage
+	opts.Boot = g.Boot
+	opts.Kernel, opts.Stderr, opts.Verbose, opts.Done = bz, io.Err, io.Verbose, pruneDone(io)
+	if io.Verbose {
+		opts.Stdout = io.Err
 	}
 	status, err := pruneguest.Host(ctx, opts)
 	if err != nil {
-		return fail(io, "prune", exitFail, err)
+		return cli.Fail(io, "prune", cli.ExitFail, err)
 	}
 	return status
 }
@@ -283,30 +246,10 @@ func pruneGuests(ctx context.Context, io *stdio, kernelArg string, opts prunegue
 // pruneDone prints how an exercise's prune ended: its policy or abort here,
 // or on the host the reason a guest's exercise has no result (the guest
 // printed the rest).
-func pruneDone(io *stdio) func(pruneguest.Outcome) {
+func pruneDone(io *cli.Stdio) func(pruneguest.Outcome) {
 	return func(o pruneguest.Outcome) {
-		switch res := o.Result; {
-		case o.Err != nil:
-			fmt.Fprintf(io.err, "lockstep prune: %v\n", o.Err)
-		case res == nil:
-		case res.Aborted != nil:
-			fmt.Fprintf(io.err, "lockstep prune: %s_%s: aborted: %s (%s)\n", o.Key, o.Exercise, res.Aborted.Aborted, o.Paths[0])
-		default:
-			fmt.Fprintf(io.err, "lockstep prune: %s_%s: %s in %s, %s (%s)\n", o.Key, o.Exercise, res.Policy.Hash(),
-				plural(res.TotalRuns(), "run"), o.Took.Round(time.Second), strings.Join(o.Paths, ", "))
+		if l := o.Line(); l != "" {
+			fmt.Fprintf(io.Err, "lockstep prune: %s\n", l)
 		}
 	}
-}
-
-// runEnforcer is lockstep's own enforcer: its run verb, without the
-// isolation layers that hide Landlock's refusals (enforcer.MeasureArgs);
-// the library's default, prune.EnforcerVerb, is for programs that call
-// prune.ServeRoles.
-func runEnforcer() ([]string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding this executable for the enforcer: %w", err)
-	}
-	// Landlock's own refusals are what the pruner measures.
-	return append([]string{self, enforcer.Verb}, enforcer.MeasureArgs()...), nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/exercise"
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 
 	"github.com/lockstep-sandbox/lockstep/record"
@@ -29,19 +31,19 @@ func TestPruneVerb(t *testing.T) {
 		Code int
 		Err  string
 	}{
-		{"bad key", []string{"prune", "--key", "Bad_Key", "--exercises", root, "--out", out}, "", exitUsage, "--key"},
-		{"missing out", []string{"prune", "--key", "generic", "--exercises", root}, "", exitUsage, "required"},
-		{"both modes", []string{"prune", "--key", "generic", "--exercises", root, "--out", out, "--in-guest", "--on-host"}, "", exitUsage, "exclude"},
-		{"no exercise of the key", []string{"prune", "--key", "nothing-here", "--exercises", root, "--out", out, "--on-host"}, "1", exitFail, "no exercise of key"},
-		{"not disposable", []string{"prune", "--key", "broken", "--exercises", root, "--out", out, "--on-host"}, "", exitRefused, "LOCKSTEP_DISPOSABLE=1"},
-		{"unknown --only", []string{"prune", "--key", "broken", "--exercises", root, "--out", out, "--on-host", "--only", "failing-tset"}, "1", exitUsage, `--only "failing-tset": no such exercise of key "broken"; there are: failing-test`},
-		{"aborts", []string{"prune", "--key", "broken", "--exercises", root, "--out", out, "--on-host", "--skip-containment", "--work-dir", filepath.Join(t.TempDir(), "testing-dir")}, "1", exitFail, "aborted: baseline run 1: the reference fails its own tests"},
+		{"bad key", []string{"prune", "--key", "Bad_Key", "--exercises", root, "--out", out}, "", cli.ExitUsage, "--key"},
+		{"missing out", []string{"prune", "--key", "generic", "--exercises", root}, "", cli.ExitUsage, "required"},
+		{"both modes", []string{"prune", "--key", "generic", "--exercises", root, "--out", out, "--in-guest", "--on-host"}, "", cli.ExitUsage, "exclude"},
+		{"no exercise of the key", []string{"prune", "--key", "nothing-here", "--exercises", root, "--out", out, "--on-host"}, "1", cli.ExitFail, "no exercise of key"},
+		{"not disposable", []string{"prune", "--key", "broken", "--exercises", root, "--out", out, "--on-host"}, "", cli.ExitRefused, "LOCKSTEP_DISPOSABLE=1"},
+		{"unknown --only", []string{"prune", "--key", "broken", "--exercises", root, "--out", out, "--on-host", "--only", "failing-tset"}, "1", cli.ExitUsage, `--only "failing-tset": no such exercise of key "broken"; there are: failing-test`},
+		{"aborts", []string{"prune", "--key", "broken", "--exercises", root, "--out", out, "--on-host", "--skip-containment", "--work-dir", filepath.Join(t.TempDir(), "testing-dir")}, "1", cli.ExitFail, "aborted: baseline run 1: the reference fails its own tests"},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Setenv("LOCKSTEP_DISPOSABLE", tc.Env)
 			t.Setenv("LOCKSTEP_GUEST", "")
 			var o, e bytes.Buffer
-			if code := run(t.Context(), tc.Args, &stdio{out: &o, err: &e}); code != tc.Code || !strings.Contains(e.String(), tc.Err) {
+			if code := run(t.Context(), tc.Args, &cli.Stdio{Out: &o, Err: &e}); code != tc.Code || !strings.Contains(e.String(), tc.Err) {
 				t.Errorf("lockstep %s = %d, stderr %q; want %d and %q", strings.Join(tc.Args, " "), code, e.String(), tc.Code, tc.Err)
 			}
 		})
@@ -73,9 +75,9 @@ func TestPruneRefusalKeepsOut(t *testing.T) {
 		Args []string
 		Code int
 	}{
-		{"not disposable", []string{"--on-host"}, exitRefused},
-		{"no kernel", []string{"--kernel", filepath.Join(t.TempDir(), "none", "bzImage")}, exitFail},
-		{"no QEMU", []string{"--kernel", bz}, exitFail},
+		{"not disposable", []string{"--on-host"}, cli.ExitRefused},
+		{"no kernel", []string{"--kernel", filepath.Join(t.TempDir(), "none", "bzImage")}, cli.ExitFail},
+		{"no QEMU", []string{"--kernel", bz}, cli.ExitFail},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Setenv("LOCKSTEP_QEMU", filepath.Join(t.TempDir(), "no-qemu"))
@@ -86,7 +88,7 @@ func TestPruneRefusalKeepsOut(t *testing.T) {
 			t.Setenv("LOCKSTEP_GUEST", "")
 			args := append([]string{"prune", "--key", "broken", "--exercises", root, "--out", out}, tc.Args...)
 			var o, e bytes.Buffer
-			if code := run(t.Context(), args, &stdio{out: &o, err: &e}); code != tc.Code {
+			if code := run(t.Context(), args, &cli.Stdio{Out: &o, Err: &e}); code != tc.Code {
 				t.Fatalf("lockstep %s = %d, stderr %q; want %d", strings.Join(args, " "), code, e.String(), tc.Code)
 			}
 			if _, err := os.Stat(earlier); err != nil {
@@ -195,8 +197,8 @@ func TestPruneAllKeys(t *testing.T) {
 	var o, e bytes.Buffer
 	args := []string{"prune", "--on-host", "--key", "all", "--exercises", root, "--out", out, "--skip-containment",
 		"--work-dir", filepath.Join(t.TempDir(), "testing-dir")}
-	if code := run(t.Context(), args, &stdio{out: &o, err: &e}); code != exitFail {
-		t.Fatalf("lockstep %s = %d, want %d; stdout %q, stderr %q", strings.Join(args, " "), code, exitFail, o.String(), e.String())
+	if code := run(t.Context(), args, &cli.Stdio{Out: &o, Err: &e}); code != cli.ExitFail {
+		t.Fatalf("lockstep %s = %d, want %d; stdout %q, stderr %q", strings.Join(args, " "), code, cli.ExitFail, o.String(), e.String())
 	}
 	a, b := strings.Index(o.String(), "key alpha: out "+filepath.Join(out, "alpha")), strings.Index(o.String(), "key beta: out "+filepath.Join(out, "beta"))
 	if a < 0 || b < a {
@@ -213,7 +215,7 @@ func TestPruneAllKeys(t *testing.T) {
 	for _, tc := range [][]string{{"--in-guest"}, {"--on-host", "--only", "failing-test"}} {
 		e.Reset()
 		args := append([]string{"prune", "--key", "all", "--exercises", root, "--out", out}, tc...)
-		if code := run(t.Context(), args, &stdio{out: &o, err: &e}); code != exitUsage || !strings.Contains(e.String(), "--key all") {
+		if code := run(t.Context(), args, &cli.Stdio{Out: &o, Err: &e}); code != cli.ExitUsage || !strings.Contains(e.String(), "--key all") {
 			t.Errorf("lockstep %s = %d, %q; want a usage error naming --key all", strings.Join(args, " "), code, e.String())
 		}
 	}
@@ -224,10 +226,10 @@ func TestPruneAllKeys(t *testing.T) {
 func TestPruneListKeys(t *testing.T) {
 	var o, e bytes.Buffer
 	root := "../../testdata/exercises"
-	if code := run(t.Context(), []string{"prune", "--list-keys", "--exercises", root}, &stdio{out: &o, err: &e}); code != exitOK {
+	if code := run(t.Context(), []string{"prune", "--list-keys", "--exercises", root}, &cli.Stdio{Out: &o, Err: &e}); code != cli.ExitOK {
 		t.Fatalf("status %d, stderr %q", code, e.String())
 	}
-	keys, err := exerciseKeys(root)
+	keys, err := exercise.EveryKey(root, allKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +238,7 @@ func TestPruneListKeys(t *testing.T) {
 	}
 	for _, args := range [][]string{{"--list-keys"}, {"--list-keys", "--exercises", root, "--key", "c"}} {
 		e.Reset()
-		if code := run(t.Context(), append([]string{"prune"}, args...), &stdio{out: &o, err: &e}); code != exitUsage {
+		if code := run(t.Context(), append([]string{"prune"}, args...), &cli.Stdio{Out: &o, Err: &e}); code != cli.ExitUsage {
 			t.Errorf("prune %q = %d, want a usage error; stderr %q", args, code, e.String())
 		}
 	}

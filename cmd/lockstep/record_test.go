@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 )
 
 func TestRecordUsage(t *testing.T) {
@@ -29,7 +31,7 @@ func TestRecordUsage(t *testing.T) {
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
 			code, _, errs := runCLI(t, tc.Args...)
-			if code != exitUsage || !strings.Contains(errs, tc.Err) || !strings.Contains(errs, "usage: lockstep record") {
+			if code != cli.ExitUsage || !strings.Contains(errs, tc.Err) || !strings.Contains(errs, "usage: lockstep record") {
 				t.Errorf("lockstep %v = %d, stderr %q; want 2 with %q and the usage line", tc.Args, code, errs, tc.Err)
 			}
 		})
@@ -40,7 +42,7 @@ func TestRecordUsage(t *testing.T) {
 // example's first line says it too.
 func TestRecordHelpSaysUnsandboxed(t *testing.T) {
 	code, out, _ := runCLI(t, "record", "--help")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("record --help = %d", code)
 	}
 	_, long, _ := strings.Cut(out, "\n\n")

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 )
 
 // TestReproVerifyUsage: the command lines repro and verify refuse, each with
@@ -30,7 +32,7 @@ func TestReproVerifyUsage(t *testing.T) {
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
 			code, _, errs := runCLI(t, tc.Args...)
-			if code != exitUsage || !strings.Contains(errs, tc.Err) || !strings.Contains(errs, "usage: lockstep") {
+			if code != cli.ExitUsage || !strings.Contains(errs, tc.Err) || !strings.Contains(errs, "usage: lockstep") {
 				t.Errorf("lockstep %v = %d, stderr %q; want 2 with %q and the usage line", tc.Args, code, errs, tc.Err)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 	"github.com/lockstep-sandbox/lockstep/observer"
 	"github.com/lockstep-sandbox/lockstep/pruneguest"
@@ -39,7 +40,7 @@ func TestRoleFromOutside(t *testing.T) {
 	} {
 		t.Run(tc.Role, func(t *testing.T) {
 			code, out, errs := runBin(t, bin, []string{"LOCKSTEP_ROLE=" + tc.Role}, "policy", "check", cfg)
-			if code != exitUsage || !strings.Contains(errs, tc.Err) || !strings.Contains(errs, "unset LOCKSTEP_ROLE") || out != "" {
+			if code != cli.ExitUsage || !strings.Contains(errs, tc.Err) || !strings.Contains(errs, "unset LOCKSTEP_ROLE") || out != "" {
 				t.Errorf("LOCKSTEP_ROLE=%s lockstep policy check = %d\nstdout %q\nstderr %q\nwant 2 and a message with %q", tc.Role, code, out, errs, tc.Err)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/guest"
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/observer/lane"
 	"github.com/lockstep-sandbox/lockstep/pruner/cold"
@@ -75,7 +76,7 @@ func roleMain(name string) int {
 	sort.Strings(roles)
 	fmt.Fprintf(os.Stderr, "lockstep: %s=%q names no role (lockstep sets it, to one of %s, only when it re-executes itself): unset %s\n",
 		roleEnv, name, strings.Join(roles, ", "), roleEnv)
-	return exitUsage
+	return cli.ExitUsage
 }
 
 // guestRole registers a workload's guest side as the environment role
@@ -83,7 +84,7 @@ func roleMain(name string) int {
 // names the role, and the role reads its typed options from the job
 // (proto.OptionsFile) where a command line would have given flags; verb
 // prefixes its messages.
-func guestRole[T any](name, verb string, run func(ctx context.Context, io *stdio, opts T) int) {
+func guestRole[T any](name, verb string, run func(ctx context.Context, io *cli.Stdio, opts T) int) {
 	envRoles[name] = func() int {
 		// What the role starts (lockstep run, the exercises, the observed
 		// command) must not play it again.
@@ -91,12 +92,12 @@ func guestRole[T any](name, verb string, run func(ctx context.Context, io *stdio
 		if os.Getenv(proto.EnvGuest) != "1" {
 			fmt.Fprintf(os.Stderr, "lockstep: %s=%s is set, but this is not a lockstep guest (%s is not 1; the role is the job a guest is booted with): unset %s\n",
 				roleEnv, name, proto.EnvGuest, roleEnv)
-			return exitUsage
+			return cli.ExitUsage
 		}
-		io := newStdio()
+		io := cli.NewStdio()
 		var opts T
 		if err := proto.ReadOptions(proto.OptionsFile, &opts); err != nil {
-			return fail(io, verb, exitIndeterminate, err)
+			return cli.Fail(io, verb, cli.ExitIndeterminate, err)
 		}
 		return serve(func(ctx context.Context) int { return run(ctx, io, opts) })
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
 )
 
@@ -14,17 +15,17 @@ func rootDigestFlag(given string) (string, error) {
 		return rootdigest.Of("/")
 	}
 	if !rootdigest.Valid(given) {
-		return "", usagef("--root-digest %q: want sha256:<64 lower-case hex digits>", given)
+		return "", cli.Usagef("--root-digest %q: want sha256:<64 lower-case hex digits>", given)
 	}
 	return given, nil
 }
 
 // rootDigestExit is the exit for rootDigestFlag's error: usage for a
-// malformed digest, exitFail for a root that could not be read.
-func rootDigestExit(io *stdio, v *verb, err error) int {
-	var u usageError
+// malformed digest, cli.ExitFail for a root that could not be read.
+func rootDigestExit(io *cli.Stdio, v *cli.Verb, err error) int {
+	var u cli.UsageError
 	if errors.As(err, &u) {
-		return usageExit(io, v, err)
+		return cli.UsageExit(io, v, err)
 	}
-	return fail(io, v.Name, exitFail, err)
+	return cli.Fail(io, v.Name, cli.ExitFail, err)
 }

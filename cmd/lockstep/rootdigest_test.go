@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/record"
 )
 
@@ -30,7 +31,7 @@ func fakeRoot(t *testing.T, pyDir string) string {
 func imageDigest(t *testing.T, root string) string {
 	t.Helper()
 	code, out, errs := runCLI(t, "image", "digest", root)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("image digest %s = %d: %s", root, code, errs)
 	}
 	return strings.TrimSpace(out)
@@ -98,15 +99,15 @@ func TestOrchestrateRefusesForeignRoot(t *testing.T) {
 	for _, n := range []string{"java_one.json", "java_two.json", "java_one.abi10.json", "java_two.abi10.json"} {
 		setProvenanceField(t, filepath.Join(path, n), "root_digest", pruned)
 	}
-	if code, _, errs := runCLI(t, "orchestrate", "--langs", "java", "--path-dir", path, "--core-dir", core); code != exitOK {
+	if code, _, errs := runCLI(t, "orchestrate", "--langs", "java", "--path-dir", path, "--core-dir", core); code != cli.ExitOK {
 		t.Fatalf("orchestrate of one root = %d\n%s", code, errs)
 	}
 	before := snapshot(t, dir)
 	setProvenanceField(t, filepath.Join(path, "java_two.abi10.json"), "root_digest", foreign)
 	before[filepath.Join(path, "java_two.abi10.json")] = snapshot(t, dir)[filepath.Join(path, "java_two.abi10.json")]
 	code, _, errs := runCLI(t, "orchestrate", "--langs", "java", "--path-dir", path, "--core-dir", core)
-	if code != exitFail {
-		t.Fatalf("orchestrate of a foreign sidecar = %d, want %d\n%s", code, exitFail, errs)
+	if code != cli.ExitFail {
+		t.Fatalf("orchestrate of a foreign sidecar = %d, want %d\n%s", code, cli.ExitFail, errs)
 	}
 	for _, w := range []string{"root digests differ", "observed on root " + foreign, "pruned on root " + pruned} {
 		if !strings.Contains(errs, w) {
@@ -137,11 +138,11 @@ func TestPruneRecordsRootDigest(t *testing.T) {
 	out := t.TempDir()
 	args := []string{"prune", "--key", "broken", "--exercises", ex, "--out", out, "--on-host", "--skip-containment",
 		"--work-dir", filepath.Join(t.TempDir(), "testing-dir")}
-	if code, _, errs := runCLI(t, append(args, "--root-digest", "sha256:BAD")...); code != exitUsage || !strings.Contains(errs, "--root-digest") {
+	if code, _, errs := runCLI(t, append(args, "--root-digest", "sha256:BAD")...); code != cli.ExitUsage || !strings.Contains(errs, "--root-digest") {
 		t.Fatalf("a malformed --root-digest = %d, %s; want usage", code, errs)
 	}
-	if code, _, errs := runCLI(t, append(args, "--root-digest", digest)...); code != exitFail {
-		t.Fatalf("prune of the broken key = %d, want %d (aborted)\n%s", code, exitFail, errs)
+	if code, _, errs := runCLI(t, append(args, "--root-digest", digest)...); code != cli.ExitFail {
+		t.Fatalf("prune of the broken key = %d, want %d (aborted)\n%s", code, cli.ExitFail, errs)
 	}
 	data, err := os.ReadFile(filepath.Join(out, "broken_failing-test.aborted.json"))
 	if err != nil {

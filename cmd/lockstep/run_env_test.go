@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 	"github.com/lockstep-sandbox/lockstep/landlock"
 )
@@ -86,10 +87,10 @@ func TestRunEnvironment(t *testing.T) {
 		want  int
 		msg   string
 	}{
-		{[]string{"--env", "A B=1"}, exitUsage, "usage: lockstep run"},
-		{[]string{"--env", "=x"}, exitUsage, "usage: lockstep run"},
-		{[]string{"--env-file", d}, exitRefused, "not a regular file"},
-		{[]string{"--env-file", filepath.Join(d, "missing")}, exitRefused, "no such file"},
+		{[]string{"--env", "A B=1"}, cli.ExitUsage, "usage: lockstep run"},
+		{[]string{"--env", "=x"}, cli.ExitUsage, "usage: lockstep run"},
+		{[]string{"--env-file", d}, cli.ExitRefused, "not a regular file"},
+		{[]string{"--env-file", filepath.Join(d, "missing")}, cli.ExitRefused, "no such file"},
 	} {
 		args := append(append([]string{"run", "--config", cfg}, tc.flags...), "--", "true")
 		if code, _, errs := runBin(t, bin, nil, args...); code != tc.want || !strings.Contains(errs, tc.msg) {
@@ -126,13 +127,13 @@ func TestRunUnrestrictedAndRequireABI(t *testing.T) {
 	}
 	want := fmt.Sprintf("ABI is %d, lower than the %d required", abi, abi+1)
 	code, _, errs = runBin(t, bin, nil, "run", "--require-abi", fmt.Sprint(abi+1), "--config", cfg, "--", "true")
-	if code != exitRefused || !strings.Contains(errs, want) || !strings.Contains(errs, "Nothing ran") {
-		t.Errorf("--require-abi %d on ABI %d = %d, stderr %q; want %d with %q", abi+1, abi, code, errs, exitRefused, want)
+	if code != cli.ExitRefused || !strings.Contains(errs, want) || !strings.Contains(errs, "Nothing ran") {
+		t.Errorf("--require-abi %d on ABI %d = %d, stderr %q; want %d with %q", abi+1, abi, code, errs, cli.ExitRefused, want)
 	}
 	if abi < landlock.ABIResolveUnix {
 		code, _, errs = runBin(t, bin, nil, "run", "--require-abi", fmt.Sprint(landlock.ABIResolveUnix), "--config", cfg, "--", "true")
-		if code != exitRefused || !strings.Contains(errs, "unix-connect (") {
-			t.Errorf("--require-abi %d on ABI %d = %d, stderr %q; want %d naming unix-connect", landlock.ABIResolveUnix, abi, code, errs, exitRefused)
+		if code != cli.ExitRefused || !strings.Contains(errs, "unix-connect (") {
+			t.Errorf("--require-abi %d on ABI %d = %d, stderr %q; want %d naming unix-connect", landlock.ABIResolveUnix, abi, code, errs, cli.ExitRefused)
 		}
 	}
 }

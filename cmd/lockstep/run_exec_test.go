@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 )
 
@@ -53,7 +54,7 @@ func TestRunExec(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, _, errs := runBin(t, bin, nil, "run", "--exec", "--config", lcfg, "--", "touch", marker)
-		if _, err := os.Stat(marker); err == nil || code != exitRefused || !strings.Contains(errs, "run without --exec") {
+		if _, err := os.Stat(marker); err == nil || code != cli.ExitRefused || !strings.Contains(errs, "run without --exec") {
 			t.Errorf("lockstep run --exec with [limits] %s = %d, ran: %v, want 125 and nothing run\n%s", limits, code, err == nil, errs)
 		}
 	}
@@ -62,7 +63,7 @@ func TestRunExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errs := runBin(t, bin, nil, "run", "--exec", "--expect-hash", "sha256:00", "--config", wcfg, "--", "touch", marker)
-	if _, err := os.Stat(marker); err == nil || code != exitRefused || !strings.Contains(errs, "policy hash mismatch") {
+	if _, err := os.Stat(marker); err == nil || code != cli.ExitRefused || !strings.Contains(errs, "policy hash mismatch") {
 		t.Errorf("lockstep run --exec --expect-hash sha256:00 = %d, ran: %v, want 125 and nothing run\n%s", code, err == nil, errs)
 	}
 	if code, _, errs := runBin(t, bin, nil, "run", "-q", "--exec", "--config", cfg, "--", "lockstep-no-such-command"); code != 127 {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 	"golang.org/x/sys/unix"
@@ -387,10 +388,10 @@ func TestRunWithoutLayers(t *testing.T) {
 	if code, _, errs := runBin(t, bin, nil, "run", "--exec", "--without", "uts", "--config", cfg, "--", "true"); code != 0 || !strings.HasSuffix(strings.TrimSpace(errs), " without=uts unisolated=mounts,pid,ipc,memfd") {
 		t.Errorf("--exec --without uts = %d, %q; want the status line to end without=uts unisolated=mounts,pid,ipc,memfd", code, errs)
 	}
-	if code, _, errs := runBin(t, bin, nil, "run", "--exec", "--require-isolation", "--config", cfg, "--", "true"); code != exitRefused || !strings.Contains(errs, "Nothing ran.") {
+	if code, _, errs := runBin(t, bin, nil, "run", "--exec", "--require-isolation", "--config", cfg, "--", "true"); code != cli.ExitRefused || !strings.Contains(errs, "Nothing ran.") {
 		t.Errorf("--exec --require-isolation = %d, %q; want 125, nothing run", code, errs)
 	}
-	if code, _, errs := runBin(t, bin, nil, "run", "--without", "net", "--config", cfg, "--", "true"); code != exitUsage || !strings.Contains(errs, `unknown isolation layer "net"`) {
+	if code, _, errs := runBin(t, bin, nil, "run", "--without", "net", "--config", cfg, "--", "true"); code != cli.ExitUsage || !strings.Contains(errs, `unknown isolation layer "net"`) {
 		t.Errorf("--without net = %d, %q; want a usage error naming the layer", code, errs)
 	}
 }
@@ -435,7 +436,7 @@ func TestRunRequireIsolation(t *testing.T) {
 		t.Fatalf("lockstep run as uid 65534 = %d, %q, stderr %q; want it to run, the status line naming memfd in unisolated=", code, out, errs)
 	}
 	code, out, errs = run("--require-isolation")
-	if code != exitRefused || out != "" || !strings.Contains(errs, "memfd: ") || !strings.Contains(errs, "Nothing ran.") {
+	if code != cli.ExitRefused || out != "" || !strings.Contains(errs, "memfd: ") || !strings.Contains(errs, "Nothing ran.") {
 		t.Errorf("--require-isolation as uid 65534 = %d, %q, stderr %q; want 125 naming memfd and why, nothing run", code, out, errs)
 	}
 	code, out, errs = run("--require-isolation", "--without", missing)
@@ -494,7 +495,7 @@ func TestRunWithoutUserNamespaces(t *testing.T) {
 		t.Errorf("lockstep run without user namespaces = %d, %q, stderr %q; want it to run, unisolated= naming every layer", code, out, errs)
 	}
 	code, out, errs = runBin(t, py, nil, "-S", "-c", noUserNamespaces, lbin, "run", "--require-isolation", "--config", cfg, "--", "/usr/bin/echo", "ran")
-	if code != exitRefused || out != "" || !strings.Contains(errs, "no user namespace can be created here") {
+	if code != cli.ExitRefused || out != "" || !strings.Contains(errs, "no user namespace can be created here") {
 		t.Errorf("--require-isolation without user namespaces = %d, %q, stderr %q; want 125 saying no user namespace can be made", code, out, errs)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 )
 
@@ -35,11 +36,11 @@ func TestRunVerb(t *testing.T) {
 	}{
 		{"allowed", []string{"run", "--config", cfg, "--", "cat", filepath.Join(d, "ok")}, 0, "fine", "lockstep: OK abi="},
 		{"refused", []string{"run", "--config", cfg, "--", "cat", filepath.Join(d, "no")}, 1, "", "Permission denied"},
-		{"bad policy", []string{"run", "--config", bad, "--", "true"}, exitRefused, "", "Nothing ran."},
-		{"udp below abi 10", []string{"run", "--config", cfg, "--config", udp, "--", "true"}, exitRefused, "", "needs Landlock ABI 10"},
-		{"hash mismatch", []string{"run", "--config", cfg, "--expect-hash", "sha256:00", "--", "true"}, exitRefused, "", "Nothing ran."},
-		{"not found", []string{"run", "--config", cfg, "--", "no-such-cmd-q"}, exitNotFound, "", "not found"},
-		{"no command", []string{"run", "--config", cfg}, exitUsage, "", "usage: lockstep run"},
+		{"bad policy", []string{"run", "--config", bad, "--", "true"}, cli.ExitRefused, "", "Nothing ran."},
+		{"udp below abi 10", []string{"run", "--config", cfg, "--config", udp, "--", "true"}, cli.ExitRefused, "", "needs Landlock ABI 10"},
+		{"hash mismatch", []string{"run", "--config", cfg, "--expect-hash", "sha256:00", "--", "true"}, cli.ExitRefused, "", "Nothing ran."},
+		{"not found", []string{"run", "--config", cfg, "--", "no-such-cmd-q"}, cli.ExitNotFound, "", "not found"},
+		{"no command", []string{"run", "--config", cfg}, cli.ExitUsage, "", "usage: lockstep run"},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
 			cmd := exec.Command(bin, tc.Args...)

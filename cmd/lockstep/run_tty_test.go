@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 	"golang.org/x/sys/unix"
@@ -169,7 +170,7 @@ func TestRunNoTerminalInjection(t *testing.T) {
 		{"stdin-tty-reexec", true, "[limits]\nnofile=64\n", nil, false, 3},
 		{"stdin-tty-exec", true, "", []string{"--exec"}, false, 3},
 		{"stdout-tty-exec-job", false, "", []string{"--exec"}, true, 3},
-		{"stdout-tty-exec-session-leader", false, "", []string{"--exec"}, false, exitRefused},
+		{"stdout-tty-exec-session-leader", false, "", []string{"--exec"}, false, cli.ExitRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pcfg := filepath.Join(d, tc.name+".cfg")

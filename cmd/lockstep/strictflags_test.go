@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 )
 
@@ -46,28 +47,28 @@ func TestStrictFlags(t *testing.T) {
 		Err      string
 		NotInErr string
 	}{
-		{"expect-hash empty", []string{"run", "-q", "--config", cfg, "--expect-hash", "", "--", "true"}, exitUsage, "want the sha256:<hex>", ""},
-		{"expect-hash twice, right one last", []string{"run", "-q", "--config", cfg, "--expect-hash", wrong, "--expect-hash", hash, "--", "true"}, exitUsage, "given twice", ""},
+		{"expect-hash empty", []string{"run", "-q", "--config", cfg, "--expect-hash", "", "--", "true"}, cli.ExitUsage, "want the sha256:<hex>", ""},
+		{"expect-hash twice, right one last", []string{"run", "-q", "--config", cfg, "--expect-hash", wrong, "--expect-hash", hash, "--", "true"}, cli.ExitUsage, "given twice", ""},
 		{"expect-hash twice alike", []string{"run", "-q", "--config", cfg, "--expect-hash", hash, "--expect-hash", hash, "--", "true"}, 0, "", "given twice"},
-		{"base-dir empty", []string{"run", "-q", "--base-dir", "", "--config", cfg, "--", "true"}, exitUsage, "want the directory holding the Base*.cfg files", ""},
-		{"base-dir twice", []string{"run", "-q", "--base-dir", filepath.Join(d, "bases*"), "--base-dir", filepath.Join(d, "bases-x"), "--", "true"}, exitUsage, "given twice", ""},
+		{"base-dir empty", []string{"run", "-q", "--base-dir", "", "--config", cfg, "--", "true"}, cli.ExitUsage, "want the directory holding the Base*.cfg files", ""},
+		{"base-dir twice", []string{"run", "-q", "--base-dir", filepath.Join(d, "bases*"), "--base-dir", filepath.Join(d, "bases-x"), "--", "true"}, cli.ExitUsage, "given twice", ""},
 		// Only bases*/BaseA.cfg: the secret of bases-x/BaseB.cfg stays refused.
 		{"base-dir literal", []string{"run", "-q", "--base-dir", filepath.Join(d, "bases*"), "--", "cat", secret}, 1, "Permission denied", ""},
-		{"base-dir missing", []string{"run", "-q", "--base-dir", filepath.Join(d, "nosuch"), "--", "true"}, exitRefused, "nosuch: does not exist", "holds no Base"},
-		{"timeout past a duration", []string{"run", "-q", "--config", long, "--", "sleep", "1"}, exitRefused, "more than 1000000000 seconds", ""},
-		{"kernel key empty pin", []string{"kernel", "key", "--pin", ""}, exitUsage, pins, ""},
-		{"kernel build empty pin", []string{"kernel", "build", "--pin", ""}, exitUsage, pins, ""},
-		{"kernel path empty pin", []string{"kernel", "path", "--pin", ""}, exitUsage, pins, ""},
-		{"kernel verify empty pin", []string{"kernel", "verify", "--pin", ""}, exitUsage, pins, ""},
-		{"kernel fragment empty pin", []string{"kernel", "fragment", "--pin", ""}, exitUsage, pins, ""},
-		{"kernel key two pins", []string{"kernel", "key", "--pin", "7.2.13", "--pin", "6.12.117"}, exitUsage, "given twice", ""},
-		{"boot empty kernel", []string{"boot", "--kernel", "", "--", "true"}, exitUsage, pins, ""},
-		{"observe empty kernel", []string{"observe", "--kernel", ""}, exitUsage, pins, ""},
-		{"probe empty kernel", []string{"probe", "--boot", "--kernel", ""}, exitUsage, pins, ""},
-		{"prune empty kernel", []string{"prune", "--kernel", ""}, exitUsage, pins, ""},
-		{"selftest empty kernel", []string{"selftest", "--kernel", ""}, exitUsage, pins, ""},
-		{"repro empty kernel", []string{"repro", "--kernel", "host", "--kernel", "", "--config", cfg, "--", "true"}, exitUsage, pins, ""},
-		{"verify empty kernel", []string{"verify", "--kernel", ""}, exitUsage, pins, ""},
+		{"base-dir missing", []string{"run", "-q", "--base-dir", filepath.Join(d, "nosuch"), "--", "true"}, cli.ExitRefused, "nosuch: does not exist", "holds no Base"},
+		{"timeout past a duration", []string{"run", "-q", "--config", long, "--", "sleep", "1"}, cli.ExitRefused, "more than 1000000000 seconds", ""},
+		{"kernel key empty pin", []string{"kernel", "key", "--pin", ""}, cli.ExitUsage, pins, ""},
+		{"kernel build empty pin", []string{"kernel", "build", "--pin", ""}, cli.ExitUsage, pins, ""},
+		{"kernel path empty pin", []string{"kernel", "path", "--pin", ""}, cli.ExitUsage, pins, ""},
+		{"kernel verify empty pin", []string{"kernel", "verify", "--pin", ""}, cli.ExitUsage, pins, ""},
+		{"kernel fragment empty pin", []string{"kernel", "fragment", "--pin", ""}, cli.ExitUsage, pins, ""},
+		{"kernel key two pins", []string{"kernel", "key", "--pin", "7.2.13", "--pin", "6.12.117"}, cli.ExitUsage, "given twice", ""},
+		{"boot empty kernel", []string{"boot", "--kernel", "", "--", "true"}, cli.ExitUsage, pins, ""},
+		{"observe empty kernel", []string{"observe", "--kernel", ""}, cli.ExitUsage, pins, ""},
+		{"probe empty kernel", []string{"probe", "--boot", "--kernel", ""}, cli.ExitUsage, pins, ""},
+		{"prune empty kernel", []string{"prune", "--kernel", ""}, cli.ExitUsage, pins, ""},
+		{"selftest empty kernel", []string{"selftest", "--kernel", ""}, cli.ExitUsage, pins, ""},
+		{"repro empty kernel", []string{"repro", "--kernel", "host", "--kernel", "", "--config", cfg, "--", "true"}, cli.ExitUsage, pins, ""},
+		{"verify empty kernel", []string{"verify", "--kernel", ""}, cli.ExitUsage, pins, ""},
 	} {
 		t.Run(tc.Name, func(t *testing.T) {
 			code, _, errs := runBin(t, bin, env, tc.Args...)

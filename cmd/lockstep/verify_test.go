@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 )
 
 // TestVerifyUnknownExercise: a --exercise name the key does not have is a
@@ -23,10 +25,10 @@ func TestVerifyUnknownExercise(t *testing.T) {
 	args := []string{"verify", "--base", base, "--kernel", filepath.Join(t.TempDir(), "none", "bzImage"), "--exercises", root,
 		"--key", "generic", "--exercise", "shell-reference", "--exercise", "shell-refrence"}
 	var o, e bytes.Buffer
-	code := run(t.Context(), args, &stdio{out: &o, err: &e})
+	code := run(t.Context(), args, &cli.Stdio{Out: &o, Err: &e})
 	want := `--exercise "shell-refrence": no such exercise of key "generic"; there are: shell-reference`
-	if code != exitUsage || !strings.Contains(e.String(), want) {
-		t.Errorf("lockstep %s = %d, stderr %q; want %d naming %q", strings.Join(args, " "), code, e.String(), exitUsage, want)
+	if code != cli.ExitUsage || !strings.Contains(e.String(), want) {
+		t.Errorf("lockstep %s = %d, stderr %q; want %d naming %q", strings.Join(args, " "), code, e.String(), cli.ExitUsage, want)
 	}
 }
 
@@ -52,9 +54,9 @@ func TestVerifyBaseDirRefusals(t *testing.T) {
 	} {
 		args := append([]string{"verify", "--kernel", kernel, "--exercises", root}, c.args...)
 		var o, e bytes.Buffer
-		code := run(t.Context(), args, &stdio{out: &o, err: &e})
-		if code != exitUsage || !strings.Contains(e.String(), c.want) {
-			t.Errorf("lockstep %s = %d, stderr %q; want %d naming %q", strings.Join(args, " "), code, e.String(), exitUsage, c.want)
+		code := run(t.Context(), args, &cli.Stdio{Out: &o, Err: &e})
+		if code != cli.ExitUsage || !strings.Contains(e.String(), c.want) {
+			t.Errorf("lockstep %s = %d, stderr %q; want %d naming %q", strings.Join(args, " "), code, e.String(), cli.ExitUsage, c.want)
 		}
 	}
 }
@@ -68,8 +70,8 @@ func TestVerifyTCGTimeFactor(t *testing.T) {
 		{"verify", "--base-dir", "bases", "--kernel", none, "--tcg-time-factor", "1000"},
 	} {
 		var o, e bytes.Buffer
-		if code := run(t.Context(), args, &stdio{out: &o, err: &e}); code != exitUsage || !strings.Contains(e.String(), "--tcg-time-factor") {
-			t.Errorf("lockstep %s = %d, stderr %q; want %d naming --tcg-time-factor", strings.Join(args, " "), code, e.String(), exitUsage)
+		if code := run(t.Context(), args, &cli.Stdio{Out: &o, Err: &e}); code != cli.ExitUsage || !strings.Contains(e.String(), "--tcg-time-factor") {
+			t.Errorf("lockstep %s = %d, stderr %q; want %d naming --tcg-time-factor", strings.Join(args, " "), code, e.String(), cli.ExitUsage)
 		}
 	}
 }
@@ -93,16 +95,16 @@ func TestVerifySummarise(t *testing.T) {
 	html := filepath.Join(t.TempDir(), "matrix.html")
 	sel := []string{"--base-dir", "../../bases", "--exercises", "../../testdata/exercises", "--key", "generic", "--kernel", "6.12.117", "--kernel", "7.2.13"}
 	var o, e bytes.Buffer
-	code := run(t.Context(), append(append([]string{"verify", "--summarise", legs}, sel...), "--html", html), &stdio{out: &o, err: &e})
-	if code != exitIndeterminate || !strings.Contains(o.String(), "| generic | missing | pass |") {
-		t.Errorf("verify --summarise = %d, stdout %q, stderr %q; want %d and generic: missing, pass", code, o.String(), e.String(), exitIndeterminate)
+	code := run(t.Context(), append(append([]string{"verify", "--summarise", legs}, sel...), "--html", html), &cli.Stdio{Out: &o, Err: &e})
+	if code != cli.ExitIndeterminate || !strings.Contains(o.String(), "| generic | missing | pass |") {
+		t.Errorf("verify --summarise = %d, stdout %q, stderr %q; want %d and generic: missing, pass", code, o.String(), e.String(), cli.ExitIndeterminate)
 	}
 	if fi, err := os.Stat(html); err != nil || fi.Size() == 0 {
 		t.Errorf("--html %s: %v", html, err)
 	}
 	o.Reset()
 	e.Reset()
-	if code := run(t.Context(), append([]string{"verify", "--plan", "--summarise", legs}, sel...), &stdio{out: &o, err: &e}); code != exitUsage || !strings.Contains(e.String(), "give one") {
+	if code := run(t.Context(), append([]string{"verify", "--plan", "--summarise", legs}, sel...), &cli.Stdio{Out: &o, Err: &e}); code != cli.ExitUsage || !strings.Contains(e.String(), "give one") {
 		t.Errorf("verify --plan --summarise = %d, stderr %q; want a usage error", code, e.String())
 	}
 }

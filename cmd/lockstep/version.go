@@ -10,6 +10,7 @@ import (
 	"io"
 	"runtime"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/version"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/landlock"
@@ -20,25 +21,17 @@ import (
 const goLandlock = "github.com/landlock-lsm/go-landlock"
 
 func init() {
-	register(&verb{
-		Name:  "version",
-		Usage: "version [--json]",
-		Short: "which lockstep this is: version, revision, Go, kernel pins and fragment, Landlock ABI",
-		Long: `Prints the version the go command stamped into the binary (a tag or a
-pseudo-version; "devel-<revision>" without one), the VCS revision and
-whether the tree had uncommitted changes, the Go toolchain, the SHA-256 of
-the embedded kernel pin table and configuration fragment, every pin with
-the SHA-256 of the fragment as applied to it (what its build.txt records),
-the newest Landlock ABI lockstep's tables know and the go-landlock it was
-built with. 'lockstep --version' is the same. Paste it into a bug report.`,
-		Example: `$ lockstep version
-# the same for a program
-$ lockstep version --json`,
-		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *stdio, args []string) int {
+	verbs.Register(&cli.Verb{
+		Name:    "version",
+		Usage:   "version [--json]",
+		Short:   "which lockstep this is: version, revision, Go, kernel pins and fragment, Landlock ABI",
+		Long:    help("version", nil),
+		Example: example("version"),
+		Flags: func(fs *flag.FlagSet) func(ctx context.Context, io *cli.Stdio, args []string) int {
 			asJSON := fs.Bool("json", false, "print one JSON document instead of the lines")
-			return func(_ context.Context, io *stdio, args []string) int {
+			return func(_ context.Context, io *cli.Stdio, args []string) int {
 				if len(args) > 0 {
-					return usageExit(io, verbs["version"], usagef("unexpected argument %q", args[0]))
+					return cli.UsageExit(io, verbs["version"], cli.Usagef("unexpected argument %q", args[0]))
 				}
 				return printVersion(io, *asJSON)
 			}
@@ -89,21 +82,21 @@ func readVersion() (versionInfo, error) {
 	return v, nil
 }
 
-func printVersion(io *stdio, asJSON bool) int {
+func printVersion(io *cli.Stdio, asJSON bool) int {
 	v, err := readVersion()
 	if err != nil {
-		return fail(io, "version", exitFail, err)
+		return cli.Fail(io, "version", cli.ExitFail, err)
 	}
 	if asJSON {
-		enc := json.NewEncoder(io.out)
+		enc := json.NewEncoder(io.Out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(v); err != nil {
-			return fail(io, "version", exitFail, err)
+			return cli.Fail(io, "version", cli.ExitFail, err)
 		}
-		return exitOK
+		return cli.ExitOK
 	}
-	writeVersion(io.out, v)
-	return exitOK
+	writeVersion(io.Out, v)
+	return cli.ExitOK
 }
 
 func writeVersion(w io.Writer, v versionInfo) {

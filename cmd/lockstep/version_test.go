@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 )
 
@@ -64,7 +65,7 @@ func TestVersionReleaseBuild(t *testing.T) {
 // the same facts, and every pin is listed with its fragment's digest.
 func TestVersionForms(t *testing.T) {
 	code, long, errOut := runCLI(t, "--version")
-	if code != exitOK || errOut != "" {
+	if code != cli.ExitOK || errOut != "" {
 		t.Fatalf("--version: status %d, stderr %q", code, errOut)
 	}
 	if _, verb, _ := runCLI(t, "version"); verb != long {
@@ -72,7 +73,7 @@ func TestVersionForms(t *testing.T) {
 	}
 	code, raw, _ := runCLI(t, "version", "--json")
 	var v versionInfo
-	if err := json.Unmarshal([]byte(raw), &v); code != exitOK || err != nil {
+	if err := json.Unmarshal([]byte(raw), &v); code != cli.ExitOK || err != nil {
 		t.Fatalf("version --json: status %d, %v\n%s", code, err, raw)
 	}
 	if len(v.Pins) != len(kernel.Pins()) || v.DefaultPin != kernel.DefaultPin || v.LandlockABI < 10 || v.GoLandlock == "" {
@@ -83,7 +84,7 @@ func TestVersionForms(t *testing.T) {
 			t.Errorf("--version lacks pin %s or its fragment digest %s:\n%s", p.Version, p.FragmentSHA256, long)
 		}
 	}
-	if code, _, _ := runCLI(t, "version", "extra"); code != exitUsage {
-		t.Errorf("version extra: status %d, want %d", code, exitUsage)
+	if code, _, _ := runCLI(t, "version", "extra"); code != cli.ExitUsage {
+		t.Errorf("version extra: status %d, want %d", code, cli.ExitUsage)
 	}
 }

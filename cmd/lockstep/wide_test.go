@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"
 )
 
@@ -39,10 +40,10 @@ func TestPolicyCheckWarnsWideGrants(t *testing.T) {
 			t.Errorf("policy check stderr\n%s\nlacks %q", errs, w)
 		}
 	}
-	if code, out, _ := runBin(t, bin, nil, "policy", "check", "--strict", cfg); code != exitFail || !strings.Contains(out, "refused by --strict") {
+	if code, out, _ := runBin(t, bin, nil, "policy", "check", "--strict", cfg); code != cli.ExitFail || !strings.Contains(out, "refused by --strict") {
 		t.Errorf("policy check --strict = %d, stdout %q; want 1", code, out)
 	}
-	if code, out, _ := runBin(t, bin, nil, "policy", "check", "--strict", "--json", cfg); code != exitFail || !strings.Contains(out, `"ok": false`) || !strings.Contains(out, "W001 "+link+" → /") {
+	if code, out, _ := runBin(t, bin, nil, "policy", "check", "--strict", "--json", cfg); code != cli.ExitFail || !strings.Contains(out, `"ok": false`) || !strings.Contains(out, "W001 "+link+" → /") {
 		t.Errorf("policy check --strict --json = %d\n%s\nwant 1, ok false and the W001 warning", code, out)
 	}
 	// Without warnings --strict passes.
@@ -76,7 +77,7 @@ func TestPolicyCheckRefusesMagicLinks(t *testing.T) {
 		}
 		for _, args := range [][]string{{"policy", "check", cfg}, {"policy", "check", "--strict", cfg}} {
 			code, out, errs := runBin(t, bin, nil, args...)
-			if code != exitFail || !strings.Contains(out, ": 1 problem\n") || !strings.Contains(errs, "W007 "+row) || !strings.Contains(errs, "magic link") {
+			if code != cli.ExitFail || !strings.Contains(out, ": 1 problem\n") || !strings.Contains(errs, "W007 "+row) || !strings.Contains(errs, "magic link") {
 				t.Errorf("%q with [read] %s = %d, stdout %q, stderr %q; want 1, a W007 problem naming the row", args, row, code, out, errs)
 			}
 		}

@@ -94,3 +94,12 @@ func (h *lineHandler) WithAttrs(as []slog.Attr) slog.Handler {
 }
 
 func (h *lineHandler) WithGroup(string) slog.Handler { return h }
+
+// Plural is "1 warning", "2 warnings": the count and a noun whose plural
+// takes an s, as every summary line of the verbs writes them.
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

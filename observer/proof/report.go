@@ -1,6 +1,7 @@
 package proof
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -132,4 +133,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	_, err := fmt.Fprintln(w, r.Summary())
 	return err
+}
+
+// Write writes the report as `lockstep selftest` prints it: the table, or
+// with asJSON the indented JSON document.
+func (r *Report) Write(w io.Writer, asJSON bool) error {
+	if !asJSON {
+		return r.WriteTable(w)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
 }
