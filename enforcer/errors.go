@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"syscall"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 )
@@ -122,3 +124,10 @@ func WriteRefusal(w io.Writer, err error) {
 		fmt.Fprintf(w, "%s%v\n", RefusalPrefix, err)
 	}
 }
+
+// Signals are the signals on which lockstep run (and the pruner's enforcer
+// role) kills the command and its cgroup, removes the cgroup and exits
+// 128+n. Uncaught, SIGHUP ended lockstep at once and SIGQUIT dumped its
+// goroutines, both leaving the command running and its cgroup behind, and
+// an exercise runner's SIGTERM at a timeout ended the enforcer alone.
+var Signals = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM}

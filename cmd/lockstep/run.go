@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
@@ -97,7 +96,7 @@ func runCommand(ctx context.Context, io *cli.Stdio, opts enforcer.Options, inPla
 	if inPlace {
 		return execCommand(ctx, io, opts)
 	}
-	ctx, stop := cli.NotifyContext(ctx, runSignals...)
+	ctx, stop := cli.NotifyContext(ctx, enforcer.Signals...)
 	defer stop()
 	status, err := enforcer.Run(ctx, opts)
 	var sig cli.Signal
@@ -139,10 +138,3 @@ func (l *layersFlag) Set(v string) error {
 	}
 	return nil
 }
-
-// runSignals are the signals on which lockstep run kills the command and
-// its cgroup, removes the cgroup and exits 128+n. Without this SIGHUP
-// ended lockstep at once and SIGQUIT dumped its goroutines, both leaving
-// the command running and its cgroup behind. main's context ends on SIGINT
-// and SIGTERM too, with the same cause.
-var runSignals = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM}

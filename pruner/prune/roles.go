@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer"
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/evidence/contain"
 	"github.com/lockstep-sandbox/lockstep/evidence/verdict"
+	"github.com/lockstep-sandbox/lockstep/internal/cli"
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/pruner/cold"
 	"golang.org/x/sys/unix"
@@ -73,11 +72,6 @@ var servesRoles atomic.Bool
 // that does not serve its roles.
 var errNoRoles = errors.New("the default enforcer is this program, but it did not call prune.ServeRoles first thing in main: call it there, or set Options.Enforcer (lockstep's is {<path of lockstep>, \"run\"})")
 
-// enforceSignals end the command, its process group and its cgroup, as they
-// end `lockstep run`'s; the enforcer then exits 128+n. Uncaught, the
-// exercise runner's SIGTERM at a timeout would end the enforcer alone.
-var enforceSignals = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM}
-
 // enforceMain is the enforcer role: the part of `lockstep run` the pruner
 // and the containment probe use (--config, -q, then the command), with the
 // same environment scrubbing, statuses and refusal lines.
@@ -109,19 +103,17 @@ func enforceMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return refused(stderr, enforcer.StatusRefused, err)
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, enforceSignals...)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	go func() { cancel(caught{(<-sigs).(syscall.Signal)}) }()
+	// The signals that end lockstep run's command end this one's, and
+	// the enforcer then exits 128+n as lockstep run does.
+	ctx, stop := cli.NotifyContext(context.Background(), enforcer.Signals...)
+	defer stop()
 	// Env nil: the caller's variables that enforcer.SafeEnvName lets pass,
 	// as `lockstep run` without --env. Without the layers that hide
 	// Landlock's own refusals, as enforcer.Prefix runs `lockstep run`:
 	// they are what the pruner measures.
 	status, err := enforcer.Run(ctx, enforcer.Options{Policy: p, Command: fs.Args(),
 		Stdin: stdin, Stdout: stdout, Stderr: stderr, Quiet: *quiet, Without: enforcer.MeasureWithout})
-	var sig caught
+	var sig cli.Signal
 	if errors.Is(err, enforcer.ErrInterrupted) && errors.As(context.Cause(ctx), &sig) {
 		status = 128 + int(sig.Signal)
 	}
@@ -137,8 +129,3 @@ func refused(w io.Writer, status int, err error) int {
 	enforcer.WriteRefusal(w, err)
 	return status
 }
-
-// caught is the cause of the enforcer's context when a signal ended it.
-type caught struct{ syscall.Signal }
-
-func (c caught) Error() string { return unix.SignalName(c.Signal) + " received" }
