@@ -101,12 +101,15 @@ func TestPruneProgressOnTerminal(t *testing.T) {
 	if err := cmd.Run(); err == nil {
 		t.Fatal("the broken exercise's prune succeeded")
 	}
+	// The progress line says "aborted" too, before the abort's own line:
+	// what is awaited is the abort's line, which the process wrote last.
+	abort := cli.EraseLine + "lockstep prune: broken_failing-test: aborted"
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(shown(), "aborted") && time.Now().Before(deadline) {
+	for !strings.Contains(shown(), abort) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	got := shown()
-	if !strings.Contains(got, cli.ProgressPrefix("prune")) || !strings.Contains(got, cli.EraseLine+"lockstep prune: broken_failing-test: aborted") {
+	if !strings.Contains(got, cli.ProgressPrefix("prune")) || !strings.Contains(got, abort) {
 		t.Errorf("the terminal showed %q; want a progress line erased by the abort", got)
 	}
 }
