@@ -36,3 +36,12 @@ def test_reads_fixture(request):
     for line in path.read_text().splitlines():
         text, want = line.split("=")
         assert calc.evaluate(text) == float(want)
+
+
+def test_evaluates_a_file_it_writes(tmp_path):
+    # Graded tests write scratch files through pytest's tmp_path, which pytest makes under
+    # /tmp/pytest-of-<user>/pytest-<n>/ and cleans up after three sessions.
+    path = tmp_path / "expressions.txt"
+    path.write_text("3*(1+1)=6\n")
+    text, want = path.read_text().strip().split("=")
+    assert calc.evaluate(text) == float(want)
