@@ -20,7 +20,6 @@ import (
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // RunJSONSchema is the version of run.json.
@@ -348,7 +347,7 @@ func writeRunJSON(opts HostOptions, res *HostResult, results string, start time.
 		KernelRelease: r.KernelRelease, BzImageSHA256: r.KernelSHA256, InitramfsSHA256: r.InitramfsSHA256,
 		QEMUVersion: r.QEMUVersion, Accel: r.Accel, AccelReason: r.AccelReason, CPU: r.CPU, VCPUs: r.CPUs, MemMB: r.MemMB,
 		Timings: r.Timings, Exercises: []ExerciseSummary{}, Artefacts: artefacts, Seconds: time.Since(start).Seconds(),
-		TimeFactor: engine.TimeFactor(r.Accel, opts.TCGTimeFactor)}
+		TimeFactor: harness.TimeFactor(r.Accel, opts.TCGTimeFactor)}
 	if b, err := os.ReadFile(filepath.Join(filepath.Dir(opts.Kernel), "config")); err == nil {
 		sum := sha256.Sum256(b)
 		doc.ConfigSHA256 = hex.EncodeToString(sum[:])

@@ -5,8 +5,6 @@ package observer
 import (
 	"bytes"
 	"errors"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
-	"github.com/lockstep-sandbox/lockstep/observer/schedule"
 	"io"
 	"log/slog"
 	"os"
@@ -15,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/lockstep-sandbox/lockstep/observer/engine"
+	"github.com/lockstep-sandbox/lockstep/observer/schedule"
 
 	"github.com/lockstep-sandbox/lockstep/internal/featuretest"
 	"github.com/lockstep-sandbox/lockstep/internal/lockstepbin"

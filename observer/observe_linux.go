@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
 	"github.com/lockstep-sandbox/lockstep/exercise"
+	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/refns"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer/audit"
@@ -224,7 +225,7 @@ func newObserver(opts GuestOptions) (*observer, error) {
 		return nil, fmt.Errorf("observe: WantABI %d: the observer needs Landlock ABI %d or more", opts.WantABI, kvmrecord.ABI10)
 	}
 	o := &observer{opts: opts, exe: opts.Exe, work: opts.WorkDir, scratch: opts.Scratch, wait: opts.Wait, log: opts.Log,
-		factor: engine.TimeFactor(opts.Accel, opts.TCGTimeFactor)}
+		factor: harness.TimeFactor(opts.Accel, opts.TCGTimeFactor)}
 	if o.exe == "" {
 		exe, err := os.Executable()
 		if err != nil {

@@ -46,7 +46,7 @@ func ReproPage(res *repro.Result, m Meta) *Page {
 	if len(res.Same) > 0 {
 		s := Section{ID: "alike", Title: "Refused alike on both kernels", Verdict: Same}
 		for _, pr := range res.Same {
-			s.Pairs = append(s.Pairs, refusalPair(res.Kernels[0], &pr.A), refusalPair(res.Kernels[1], &pr.B))
+			s.Pairs = append(s.Pairs, refusalPair(res.Kernels[0].Observation, &pr.A), refusalPair(res.Kernels[1].Observation, &pr.B))
 		}
 		p.Sections = append(p.Sections, s)
 	}
@@ -109,7 +109,7 @@ func differenceSection(res *repro.Result, i int, d repro.Difference) Section {
 		case r == nil:
 			s.Pairs = append(s.Pairs, Pair{Side: o.Kernel, Kind: "allowed", Note: "no refusal, no record"})
 		default:
-			s.Pairs = append(s.Pairs, refusalPair(o, r))
+			s.Pairs = append(s.Pairs, refusalPair(o.Observation, r))
 			s.Rows = appendNew(s.Rows, r.Grant...)
 		}
 	}
@@ -144,7 +144,7 @@ func refusalPair(o *engine.Observation, r *engine.Refusal) Pair {
 	return pr
 }
 
-func sideTiming(o *engine.Observation) Timing {
+func sideTiming(o *repro.Side) Timing {
 	if g := o.Guest; g != nil {
 		return Timing{Label: o.Kernel, Phases: []Phase{{"boot", (g.Timings.Accel + g.Timings.Initramfs + g.Timings.Boot).Seconds()},
 			{"runs", g.Timings.Job.Seconds()}, {"teardown", g.Timings.Shutdown.Seconds()}}}
@@ -152,7 +152,7 @@ func sideTiming(o *engine.Observation) Timing {
 	return Timing{Label: o.Kernel, Phases: []Phase{{"runs", o.Seconds}}}
 }
 
-func sideProvenance(o *engine.Observation) []KV {
+func sideProvenance(o *repro.Side) []KV {
 	kv := []KV{{o.Kernel + ": release", fmt.Sprintf("%s, Landlock ABI %d", o.Release, o.ABI)}}
 	if g := o.Guest; g != nil {
 		if g.Pin != "" {

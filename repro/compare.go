@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
@@ -59,16 +60,24 @@ type Pair struct {
 	B engine.Refusal `json:"b"`
 }
 
+// Side is one kernel's observation and, for a guest, the guest's
+// provenance.
+type Side struct {
+	*engine.Observation
+	// Guest describes the guest the side ran in (nil for the host).
+	Guest *harness.GuestInfo `json:"guest,omitempty"`
+}
+
 // Result is the comparison of two observations.
 type Result struct {
 	Schema int `json:"schema"`
 	// Status is StatusSame, StatusDiffer or StatusIndeterminate.
 	Status int `json:"status"`
 	// Reason says why the result is indeterminate.
-	Reason      string                 `json:"reason,omitempty"`
-	Kernels     [2]*engine.Observation `json:"kernels"`
-	Differences []Difference           `json:"differences"`
-	Same        []Pair                 `json:"same"`
+	Reason      string       `json:"reason,omitempty"`
+	Kernels     [2]*Side     `json:"kernels"`
+	Differences []Difference `json:"differences"`
+	Same        []Pair       `json:"same"`
 	// Command and PolicyHash identify what ran.
 	Command    []string `json:"command"`
 	PolicyHash string   `json:"policy_hash"`
@@ -80,7 +89,7 @@ type Result struct {
 func Compare(a, b *engine.Observation) *Result {
 	a.Normalise()
 	b.Normalise()
-	res := &Result{Schema: ResultSchema, Kernels: [2]*engine.Observation{a, b}, Differences: []Difference{}, Same: []Pair{}}
+	res := &Result{Schema: ResultSchema, Kernels: [2]*Side{{Observation: a}, {Observation: b}}, Differences: []Difference{}, Same: []Pair{}}
 	unenforceable := len(a.Unenforceable) > 0 || len(b.Unenforceable) > 0
 	for side, o := range res.Kernels {
 		other := res.Kernels[1-side]

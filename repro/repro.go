@@ -89,7 +89,7 @@ func Host(ctx context.Context, opts HostOptions) (*Result, error) {
 		}
 		return finish(opts, a, b), nil
 	}
-	var obs [2]*engine.Observation
+	var obs [2]*Side
 	var errs [2]error
 	var wg sync.WaitGroup
 	for i, k := range opts.Kernels {
@@ -108,20 +108,21 @@ func Host(ctx context.Context, opts HostOptions) (*Result, error) {
 	return finish(opts, obs[0], obs[1]), nil
 }
 
-func finish(opts HostOptions, a, b *engine.Observation) *Result {
-	res := Compare(a, b)
+func finish(opts HostOptions, a, b *Side) *Result {
+	res := Compare(a.Observation, b.Observation)
+	res.Kernels[0].Guest, res.Kernels[1].Guest = a.Guest, b.Guest
 	res.Command, res.PolicyHash = opts.Command, opts.Policy.Hash()
 	return res
 }
 
 // observeSide observes the command on k, with a progress line as it
 // starts and one as it ends: a side can take minutes (a guest under TCG).
-func observeSide(ctx context.Context, opts HostOptions, k Kernel) (*engine.Observation, error) {
-	var o *engine.Observation
+func observeSide(ctx context.Context, opts HostOptions, k Kernel) (*Side, error) {
+	o := &Side{}
 	var err error
 	if k.BzImage == "" {
 		opts.Log.Info(k.Name + ": observing the command on this machine's kernel")
-		o, err = engine.ObserveHere(ctx, engine.HereOptions{Kernel: k.Name, Policy: opts.Policy, Command: opts.Command, Exe: opts.Exe,
+		o.Observation, err = engine.ObserveHere(ctx, engine.HereOptions{Kernel: k.Name, Policy: opts.Policy, Command: opts.Command, Exe: opts.Exe,
 			Dir: opts.Dir, Wait: opts.Wait, Log: opts.Log})
 	} else {
 		opts.Log.Info(k.Name + ": observing the command in a guest")
@@ -140,7 +141,7 @@ func observeSide(ctx context.Context, opts HostOptions, k Kernel) (*engine.Obser
 // observeGuest boots k with repro's guest side (GuestRole) as the job and
 // reads its observation from the results. A guest that does not report is
 // an indeterminate observation, not an error.
-func observeGuest(ctx context.Context, opts HostOptions, k Kernel) (*engine.Observation, error) {
+func observeGuest(ctx context.Context, opts HostOptions, k Kernel) (*Side, error) {
 	dir, err := os.MkdirTemp("", "lockstep-repro-guest.")
 	if err != nil {
 		return nil, fmt.Errorf("repro: %w", err)
@@ -182,8 +183,9 @@ func observeGuest(ctx context.Context, opts HostOptions, k Kernel) (*engine.Obse
 	} else if err != nil && o.Indeterminate == "" {
 		o.Indeterminate = fmt.Sprintf("the guest run failed after reporting: %v", err)
 	}
+	side := &Side{Observation: o}
 	if run != nil {
-		o.Guest = engine.NewGuestInfo(k.Pin, k.BzImage, run)
+		side.Guest = harness.NewGuestInfo(k.Pin, k.BzImage, run)
 	}
-	return o, nil
+	return side, nil
 }

@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
+	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // GuestRole is the registered role (proto.EnvRole) of verify's guest side:
@@ -32,8 +32,8 @@ type GuestOptions struct {
 	Exercise  string `json:"exercise"`
 	// JointRuns: 0 is DefaultJointRuns.
 	JointRuns int `json:"joint_runs,omitempty"`
-	// TCGTimeFactor is the time factor under TCG (engine.TimeFactor); 0
-	// is engine.DefaultTCGTimeFactor.
+	// TCGTimeFactor is the time factor under TCG (harness.TimeFactor); 0
+	// is harness.DefaultTCGTimeFactor.
 	TCGTimeFactor int `json:"tcg_time_factor,omitempty"`
 	// Accel is the accelerator the guest runs under (proto.EnvAccel, set by
 	// the guest's role from its environment); "" is none (the host).
@@ -55,7 +55,7 @@ func Guest(ctx context.Context, opts GuestOptions) (*Cell, error) {
 		return nil, err
 	}
 	c, err := Here(ctx, HereOptions{Kernel: opts.Kernel, Policy: p, Exercises: opts.Exercises, Key: opts.Key, Exercise: opts.Exercise,
-		JointRuns: opts.JointRuns, TimeFactor: engine.TimeFactor(opts.Accel, opts.TCGTimeFactor), Progress: opts.Progress})
+		JointRuns: opts.JointRuns, TimeFactor: harness.TimeFactor(opts.Accel, opts.TCGTimeFactor), Progress: opts.Progress})
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ type HereOptions struct {
 	// (engine.RunBound); with neither, the exercise package's default.
 	RunTimeout time.Duration
 	// TimeFactor multiplies the policy's timeout and cpu limits for the
-	// reference, joint and diagnosis runs (engine.TimeFactor: a guest
+	// reference, joint and diagnosis runs (harness.TimeFactor: a guest
 	// under TCG runs several times slower than the machine that measured
 	// them); the containment checks keep the policy's own. 0 is 1.
 	TimeFactor int

@@ -53,7 +53,7 @@ type HostOptions struct {
 	// JointRuns: 0 is DefaultJointRuns.
 	JointRuns int
 	// TCGTimeFactor is each guest's time factor under TCG
-	// (GuestOptions.TCGTimeFactor); 0 is engine.DefaultTCGTimeFactor.
+	// (GuestOptions.TCGTimeFactor); 0 is harness.DefaultTCGTimeFactor.
 	TCGTimeFactor int
 	// Parallel bounds the guests at once; 0 is as many as the host's CPUs
 	// allow (harness.NewPool), 1 runs them one after another.
@@ -289,7 +289,7 @@ func cellOf(results string, res *Result, i int, run *harness.Result, err error) 
 		c.Verdict, c.Why = Indeterminate, fmt.Sprintf("the guest exited %d after writing a passing cell", run.Status)
 	}
 	if run != nil {
-		c.Guest = engine.NewGuestInfo(k.Pin, k.BzImage, run)
+		c.Guest = harness.NewGuestInfo(k.Pin, k.BzImage, run)
 	}
 	c.normalise()
 	return c

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
 	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
@@ -88,7 +89,7 @@ type Cell struct {
 	// report.
 	Console []string `json:"console,omitempty"`
 	// Guest is the guest's provenance and timings (set by the host).
-	Guest *engine.GuestInfo `json:"guest,omitempty"`
+	Guest *harness.GuestInfo `json:"guest,omitempty"`
 }
 
 // JointRun is one run under the policy.

@@ -7,7 +7,6 @@ import (
 	"github.com/lockstep-sandbox/lockstep/guest/proto"
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/cli"
-	"github.com/lockstep-sandbox/lockstep/observer/engine"
 )
 
 // checkAccel refuses an --accel value that names no accelerator.
@@ -26,7 +25,7 @@ const maxTCGTimeFactor = 100
 // tcgTimeFactorFlag is --tcg-time-factor of the verbs that time exercise
 // runs in guests (observe, verify).
 func tcgTimeFactorFlag(fs *flag.FlagSet) *int {
-	return fs.Int("tcg-time-factor", engine.DefaultTCGTimeFactor,
+	return fs.Int("tcg-time-factor", harness.DefaultTCGTimeFactor,
 		"under TCG, multiply the exercise runs' timeout and cpu limits by `N` (1 keeps the policy's; not the containment checks')")
 }
 

@@ -18,7 +18,7 @@
 //   - [JudgeAudit], [JudgeTrace]: when a run's evidence is incomplete (lost
 //     records, a missing deallocation barrier, trace lines the parser could
 //     not read), as an [AbortError].
-//   - [TimeFactor], [Slowed], [RunBound]: how a run's time limits scale
+//   - [Slowed], [RunBound]: how a run's time limits scale
 //     under TCG and how long a run may take.
 //
 // Every observation has three outcomes: held (pass), failed, indeterminate.

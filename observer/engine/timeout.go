@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/harness"
 )
 
 // PrefixGrace is how much longer than the policy's timeout the runner
@@ -41,29 +40,6 @@ func (e *TimeoutError) Error() string {
 // Evidence is what the record keeps of the stopped run.
 func (e *TimeoutError) Evidence() map[string]any {
 	return map[string]any{"run": e.Kind, "limit_seconds": e.Limit.Seconds(), "time_factor": max(e.Factor, 1), "log_tail": e.Log}
-}
-
-// DefaultTCGTimeFactor is the time factor of a guest under TCG (TimeFactor):
-// measured, r's reference exercise ran 10.6 times slower (medians, 62.0 s
-// against 5.9 s) and python's 8.6 times in a TCG guest on the pinned kernel
-// than on this machine's kernel, each on one CPU (docs/observe.md, "Time
-// limits under TCG"). The policy's limits keep their own margin (the prune
-// sets timeout at 5 times the slowest run or more), so 10 leaves about 4.
-const DefaultTCGTimeFactor = 10
-
-// TimeFactor is how much longer than the policy's limits a guest's
-// exercise runs may take: under TCG, tcg (DefaultTCGTimeFactor when 0),
-// as an emulated CPU is several times slower than the machine the limits
-// were measured on (TCG's speed is no property of the kernel); under KVM,
-// or on the host (accel ""), 1.
-func TimeFactor(accel string, tcg int) int {
-	if accel != harness.AccelTCG {
-		return 1
-	}
-	if tcg <= 0 {
-		return DefaultTCGTimeFactor
-	}
-	return tcg
 }
 
 // FactorNote is "time limits ×N under TCG" for a factor above 1, else "":

@@ -5,51 +5,35 @@ import (
 	"time"
 
 	"github.com/lockstep-sandbox/lockstep/enforcer/policy"
-	"github.com/lockstep-sandbox/lockstep/harness"
 )
 
-// TestTimeFactor: the runs' time limits are scaled only in a guest under
-// TCG (by the flag's factor, the default when unset); under KVM and on the
-// host (no accelerator) never.
-func TestTimeFactor(t *testing.T) {
-	for _, tc := range []struct {
-		accel string
-		flag  int
-		want  int
-	}{{harness.AccelTCG, 0, DefaultTCGTimeFactor}, {harness.AccelTCG, 4, 4}, {harness.AccelTCG, 1, 1},
-		{harness.AccelKVM, 4, 1}, {harness.AccelKVM, 0, 1}, {"", 4, 1}} {
-		if got := TimeFactor(tc.accel, tc.flag); got != tc.want {
-			t.Errorf("TimeFactor(%q, %d) = %d, want %d", tc.accel, tc.flag, got, tc.want)
-		}
-	}
-}
-
-// TestSlowedBound: under TCG the run bound and the policy the runs get have
-// the timeout and cpu limits times the factor, and nothing else changes;
-// the policy itself, which the containment checks take, keeps its own
-// limits; under KVM the runs get the policy as it is.
+// TestSlowedBound: with a factor (a guest under TCG) the run bound and the
+// policy the runs get have the timeout and cpu limits times the factor, and
+// nothing else changes; the policy itself, which the containment checks
+// take, keeps its own limits; with none (KVM) the runs get the policy as it
+// is.
 func TestSlowedBound(t *testing.T) {
 	p, err := policy.Parse("p", []byte("[read]\n/usr\n\n[limits]\ntimeout=60\ncpu=30\nnproc=64\nmem_mb=0\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]map[policy.LimitKey]policy.Limit{
-		harness.AccelTCG: {policy.Timeout: {Value: 600_000}, policy.CPU: {Value: 300}, policy.NProc: {Value: 64}, policy.MemMB: {Off: true}},
-		harness.AccelKVM: {policy.Timeout: {Value: 60_000}, policy.CPU: {Value: 30}, policy.NProc: {Value: 64}, policy.MemMB: {Off: true}},
+	want := map[int]map[policy.LimitKey]policy.Limit{
+		10: {policy.Timeout: {Value: 600_000}, policy.CPU: {Value: 300}, policy.NProc: {Value: 64}, policy.MemMB: {Off: true}},
+		1:  {policy.Timeout: {Value: 60_000}, policy.CPU: {Value: 30}, policy.NProc: {Value: 64}, policy.MemMB: {Off: true}},
 	}
-	bound := map[string]time.Duration{harness.AccelTCG: 10 * time.Minute, harness.AccelKVM: time.Minute}
-	for accel, limits := range want {
-		runs := Slowed(p, TimeFactor(accel, 10))
+	bound := map[int]time.Duration{10: 10 * time.Minute, 1: time.Minute}
+	for factor, limits := range want {
+		runs := Slowed(p, factor)
 		for k, l := range limits {
 			if runs.Limits[k] != l {
-				t.Errorf("%s: the runs' %s = %+v, want %+v", accel, k, runs.Limits[k], l)
+				t.Errorf("factor %d: the runs' %s = %+v, want %+v", factor, k, runs.Limits[k], l)
 			}
 		}
-		if got := RunBound(runs, 0); got != bound[accel] {
-			t.Errorf("%s: RunBound = %s, want %s", accel, got, bound[accel])
+		if got := RunBound(runs, 0); got != bound[factor] {
+			t.Errorf("factor %d: RunBound = %s, want %s", factor, got, bound[factor])
 		}
-		if !runs.Equal(p) && accel == harness.AccelKVM || len(runs.FS) != len(p.FS) {
-			t.Errorf("%s: the runs' policy differs beyond its limits: %s", accel, runs.Render())
+		if !runs.Equal(p) && factor == 1 || len(runs.FS) != len(p.FS) {
+			t.Errorf("factor %d: the runs' policy differs beyond its limits: %s", factor, runs.Render())
 		}
 	}
 	// The policy the containment checks take is untouched.
