@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -282,8 +283,17 @@ func TestContainNotBesideRunsInTheWorkDirHostKernel(t *testing.T) {
 	if err != nil || final != p || contained != nil {
 		t.Fatalf("abi10 = changed %v, %v, containment %v; want the policy as read and no containment beside", final != p, err, contained)
 	}
-	if started := v.o.steps.Steps(schedule.Started); len(started) > 0 {
-		t.Errorf("steps started beside the joint runs %v, want none: the containment ran beside runs in the working directory\n%s", started, progress.Bytes())
+	// A run in a lane is a step of its own; what must not start is a job
+	// beside the joint runs.
+	inLane := regexp.MustCompile(` \(lane [0-9]+ of [0-9]+\)$`)
+	var beside []string
+	for _, s := range v.o.steps.Steps(schedule.Started) {
+		if !inLane.MatchString(s) {
+			beside = append(beside, s)
+		}
+	}
+	if len(beside) > 0 {
+		t.Errorf("steps started beside the joint runs %v, want none: the containment ran beside runs in the working directory\n%s", beside, progress.Bytes())
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/evidence/strace"
 	"github.com/lockstep-sandbox/lockstep/kernel"
 	"github.com/lockstep-sandbox/lockstep/observer/kvmrecord"
+	"github.com/lockstep-sandbox/lockstep/observer/schedule"
 	"github.com/lockstep-sandbox/lockstep/record"
 )
 
@@ -247,6 +248,48 @@ func readFixtureVerdicts(t *testing.T, dir string) (fixtureVerdicts, []byte) {
 	return v, runDate.ReplaceAll(sidecar, []byte("DATE"))
 }
 
+// checkSchedule checks the observation's event log (run.json's schedule)
+// for the runs made side by side. A warm-up run goes beside the kernel
+// proof, before any other. observe's default two vCPUs are two lanes: the
+// last two reference runs run in the one lane the cross-check leaves,
+// beside it, and round 2's last two joint runs side by side. The
+// cross-check foretells round 1's difference, so the diagnosis runs beside
+// round 1's first joint run (in a lane) and is kept, and round 2's
+// settling, so round 2's first joint run is made beside the diagnosis,
+// under the rows foretold, and kept, and the containment checks run beside
+// round 2's other runs.
+func checkSchedule(t *testing.T, events []schedule.Event) {
+	t.Helper()
+	at := func(step string, kind schedule.Kind) int {
+		return slices.Index(events, schedule.Event{Step: step, Kind: kind})
+	}
+	besideCross := "reference runs beside the cross-check"
+	// In the order each causes the next (a step's start, its lane's runs,
+	// the decision to keep it), whatever the timing of the runs.
+	want := []schedule.Event{{Step: WarmUpStep, Kind: schedule.Started}, {Step: WarmUpStep, Kind: schedule.Discarded},
+		{Step: besideCross, Kind: schedule.Started}, {Step: LaneStep("reference run 2/3", 1, 1), Kind: schedule.Started},
+		{Step: LaneStep("reference run 3/3", 1, 1), Kind: schedule.Started}, {Step: besideCross, Kind: schedule.Kept},
+		{Step: "diagnosis (round 1)", Kind: schedule.Started}, {Step: LaneStep("joint run 1/3 (round 1)", 1, 1), Kind: schedule.Started},
+		{Step: nextStep(2), Kind: schedule.Started}, {Step: "diagnosis (round 1)", Kind: schedule.Kept}, {Step: nextStep(2), Kind: schedule.Kept},
+		{Step: "containment checks (round 2)", Kind: schedule.Started}, {Step: LaneStep("joint run 3/3 (round 2)", 2, 2), Kind: schedule.Started},
+		{Step: "containment checks (round 2)", Kind: schedule.Kept}}
+	last := -1
+	for _, e := range want {
+		i := at(e.Step, e.Kind)
+		switch {
+		case i < 0:
+			t.Errorf("the schedule has no %q %s: the runs did not run side by side as planned; it has %+v", e.Step, e.Kind, events)
+		case i < last:
+			t.Errorf("the schedule has %q %s before the event the plan puts before it: %+v", e.Step, e.Kind, events)
+		default:
+			last = i
+		}
+	}
+	if at("cross-check run", schedule.Cancelled) >= 0 {
+		t.Errorf("the cross-check was cancelled, its reference runs having failed: %+v", events)
+	}
+}
+
 // checkObserveGuest observes the fixture of the exercise tree, checks
 // every acceptance property of the results and returns the path set.
 func checkObserveGuest(t *testing.T, exercises string) string {
@@ -254,26 +297,7 @@ func checkObserveGuest(t *testing.T, exercises string) string {
 	ps := copyPathSet(t)
 	code, out, wall := observeGuest(t, bin, exercises, ps)
 	t.Logf("lockstep observe (%v, exit %d):\n%s", wall, code, out)
-	// observe's default two vCPUs are two lanes: round 2's last two joint
-	// runs run side by side, and the last two reference runs in the one
-	// lane the cross-check leaves, beside it (started before the second
-	// reference run ends, so before the third's line). The cross-check
-	// foretells round 1's difference, so the diagnosis runs beside its
-	// first joint run, and round 2's settling, so the containment checks
-	// run beside its first, and round 2's first run follows in the lane,
-	// under the rows foretold; then the containment checks run beside
-	// round 2's other runs.
-	for _, want := range []string{"reference run 3/3 (lane 1 of 1)", "joint run 3/3 (round 2) (lane 2 of 2)",
-		"diagnosis run (strace + audit), beside joint run 1/3 (round 1)", "the diagnosis run beside the first is kept",
-		"joint run 1/3 (round 2), beside the diagnosis, under the rows the cross-check foretells",
-		"containment checks, beside joint runs 2 to 3 (round 2)", "a warm-up run in a lane beside the kernel proof (not counted)"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the progress lacks %q: the runs did not run side by side", want)
-		}
-	}
-	if c, r := strings.Index(out, "cross-check run ("), strings.Index(out, "reference run 3/3"); c < 0 || r < 0 || c > r {
-		t.Errorf("the cross-check did not start beside the reference runs (before the third's line)")
-	}
+	checkSchedule(t, readRunJSON(t, ps).Schedule)
 	stem := filepath.Join(ps, "fixture_udp-fixture")
 	if page, err := os.ReadFile(filepath.Join(filepath.Dir(ps), "observe.html")); err != nil {
 		t.Errorf("observe --html wrote no report: %v", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/internal/rootdigest"
 	"github.com/lockstep-sandbox/lockstep/internal/safefile"
+	"github.com/lockstep-sandbox/lockstep/observer/schedule"
 )
 
 // RunJSONSchema is the version of run.json.
@@ -99,6 +100,9 @@ type RunJSON struct {
 	// account (observe.json).
 	Audit     *AuditCounters    `json:"audit,omitempty"`
 	Exercises []ExerciseSummary `json:"exercises"`
+	// Schedule is the guest's event log of the steps that ran beside one
+	// another (observe.json's schedule).
+	Schedule []schedule.Event `json:"schedule,omitempty"`
 	// Artefacts name the files of this run next to run.json (ConsoleFile,
 	// AuditRawFile, KernelConfigFile), those that exist.
 	Artefacts []string `json:"artefacts"`
@@ -353,7 +357,7 @@ func writeRunJSON(opts HostOptions, res *HostResult, results string, start time.
 		doc.ConfigSHA256 = hex.EncodeToString(sum[:])
 	}
 	if s := res.Summary; s != nil {
-		doc.Audit, doc.Exercises = &s.Audit, s.Exercises
+		doc.Audit, doc.Exercises, doc.Schedule = &s.Audit, s.Exercises, s.Schedule
 		if s.TimeFactor > 1 {
 			doc.TimeFactor = s.TimeFactor // the guest's word over the host's
 		}

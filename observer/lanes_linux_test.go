@@ -85,6 +85,7 @@ func TestCrossCheckBesideReferenceHostKernel(t *testing.T) {
 		}
 	}
 	want := []schedule.Event{{Step: "reference runs beside the cross-check", Kind: schedule.Started},
+		{Step: LaneStep("reference run 2/3", 1, 1), Kind: schedule.Started}, {Step: LaneStep("reference run 3/3", 1, 1), Kind: schedule.Started},
 		{Step: "reference runs beside the cross-check", Kind: schedule.Kept}}
 	if got := v.o.steps.Events(); !reflect.DeepEqual(got, want) {
 		t.Errorf("events %v, want %v", got, want)
@@ -119,6 +120,7 @@ func TestCrossCheckBesideBrokenLanesHostKernel(t *testing.T) {
 		t.Errorf("a discarded cross-check left its join %+v or trace, or a reference was kept", v.k.CrossCheck)
 	}
 	want := []schedule.Event{{Step: "reference runs beside the cross-check", Kind: schedule.Started},
+		{Step: LaneStep("reference run 2/3", 1, 1), Kind: schedule.Started}, {Step: LaneStep("reference run 3/3", 1, 1), Kind: schedule.Started},
 		{Step: "cross-check run", Kind: schedule.Cancelled}, {Step: "reference runs beside the cross-check", Kind: schedule.Kept}}
 	if got := v.o.steps.Events(); !reflect.DeepEqual(got, want) {
 		t.Errorf("events %v, want %v: the lanes' failure cancels the cross-check", got, want)

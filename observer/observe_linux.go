@@ -77,7 +77,7 @@ func Guest(ctx context.Context, opts GuestOptions) (*Summary, error) {
 		return nil, fmt.Errorf("observe: audit status: %w", err)
 	}
 	sum.Audit.Received, sum.Audit.Lost, sum.Audit.Backlog, sum.Audit.BacklogLimit = col.Received(), st.Lost, st.Backlog, st.BacklogLimit
-	sum.Status = status
+	sum.Status, sum.Schedule = status, o.steps.Events()
 	sum.Seconds = time.Since(start).Seconds()
 	b, err := record.Marshal(sum)
 	if err != nil {

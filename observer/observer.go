@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"github.com/lockstep-sandbox/lockstep/observer/proof"
+	"github.com/lockstep-sandbox/lockstep/observer/schedule"
 	"github.com/lockstep-sandbox/lockstep/record"
 )
 
@@ -129,8 +130,14 @@ type Summary struct {
 	Exercises []ExerciseSummary `json:"exercises"`
 	// TimeFactor is the factor the exercise runs' timeout and cpu limits
 	// were multiplied by (TimeFactor; absent: 1).
-	TimeFactor int     `json:"time_factor,omitempty"`
-	Seconds    float64 `json:"seconds"`
+	TimeFactor int `json:"time_factor,omitempty"`
+	// Schedule is the schedule's event log: each step that ran beside
+	// another (a lane's run, the reference runs beside the cross-check, a
+	// diagnosis or containment checks beside a round's first joint run,
+	// the warm-up beside the kernel proof), when it started and whether its
+	// result was kept, discarded or cancelled, in order.
+	Schedule []schedule.Event `json:"schedule,omitempty"`
+	Seconds  float64          `json:"seconds"`
 }
 
 // AuditCounters are the audit figures of a run: records the collector read,
@@ -217,3 +224,12 @@ func lanesFor(n int, availMiB, rssKiB int64) int {
 	}
 	return int(max(1, min(int64(n), availMiB*1024/2/rssKiB)))
 }
+
+// LaneStep names a run made in lane of lanes in the schedule's event log.
+func LaneStep(run string, lane, lanes int) string {
+	return fmt.Sprintf("%s (lane %d of %d)", run, lane, lanes)
+}
+
+// WarmUpStep names the warm-up run beside the kernel proof in the
+// schedule's event log: started with the proof, discarded at its end.
+const WarmUpStep = "warm-up run beside the kernel proof"

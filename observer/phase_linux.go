@@ -16,6 +16,7 @@ import (
 	"github.com/lockstep-sandbox/lockstep/internal/machine"
 	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"github.com/lockstep-sandbox/lockstep/observer/lane"
+	"github.com/lockstep-sandbox/lockstep/observer/schedule"
 )
 
 // A phase is n runs of one kind behind prefix that need no result of each
@@ -115,6 +116,8 @@ func (v *verification) laneRuns(ctx context.Context, prefix []string, from, n, l
 	for i := range n - from {
 		id := <-free
 		v.o.progress("%s: %s (lane %d of %d)", v.ex.Name, name(from+i), id+1, lanes)
+		// A lane's run is always accounted: its start is its only event.
+		v.o.steps.Note(LaneStep(name(from+i), id+1, lanes), schedule.Started)
 		opts := v.runOptions(prefix)
 		opts.CopyDir = filepath.Join(v.o.scratch, "lanes", strconv.Itoa(id+1), filepath.Base(v.o.work))
 		if opts.Isolate != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockstep-sandbox/lockstep/exercise"
 	"github.com/lockstep-sandbox/lockstep/observer/lane"
+	"github.com/lockstep-sandbox/lockstep/observer/schedule"
 )
 
 // warmUp runs the key's first exercise once, unsandboxed, in a lane on the
@@ -37,6 +38,7 @@ func (o *observer) warmUp(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	o.progress("%s: a warm-up run in a lane beside the kernel proof (not counted)", ex.Name)
+	o.steps.Note(WarmUpStep, schedule.Started)
 	copyDir := filepath.Join(o.scratch, "lanes", "1", filepath.Base(o.work))
 	go func() {
 		defer close(done)
@@ -55,5 +57,6 @@ func (o *observer) warmUp(ctx context.Context) (stop func()) {
 	return func() {
 		cancel()
 		<-done
+		o.steps.Note(WarmUpStep, schedule.Discarded)
 	}
 }
