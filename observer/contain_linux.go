@@ -15,8 +15,8 @@ import (
 	"github.com/lockstep-sandbox/lockstep/record"
 )
 
-// contain runs evidence/contain's checks under final, the policy that settled
-// (Phobos's KVM run has none): each canary unreadable, a read-only path
+// contain runs evidence/contain's checks under final, the policy that
+// settled: each canary unreadable, a read-only path
 // unwritable, a loopback port no rule names neither reachable nor bindable,
 // and each limit it can reach holding; each check with a control first
 // succeeds without any sandbox. The probe is lockstep itself (`lockstep

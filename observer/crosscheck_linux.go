@@ -74,7 +74,7 @@ func (v *verification) crossCheckRun(ctx context.Context, p *policy.Policy, stop
 	// never taken away (else the run stops before the command starts).
 	needed, err := StartNeeds(exercise.Interpreter)
 	if err != nil {
-		v.o.log.Warn("cross-check: what the interpreter needs to start is unknown; narrowing as Phobos does", "err", err)
+		v.o.log.Warn("cross-check: what the interpreter needs to start is unknown; narrowing every second grant, whatever it holds", "err", err)
 	}
 	narrowed, removed := policy.Narrowed(p, needed...)
 	// The policy's own timeout bounds this run too, enforced by lockstep

@@ -302,9 +302,10 @@ func (o *observer) progress(format string, args ...any) {
 	}
 }
 
-// verify runs the checks of one exercise (Phobos's verify_exercise, in its
-// order, plus the containment checks) and returns its record, sidecar (nil without
-// rows or when a check failed) and the observed run's strace log.
+// verify runs the checks of one exercise (the record's hash, the reference
+// runs, the cross-check, the ABI-10 rounds, then the containment checks)
+// and returns its record, sidecar (nil without rows or when a check failed)
+// and the observed run's strace log.
 func (o *observer) verify(ctx context.Context, f exercise.Found) (k *kvmrecord.Record, sidecar, trace []byte, es ExerciseSummary) {
 	k = &kvmrecord.Record{SchemaVersion: kvmrecord.Schema, Key: o.opts.Key, Exercise: f.Name, Provenance: o.prov,
 		Kernel: o.prov.Kernel, LandlockABI: o.abi, Mismatches: []kvmrecord.Mismatch{}, AuditOnly: []kvmrecord.AuditOnly{}, Rows: []kvmrecord.Row{},

@@ -22,8 +22,8 @@ type Difference struct {
 	Other []string
 }
 
-// Rows applies Phobos's row rule (docs/observe.md): a bind rule
-// strace derived becomes a row only if it is "allow <port> udp", the policy
+// Rows applies the row rule (docs/observe.md): a bind rule strace derived
+// becomes a row only if it is "allow <port> udp", the policy
 // does not hold it already, and a net.bind_udp record of the run names the
 // port (a record without a port counts as port 0). Every other bind rule goes
 // to other. Each row carries every net.bind_udp record of the run.

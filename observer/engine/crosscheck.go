@@ -111,7 +111,8 @@ func CrossCheck(refusals []*attribute.Refusal, denials []audit.Denial, readlink 
 }
 
 // Record returns the comparison as the .abi10.json's cross_check. Its
-// unparsed list (Phobos's damaged 1423 lines) is always empty: here a
+// unparsed list (damaged 1423 lines, a field the schema keeps) is always
+// empty: here a
 // Landlock record that does not decode makes the run's records untrusted
 // and the run aborts (JudgeAudit), as a trace line that does not parse does
 // (JudgeTrace), so no written comparison ever skipped one.

@@ -48,7 +48,7 @@ type Record struct {
 	Rows       []Row       `json:"rows"`
 	// TimeFactor is the factor the exercise runs' timeout and cpu limits
 	// were multiplied by, the guest being slower than the machine that
-	// measured them (under TCG); absent (0) is 1, as in Phobos's records.
+	// measured them (under TCG); absent (0) is 1, the policy's own limits.
 	TimeFactor int  `json:"time_factor,omitempty"`
 	Verified   bool `json:"verified"`
 	// Aborted and Evidence are set together, on an abort only.

@@ -1,6 +1,6 @@
 // Package lane runs an exercise's independent runs side by side in the
-// guest. Phobos's KVM run makes its reference runs and each round's joint
-// runs one after another, although none needs another's result: every run
+// guest. None of the reference runs, nor of a round's joint runs, needs
+// another's result, so they need not run one after another; but every run
 // starts from a fresh copy of the exercise in the same working directory
 // and may bind the same loopback port, so two at once would trip over each
 // other. A lane gives one run both of those to itself.
