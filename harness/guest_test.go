@@ -302,7 +302,7 @@ func TestGuestFailures(t *testing.T) {
 				t.Errorf("reason %q lacks %q", res.Reason, tc.Reason)
 			}
 			if tc.Forensics {
-				b, err := os.ReadFile(filepath.Join(o.ResultsDir, "forensics.txt"))
+				b, err := os.ReadFile(filepath.Join(o.ResultsDir, ForensicsFile))
 				if err != nil || res.ForensicsFile == "" {
 					t.Fatalf("no forensics saved: %v", err)
 				}

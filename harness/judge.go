@@ -223,7 +223,7 @@ func (g *guestRun) endHung(qmpPath, consolePath string, argv []string, reason st
 	if dir == "" {
 		dir = filepath.Join(CacheDir(), "forensics", g.res.JobID)
 	}
-	path := filepath.Join(dir, "forensics.txt")
+	path := filepath.Join(dir, ForensicsFile)
 	if err := os.MkdirAll(dir, 0o755); err == nil {
 		if err := safefile.WriteFile(path, []byte(text), 0o644); err == nil {
 			g.res.ForensicsFile = path
@@ -231,6 +231,8 @@ func (g *guestRun) endHung(qmpPath, consolePath string, argv []string, reason st
 	}
 	if g.res.ForensicsFile == "" {
 		g.log.Warn("cannot save forensics", "dir", dir)
+	} else {
+		g.log.Warn("forensics saved", "file", g.res.ForensicsFile)
 	}
 	if m != nil {
 		m.quit()

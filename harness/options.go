@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -73,8 +74,10 @@ type Options struct {
 	// ConsoleFile, if set, receives the guest's whole console log (its
 	// ttyS0) when the run ends, whatever the outcome.
 	ConsoleFile string
-	// ForensicsDir receives forensics.txt when a deadline passes; "" is
-	// ResultsDir, or CacheDir()/forensics/<job> when that is "" too.
+	// ForensicsDir receives ForensicsFile when a deadline passes; "" is
+	// ResultsDir, or CacheDir()/forensics/<job> when that is "" too. A
+	// caller whose ResultsDir is a temporary directory sets it (see
+	// TempForensicsDir), or the forensics go with the directory.
 	ForensicsDir string
 	// Init is the executable that becomes the guest's /init; "" is this
 	// executable (which must call guest.Main when it runs as PID 1).
@@ -303,4 +306,18 @@ func (o Options) deadlines(accel string) deadlines {
 // deadlines bound the three phases of a guest run.
 type deadlines struct {
 	boot, job, shutdown time.Duration
+}
+
+// ForensicsFile is the name of the file a passed deadline leaves in
+// ForensicsDir: the run state, every vCPU's registers and the console's
+// last lines.
+const ForensicsFile = "forensics.txt"
+
+// TempForensicsDir is where a run whose ResultsDir is tmp, a directory
+// under the system's temporary directory, keeps its forensics: under the
+// cache, named after tmp's path (unique while tmp exists), so they
+// outlive it.
+func TempForensicsDir(tmp string) string {
+	rel := strings.TrimPrefix(filepath.Clean(tmp), filepath.Clean(os.TempDir())+string(filepath.Separator))
+	return filepath.Join(CacheDir(), "forensics", strings.ReplaceAll(rel, string(filepath.Separator), "_"))
 }

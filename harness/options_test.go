@@ -112,3 +112,18 @@ func TestKVMCPU(t *testing.T) {
 		})
 	}
 }
+
+// TestTempForensicsDir: forensics of runs in different temporary
+// directories go to different directories under the cache.
+func TestTempForensicsDir(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	fa, fb := TempForensicsDir(a), TempForensicsDir(b)
+	if fa == fb {
+		t.Errorf("TempForensicsDir(%s) = TempForensicsDir(%s) = %s", a, b, fa)
+	}
+	for _, f := range []string{fa, fb} {
+		if filepath.Dir(f) != filepath.Join(CacheDir(), "forensics") {
+			t.Errorf("%s is not directly under %s", f, filepath.Join(CacheDir(), "forensics"))
+		}
+	}
+}

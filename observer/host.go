@@ -249,7 +249,7 @@ func guestRun(opts HostOptions, results string) (harness.Options, error) {
 		Kernel: opts.Kernel,
 		Shares: []harness.Share{{Source: exAbs, GuestPath: guestExercises}, {Source: psAbs, GuestPath: guestPathSets}},
 		Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log,
-		ConsoleFile: filepath.Join(opts.PathSets, ConsoleFile),
+		ConsoleFile: filepath.Join(opts.PathSets, ConsoleFile), ForensicsDir: opts.PathSets,
 	}
 	opts.Sizing.Apply(&hopts)
 	opts.Boot.Apply(&hopts)
@@ -305,7 +305,7 @@ func unpack(results, dir, key string) ([]string, error) {
 // clearArtefacts removes an earlier run's artefacts from dir: they describe
 // this run or none, and an earlier console must not pass for this one's.
 func clearArtefacts(dir string) error {
-	for _, n := range []string{ConsoleFile, AuditRawFile, KernelConfigFile} {
+	for _, n := range artefactFiles {
 		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("observe: %w", err)
 		}
@@ -333,7 +333,7 @@ func keepArtefacts(opts HostOptions, results string) ([]string, error) {
 		}
 	}
 	names := []string{}
-	for _, n := range []string{ConsoleFile, AuditRawFile, KernelConfigFile} {
+	for _, n := range artefactFiles {
 		if _, err := os.Stat(filepath.Join(opts.PathSets, n)); err == nil {
 			names = append(names, n)
 		}

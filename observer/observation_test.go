@@ -1,6 +1,7 @@
 package observer
 
 import (
+	"github.com/lockstep-sandbox/lockstep/harness"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,5 +53,33 @@ func TestKeepArtefacts(t *testing.T) {
 	names, err = keepArtefacts(opts, t.TempDir())
 	if err != nil || slices.Contains(names, AuditRawFile) {
 		t.Errorf("without results: %v, %v; want no %s", names, err, AuditRawFile)
+	}
+	// A passed deadline's forensics, which the harness writes into the
+	// path sets (guestRun's ForensicsDir), are named and then cleared.
+	if err := os.WriteFile(filepath.Join(ps, ForensicsFile), []byte("RIP=…"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if names, err = keepArtefacts(opts, results); err != nil || !slices.Contains(names, ForensicsFile) {
+		t.Errorf("with forensics: %v, %v; want %s", names, err, ForensicsFile)
+	}
+	if err := clearArtefacts(ps); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(ps, ForensicsFile)); !os.IsNotExist(err) {
+		t.Errorf("%s after clearArtefacts: %v, want gone", ForensicsFile, err)
+	}
+}
+
+// TestGuestRunKeepsForensics: an observation's guest leaves a passed
+// deadline's forensics in the path sets, not in the results directory
+// Host removes.
+func TestGuestRunKeepsForensics(t *testing.T) {
+	ps := t.TempDir()
+	hopts, err := guestRun(HostOptions{PathSets: ps, Exercises: t.TempDir(), Sizing: harness.Sizing{Root: t.TempDir()}}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hopts.ForensicsDir != ps {
+		t.Errorf("ForensicsDir %q, want the path sets %q", hopts.ForensicsDir, ps)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-sandbox/lockstep/harness"
 	"github.com/lockstep-sandbox/lockstep/observer/engine"
 	"github.com/lockstep-sandbox/lockstep/observer/proof"
 	"github.com/lockstep-sandbox/lockstep/observer/schedule"
@@ -30,12 +31,18 @@ const SummaryFile = "observe.json"
 // Artefacts of a guest run, written by Host next to run.json in PathSets
 // whatever the run's outcome: the guest's console, every audit record the
 // guest's collector read (as AuditRawFile's lines: "<type> <netlink body>",
-// in the order received) and the booted kernel's configuration.
+// in the order received), the booted kernel's configuration, and, when a
+// guest deadline passed, the harness's forensics (vCPU registers, run
+// state, console tail).
 const (
 	ConsoleFile      = "kvm-console.log"
 	AuditRawFile     = "audit-raw.log"
 	KernelConfigFile = "kernel.config"
+	ForensicsFile    = harness.ForensicsFile
 )
+
+// artefactFiles are the artefacts in the order run.json names them.
+var artefactFiles = []string{ConsoleFile, AuditRawFile, KernelConfigFile, ForensicsFile}
 
 // Statuses of an observer run, as `lockstep observe` exits.
 const (

@@ -83,7 +83,8 @@ func Check(ctx context.Context, opts CheckOptions) (*CheckResult, *harness.Resul
 	if gopts.RootDigest, err = rootdigest.Of(rootdigest.RootOr(opts.Root)); err != nil {
 		return nil, nil, err
 	}
-	hopts := harness.Options{Kernel: opts.Kernel, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log}
+	hopts := harness.Options{Kernel: opts.Kernel, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results,
+		ForensicsDir: harness.TempForensicsDir(results), Verbose: opts.Verbose, Log: opts.Log}
 	opts.Sizing.Apply(&hopts)
 	if opts.Exercise != "" {
 		abs, err := filepath.Abs(opts.Exercise)

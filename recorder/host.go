@@ -144,7 +144,8 @@ func recordGuest(opts RunOptions, results string) (harness.Options, error) {
 	if err != nil {
 		return harness.Options{}, err
 	}
-	hopts := harness.Options{Kernel: opts.Kernel, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results, Verbose: opts.Verbose, Log: opts.Log}
+	hopts := harness.Options{Kernel: opts.Kernel, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results,
+		ForensicsDir: harness.TempForensicsDir(results), Verbose: opts.Verbose, Log: opts.Log}
 	opts.Sizing.Apply(&hopts)
 	gopts := GuestOptions{Command: opts.Command, Script: opts.Script, RootDigest: digest, Out: proto.ResultsDir, Sample: opts.Sample}
 	if opts.Terminal != nil {

@@ -158,7 +158,7 @@ func observeGuest(ctx context.Context, opts HostOptions, k Kernel) (*Side, error
 	}
 	hopts := harness.Options{Kernel: k.BzImage, Shares: []harness.Share{{Source: share, GuestPath: guestPolicyDir}},
 		Dir: opts.Dir, Init: opts.Exe, Stdout: opts.Stderr, Stderr: opts.Stderr, ResultsDir: results,
-		Verbose: opts.Verbose, Log: opts.Log}
+		ForensicsDir: harness.TempForensicsDir(dir), Verbose: opts.Verbose, Log: opts.Log}
 	opts.Sizing.Apply(&hopts)
 	k.Boot.Apply(&hopts)
 	// A negative wait was never handed to a guest: the default holds there.

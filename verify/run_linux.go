@@ -192,7 +192,7 @@ func guestRuns(opts HostOptions, res *Result, dir, exAbs, share string) ([]harne
 // written to the host directory results, the inputs shared as shares.
 func guestRun(opts HostOptions, k Kernel, ex, results string, shares []harness.Share) (harness.Options, error) {
 	run := harness.Options{Kernel: k.BzImage, Init: opts.Exe, ResultsDir: results, Shares: shares,
-		Stdout: opts.Stderr, Stderr: opts.Stderr, Verbose: opts.Verbose, Log: opts.Log}
+		ForensicsDir: harness.TempForensicsDir(results), Stdout: opts.Stderr, Stderr: opts.Stderr, Verbose: opts.Verbose, Log: opts.Log}
 	opts.Sizing.Apply(&run)
 	k.Boot.Apply(&run)
 	run.CPUs = max(run.CPUs, 1)
