@@ -113,8 +113,19 @@ func packageConst(root string, sel *ast.SelectorExpr) string {
 	return ""
 }
 
+// isVerbType reports whether a composite literal's type is the CLI's verb
+// type, cli.Verb (internal/cli), the only way cmd/lockstep registers one.
+func isVerbType(e ast.Expr) bool {
+	sel, ok := e.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "Verb" {
+		return false
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	return ok && pkg.Name == "cli"
+}
+
 // parseVerbs reads the non-test Go files of cmd/lockstep and returns every
-// verb registered with a composite literal verb{Name: "…", …}.
+// verb registered with a composite literal cli.Verb{Name: "…", …}.
 func parseVerbs(dir string) (map[string]*verbInfo, error) {
 	fset := token.NewFileSet()
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
@@ -147,7 +158,7 @@ func parseVerbs(dir string) (map[string]*verbInfo, error) {
 			if !ok {
 				return true
 			}
-			if id, ok := cl.Type.(*ast.Ident); !ok || id.Name != "verb" {
+			if !isVerbType(cl.Type) {
 				return true
 			}
 			vi := &verbInfo{file: names[i]}
@@ -975,22 +986,22 @@ func TestVerbParsing(t *testing.T) {
 	src := `package main
 import "flag"
 func init() {
-	register(&verb{Name: "kernel", Usage: "kernel {build|verify|key} [--pin <p>]",
+	verbs.Register(&cli.Verb{Name: "kernel", Usage: "kernel {build|verify|key} [--pin <p>]",
 		Flags: func(fs *flag.FlagSet) func() int {
 			pin := fs.String("pin", "", "")
 			addCommon(fs)
 			_ = pin
 			return nil
 		}})
-	register(&verb{Name: "run", Usage: "run --config <f>… -- <cmd>…",
+	verbs.Register(&cli.Verb{Name: "run", Usage: "run --config <f>… -- <cmd>…",
 		Flags: func(f *flag.FlagSet) func() int {
 			var m multiFlag
 			f.Var(&m, "config", "")
 			f.BoolVar(new(bool), "log-subprocesses", false, "")
 			return nil
 		}})
-	register(&verb{Name: "named", Usage: "named [--n <x>]", Flags: namedFlags})
-	register(&verb{Name: "odd", Usage: "odd",
+	verbs.Register(&cli.Verb{Name: "named", Usage: "named [--n <x>]", Flags: namedFlags})
+	verbs.Register(&cli.Verb{Name: "odd", Usage: "odd",
 		Flags: func(fs *flag.FlagSet) func() int {
 			fs.String(flagName, "", "")
 			return nil
@@ -1040,5 +1051,20 @@ func namedFlags(fs *flag.FlagSet) func() int { fs.Int("n", 0, ""); return nil }
 	}
 	if p := repo.checkLockstep(lit("-v", "run", "--confgi=a")); len(p) != 1 {
 		t.Errorf("run --confgi: problems %q, want one", p)
+	}
+}
+
+// TestVerbParsingFindsTheCLI: the parser finds the verbs cmd/lockstep
+// registers, so a change to how verbs are registered fails here, by name,
+// rather than as every workflow's call to an unknown verb.
+func TestVerbParsingFindsTheCLI(t *testing.T) {
+	verbs, err := parseVerbs(filepath.Join("..", "cmd", "lockstep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"boot", "image", "kernel", "observe", "orchestrate", "probe", "prune", "run", "verify"} {
+		if verbs[v] == nil {
+			t.Errorf("verb %s not found in cmd/lockstep (found %v)", v, sortedKeys(verbs))
+		}
 	}
 }
