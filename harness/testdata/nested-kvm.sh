@@ -7,6 +7,7 @@
 # reports every one.
 #
 # Env: LOCKSTEP (the inner lockstep binary), KERNEL (the pin's bzImage),
+# OBSERVE_CPUS (the inner observe guest's vCPUs),
 # EXERCISES (the exercise tree), PATH_SETS (the fixture's path sets), ROOT
 # (the inner observe's guest root: the observer digests its root first).
 set -uo pipefail
@@ -42,7 +43,9 @@ stage boot "$LOCKSTEP" boot --accel kvm --kernel "$KERNEL" --results "$out/boot"
 stage selftest "$LOCKSTEP" selftest --accel kvm --json --kernel "$KERNEL" --results "$out/selftest"
 mkdir -p /tmp/path-sets
 cp -r "$PATH_SETS"/. /tmp/path-sets/
-stage observe "$LOCKSTEP" observe --accel kvm --key fixture --kernel "$KERNEL" --root "$ROOT" \
+# One vCPU (OBSERVE_CPUS): an SMP guest under KVM under TCG's emulated SVM
+# livelocks (harness.nestedInnerCPUs).
+stage observe "$LOCKSTEP" observe --accel kvm --cpus "$OBSERVE_CPUS" --key fixture --kernel "$KERNEL" --root "$ROOT" \
 	--exercises "$EXERCISES" --path-sets /tmp/path-sets
 mkdir -p "$out/observe"
 cp -r /tmp/path-sets/. "$out/observe/"
