@@ -51,19 +51,22 @@ const nestedOuterBootFactor = 7
 // first reference run for over 8 minutes; two with tsc=reliable (the TSC
 // kept as the outer clocksource) lost the inner guest mid-run (no status
 // line). With two the outer kernel's clock is the HPET (its TSC sync check
-// fails under TCG). The outer guest keeps its local APIC timer (HostsKVM;
-// docs/harness.md, "The nested KVM test"), and the test fails on a stall
-// of the outer kernel (checkOuterKernel) rather than hang.
+// fails under TCG). It boots with noapictimer like every TCG guest: keeping
+// its APIC timer left both outer vCPUs spinning with interrupts off in 2 of
+// 4 runs (docs/harness.md, "The nested KVM test"). Once beside CPU hogs
+// the outer kernel stalled (docs/reliability.md): the test fails on such a
+// stall (checkOuterKernel) rather than hang.
 const nestedOuterCPUs = 2
 
 // nestedInnerCPUs is the inner observe guest's vCPU count (observe's
 // default is 2; every other inner guest has 1). With two, the inner guest
-// under KVM, under TCG's emulated SVM, stopped making progress in a
-// reference run: one inner vCPU spinning at one address with interrupts on
-// while the other cycled between the outer kernel's kvm_amd and the inner
-// guest, for minutes (CI, 2026-12-07, 603afd8; docs/reliability.md). The
-// one-vCPU stages never did. The tier tests the KVM path, not the
-// observer's lanes, which its other tests cover under TCG.
+// under KVM, under TCG's emulated SVM, hung in a reference or joint run:
+// with every vCPU halted (1 of 3 quiet runs and CI, 2026-12-07), and once,
+// with the outer APIC timer kept, with one inner vCPU spinning at one
+// address while the other cycled between the outer kernel's kvm_amd and
+// the inner guest (docs/reliability.md). The one-vCPU stages never did.
+// The tier tests the KVM path, not the observer's lanes, which its other
+// tests cover under TCG.
 const nestedInnerCPUs = 1
 
 // TestNestedKVM runs lockstep's KVM path where no runner's /dev/kvm runs a
@@ -129,7 +132,7 @@ func nestedOuter(t *testing.T, out, refKernel, refModules string) Options {
 	}
 	const share = "/run/lockstep/share/"
 	return Options{
-		Kernel: refKernel, Modules: mods, Machine: MachineQ35, Accel: AccelTCG, MemMB: 3072, CPUs: nestedOuterCPUs, HostsKVM: true,
+		Kernel: refKernel, Modules: mods, Machine: MachineQ35, Accel: AccelTCG, MemMB: 3072, CPUs: nestedOuterCPUs,
 		Timeout: nestedOuterTimeout, BootTimeout: BootDeadlines[AccelTCG] * nestedOuterBootFactor,
 		Shares: []Share{
 			{Source: bin, GuestPath: share + "bin"},
@@ -200,13 +203,8 @@ var outerStall = regexp.MustCompile(`soft lockup|rcu_preempt kthread starved|rcu
 // clocksourceSwitch is the outer kernel's choice of clock.
 var clocksourceSwitch = regexp.MustCompile(`clocksource: Switched to clocksource (\S+)`)
 
-// noOneShot is the outer kernel's line when it has no per-CPU one-shot
-// clock event device: its local APIC timer is off (HostsKVM).
-const noOneShot = "could not switch to one-shot mode"
-
-// checkOuterKernel fails t if the outer kernel's console shows a stall or
-// its log shows no one-shot clock events, and logs the clock the outer
-// kernel ended on (dmesg-end.txt).
+// checkOuterKernel fails t if the outer kernel's console shows a stall,
+// and logs the clock the outer kernel ended on (dmesg-end.txt).
 func checkOuterKernel(t *testing.T, out string) {
 	console, err := os.ReadFile(filepath.Join(out, "outer-console.log"))
 	if err != nil {
@@ -220,10 +218,6 @@ func checkOuterKernel(t *testing.T, out string) {
 	dmesg, err := os.ReadFile(filepath.Join(out, "dmesg-end.txt"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if i := strings.Index(string(dmesg), noOneShot); i >= 0 {
-		line, _, _ := strings.Cut(string(dmesg[i:]), "\n")
-		t.Errorf("outer kernel: %q: its KVM runs the inner guests' timers off a periodic tick, with which inner SMP guests hung (HostsKVM)", line)
 	}
 	clock := "none"
 	for _, m := range clocksourceSwitch.FindAllStringSubmatch(string(dmesg), -1) {

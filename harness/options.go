@@ -93,14 +93,6 @@ type Options struct {
 	Modules []string
 	// KernelArgs are appended to the kernel command line.
 	KernelArgs []string
-	// HostsKVM marks a guest that runs KVM guests of its own (the nested
-	// KVM test's outer guest). Under TCG it keeps its local APIC timer:
-	// without it the guest's kernel has no per-CPU one-shot clock event
-	// device ("could not switch to one-shot mode: lapic is not
-	// functional"), so its KVM runs the inner guests' timers off a
-	// periodic tick, and inner SMP guests hung with every vCPU halted
-	// (docs/harness.md, "The nested KVM test").
-	HostsKVM bool
 	// TestHook is passed as lockstep.hook= to make PID 1 misbehave on
 	// purpose (proto.HookHangBoot, …); "" in normal use.
 	TestHook string

@@ -260,13 +260,10 @@ func TestMonitorDeadline(t *testing.T) {
 }
 
 func TestAccelKernelArgs(t *testing.T) {
-	if got := accelKernelArgs(AccelTCG, false); !slices.Equal(got, []string{"noapictimer"}) {
+	if got := accelKernelArgs(AccelTCG); !slices.Equal(got, []string{"noapictimer"}) {
 		t.Errorf("accelKernelArgs(tcg) = %q, want noapictimer", got)
 	}
-	if got := accelKernelArgs(AccelKVM, false); len(got) != 0 {
+	if got := accelKernelArgs(AccelKVM); len(got) != 0 {
 		t.Errorf("accelKernelArgs(kvm) = %q, want none: the APIC timer works under KVM", got)
-	}
-	if got := accelKernelArgs(AccelTCG, true); len(got) != 0 {
-		t.Errorf("accelKernelArgs(tcg, hosts KVM) = %q, want none: its KVM needs the APIC timer", got)
 	}
 }

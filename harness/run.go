@@ -60,7 +60,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	cfg := QEMUConfig{
 		Binary: o.QEMU, Name: "lockstep-" + res.JobID, Machine: o.Machine, Accel: accel, CPU: cpu,
 		MemMB: o.MemMB, CPUs: o.CPUs, Kernel: o.Kernel, Initramfs: initrd,
-		Append:     kernelCmdline(res.JobID, o.Verbose, o.TestHook, append(accelKernelArgs(accel, o.HostsKVM), o.KernelArgs...)...),
+		Append:     kernelCmdline(res.JobID, o.Verbose, o.TestHook, append(accelKernelArgs(accel), o.KernelArgs...)...),
 		ConsoleLog: filepath.Join(dir, "console.log"), QMPSocket: filepath.Join(dir, "qmp.sock"),
 		Shares: shares, Disks: disks,
 		Ports: chs.ports,

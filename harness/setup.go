@@ -67,14 +67,13 @@ func kernelCmdline(id string, verbose bool, hook string, extra ...string) string
 }
 
 // accelKernelArgs are kernel arguments for one accelerator. Under TCG the
-// pin's local APIC timer fails the kernel's verification anyway ("APIC
-// timer disabled due to verification failure") after a calibration that
-// costs a fifth of the boot: noapictimer skips both and the guest ends with
-// the same clock event source (measured: QEMU CPU time of a probe boot,
-// four alternating pairs, 1.64–2.20 s without, 1.37–1.92 s with). A guest
-// that hosts KVM guests keeps the timer (Options.HostsKVM).
-func accelKernelArgs(accel string, hostsKVM bool) []string {
-	if accel == AccelTCG && !hostsKVM {
+// local APIC timer fails the kernel's verification anyway ("APIC timer
+// disabled due to verification failure") after a calibration that costs a
+// fifth of the boot: noapictimer skips both and the guest ends with the
+// same clock event source (measured: QEMU CPU time of a probe boot, four
+// alternating pairs, 1.64–2.20 s without, 1.37–1.92 s with).
+func accelKernelArgs(accel string) []string {
+	if accel == AccelTCG {
 		return []string{"noapictimer"}
 	}
 	return nil
