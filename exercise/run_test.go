@@ -47,7 +47,7 @@ func TestRunToolchainExercises(t *testing.T) {
 		tools    []string
 	}{
 		{"java-maven", "java-maven/maven-reference", []string{"mvn", "javac", "/root/.m2/repository/org/junit/jupiter"}},
-		{"cpp", "cpp/cmake-reference", []string{"cmake", "g++", "/usr/include/gtest/gtest.h"}},
+		{"cpp", "cpp/cmake-reference", []string{"cmake", "g++", "/usr/include/catch2/catch.hpp"}},
 		{"r", "r/testthat-reference", []string{"Rscript", "/usr/lib/R/site-library/testthat", "/usr/lib/R/site-library/xml2", "/usr/lib/R/site-library/remotes"}},
 	} {
 		t.Run(c.key, func(t *testing.T) {

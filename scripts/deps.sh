@@ -41,7 +41,7 @@ need=(
 toolchains=(
 	maven openjdk-17-jdk-headless junit5 libsurefire-java libmaven-compiler-plugin-java
 	libmaven-resources-plugin-java libmaven-jar-plugin-java
-	cmake g++ libgtest-dev
+	cmake g++ catch2
 	r-cran-testthat r-cran-xml2 r-cran-remotes
 )
 

@@ -3,9 +3,9 @@
 It finds the test sources under src/, registers one test program for each in CMakeLists.txt (in
 place of its add_executable line), configures with CMake into build/ with the address and
 undefined-behaviour sanitizers, builds each program, runs each in a scratch directory of its own
-that tempfile.mkdtemp makes under /tmp (its working directory, where GoogleTest writes its XML
-report; removed afterwards), and writes test-reports/tests-results.xml with a case for the
-configure step, one for each build and one for each test GoogleTest ran. It ends with status 0
+that tempfile.mkdtemp makes under /tmp (its working directory, where Catch2's JUnit reporter writes
+its report; removed afterwards), and writes test-reports/tests-results.xml with a case for the
+configure step, one for each build and one for each test case Catch2 ran. It ends with status 0
 whatever its tests found: the report is the result. Every step (the configure, each build, each
 test program) runs as Artemis's graders run one: its standard input on a pseudo-terminal whose
 output translation the grader turns off, its output on a second one that the grader reads.
@@ -65,7 +65,7 @@ def register_tests():
         keep.append(line)
     for t in tests:
         keep += ["add_executable(%s src/%s.cpp)\n" % (t, t),
-                 "target_link_libraries(%s assignment GTest::gtest_main)\n" % t,
+                 "target_link_libraries(%s assignment catch_main)\n" % t,
                  "add_test(NAME %s COMMAND %s)\n" % (t, t)]
     with open("CMakeLists.txt", "w") as f:
         f.writelines(keep)
@@ -120,24 +120,27 @@ def step(report, classname, name, argv):
 
 
 def run_tests(report, test):
-    """Runs build/<test> in a new scratch directory under /tmp; each test of its GoogleTest
-    report becomes a case."""
+    """Runs build/<test> in a new scratch directory under /tmp; each test case of its Catch2
+    JUnit report becomes a case."""
     scratch = tempfile.mkdtemp(prefix=test + "-", dir=SCRATCH)
     try:
         xml = os.path.join(scratch, test + ".xml")
         with open(os.path.join(scratch, "output.txt"), "wb+") as out:
-            status = run_on_terminals([os.path.join(BUILD, test), "--gtest_output=xml:" + xml], scratch, out)
+            status = run_on_terminals([os.path.join(BUILD, test), "--reporter", "junit", "--out", xml], scratch, out)
             out.seek(0)
             output = out.read().decode(errors="replace")
         try:
             cases = list(ET.parse(xml).getroot().iter("testcase"))
         except (OSError, ET.ParseError) as e:
-            report.add("run", test, "status %d and no GoogleTest report (%s)\n%s" % (status, e, output[-8000:]))
+            report.add("run", test, "status %d and no Catch2 report (%s)\n%s" % (status, e, output[-8000:]))
             return
         for case in cases:
             failure = case.find("failure")
+            if failure is None:
+                failure = case.find("error")
             report.add(case.get("classname"), case.get("name"),
-                       None if failure is None else failure.get("message"), float(case.get("time", "0")))
+                       None if failure is None else "%s\n%s" % (failure.get("message"), failure.text or ""),
+                       float(case.get("time", "0")))
     finally:
         shutil.rmtree(scratch)
 

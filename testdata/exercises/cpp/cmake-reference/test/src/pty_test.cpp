@@ -1,4 +1,4 @@
-#include <gtest/gtest.h>
+#include <catch2/catch.hpp>
 
 #include <string>
 
@@ -12,6 +12,6 @@ extern "C" const char* __asan_default_options() { return "detect_leaks=0"; }
 
 // The tester drives a program on a terminal: a line written to the controller comes back on the
 // terminal side (prune.json uses_pseudo_terminals).
-TEST(Pty, EchoesALine) {
-    EXPECT_EQ(ptyEcho("hello terminal"), "hello terminal");
+TEST_CASE("Pty echoes a line", "[pty]") {
+    CHECK(ptyEcho("hello terminal") == "hello terminal");
 }
