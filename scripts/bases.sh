@@ -3,15 +3,18 @@
 # built language, the default prune of its reference exercise on this
 # machine's kernel, the audit observer on the pinned kernel in a guest (the
 # ABI-10 sidecar), then the orchestrator's merge of all of them, installed
-# into bases/ with a README of how it was made. Slow (the java-maven prune
-# alone took 65 minutes on two busy cores, all of it three to four hours;
-# docs/prune.md has the times),
-# so it is not in CI; CI checks the result (verify.TestShippedBases).
+# into bases/ with a README of how it was made. Slow (docs/prune.md has the
+# times), so it is not in CI; CI checks the result (verify.TestShippedBases).
+# The languages run --jobs at a time (a language's prune, then its
+# observation), started in the order of --keys: the default lists the slowest
+# first, so that no long prune starts last and runs alone.
 #
-# usage: scripts/bases.sh [--out DIR] [--keys k1,k2,…] [--pin P] [--no-install] [--merge-only]
+# usage: scripts/bases.sh [--out DIR] [--keys k1,k2,…] [--jobs N] [--pin P] [--no-install] [--merge-only]
 #   --out DIR      work directory: path_sets/<key>/, core/, logs/   [<repo>/out/bases]
-#   --keys LIST    the languages (every one needs its reference exercise
-#                  under testdata/exercises)    [c,c-gcc,cpp,generic,java-maven,python,r]
+#   --keys LIST    the languages, in the order they start (every one needs
+#                  its reference exercise under testdata/exercises)
+#                                   [java-maven,cpp,c-gcc,r,c,python,generic]
+#   --jobs N       languages at once                                     [2]
 #   --pin P        the observers' kernel pin                             [7.2.13]
 #   --no-install   leave bases/ as it is (the results stay under --out)
 #   --merge-only   no prune, no observation: merge and install what
@@ -24,11 +27,12 @@
 # merge failed (bases/ untouched); 2 usage.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-out=$repo/out/bases keys=c,c-gcc,cpp,generic,java-maven,python,r pin=7.2.13 install=1 merge_only=0
+out=$repo/out/bases keys=java-maven,cpp,c-gcc,r,c,python,generic jobs=2 pin=7.2.13 install=1 merge_only=0
 while (($#)); do
 	case $1 in
 	--out) out=${2:?--out needs a value} && shift 2 ;;
 	--keys) keys=${2:?--keys needs a value} && shift 2 ;;
+	--jobs) jobs=${2:?--jobs needs a value} && shift 2 ;;
 	--pin) pin=${2:?--pin needs a value} && shift 2 ;;
 	--no-install) install=0 && shift ;;
 	--merge-only) merge_only=1 && shift ;;
@@ -39,6 +43,7 @@ die() {
 	echo "bases: $*" >&2
 	exit 1
 }
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || die "--jobs $jobs: want a count of languages at once, 1 or more"
 ((merge_only)) || [[ ${LOCKSTEP_DISPOSABLE:-} == 1 ]] || die "the prunes run on this machine's kernel and delete what an exercise leaves behind: set LOCKSTEP_DISPOSABLE=1 on a machine you can throw away"
 [[ $(id -u) == 0 ]] || die "needs root (a private mount namespace per prune, the observer's guest)"
 lockstep=$repo/bin/lockstep
@@ -75,15 +80,34 @@ prune() {
 	' _ "$priv" "$lockstep" "$1" "$repo/testdata/exercises" "$dir"
 }
 
-for k in "${langs[@]}"; do
-	((merge_only)) && break
-	timed "prune-$k" prune "$k" || die "the prune of $k failed; see $out/logs/prune-$k.log"
-	# An observation that fails leaves the language without its ABI-10 record
-	# in the merge (the README says so); its .abi10.json stays as evidence.
+# language KEY: its prune, then its observation. A failed prune leaves
+# logs/failed-KEY; an observation that fails leaves the language without its
+# ABI-10 record in the merge (the README says so), its .abi10.json as evidence.
+language() {
+	local k=$1
+	if ! timed "prune-$k" prune "$k"; then
+		: >"$out/logs/failed-$k"
+		return 1
+	fi
 	timed "observe-$k" "$lockstep" observe --key "$k" --exercises "$repo/testdata/exercises" \
 		--path-sets "$out/path_sets/$k" --kernel "$pin" --mem 2048 --timeout 2h ||
 		echo "bases: the observation of $k failed; see $out/logs/observe-$k.log" >&2
-done
+}
+
+if ((!merge_only)); then
+	rm -f "$out"/logs/failed-*
+	for k in "${langs[@]}"; do
+		while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+		language "$k" &
+	done
+	wait
+	for k in "${langs[@]}"; do
+		[[ ! -e $out/logs/failed-$k ]] || die "the prune of $k failed; see $out/logs/prune-$k.log"
+	done
+fi
+# The merge takes the languages in a stable order, whatever order they ran in.
+keys=$(printf '%s\n' "${langs[@]}" | sort | paste -sd,)
+IFS=, read -ra langs <<<"$keys"
 
 # The orchestrator reads one directory of every language's files: the
 # policies and records, and the ABI-10 records the observer verified.
