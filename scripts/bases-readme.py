@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes bases/README.md on stdout from what scripts/bases.sh made: the
 records of every language's prune and observation (path_sets/<key>/), the
-merged tree, and the times scripts/bases.sh measured (logs/times.tsv)."""
+merged tree, and the times scripts/bases.sh measured (logs/times.tsv). The
+section "Rows that changed" is written by hand (what changed in each base, and
+why): --keep takes it over from the README being replaced."""
 import argparse
 import collections
 import glob
@@ -15,6 +17,7 @@ def main():
     ap.add_argument("--times", required=True)
     ap.add_argument("--pin", required=True)
     ap.add_argument("--lockstep", required=True)
+    ap.add_argument("--keep", help="the README being replaced, whose \"%s\" section is kept" % CHANGES)
     a = ap.parse_args()
     times = {}
     with open(a.times) as f:
@@ -25,18 +28,42 @@ def main():
     rows, prov = [], {}
     for k in keys:
         rows += language_rows(a.bases, k, times, prov)
-    print(HEAD.format(pin=a.pin, lockstep=a.lockstep, keys=",".join(keys)))
+    phobos = "`BasePhobos.cfg`, `TailPhobos.cfg` and\n`debug/` are the rest of the orchestrator's tree (docs/orchestrate.md)."
+    if not os.path.exists(os.path.join(a.bases, "BasePhobos.cfg")):
+        phobos = ("`TailPhobos.cfg` and `debug/` are\nthe rest of the orchestrator's tree (docs/orchestrate.md); "
+                  "it writes no `BasePhobos.cfg` for these bases: their union\nwould put an `[execute]` grant on a tree beside a write-class grant on it, which no language base\nhas (docs/orchestrate.md).")
+    print(HEAD.format(pin=a.pin, lockstep=a.lockstep, keys=",".join(keys), phobos=phobos))
     print("| language | exercise | base | prune on the host: runs by stage | prune minutes | observe on "
           + a.pin + ": verdict, ABI-10 rows | observe minutes |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print("| " + " | ".join(r) + " |")
     print()
+    if a.keep:
+        print(kept_changes(a.keep))
     print("Provenance (from the records):")
     print()
     for name, vals in sorted(prov.items()):
         print("- %s: %s" % (name, ", ".join(sorted(vals))))
     print(TAIL)
+
+
+CHANGES = "## Rows that changed"
+
+
+def kept_changes(readme):
+    """The hand-written section CHANGES of readme, up to the generated provenance; empty if it
+    has none."""
+    try:
+        with open(readme) as f:
+            text = f.read()
+    except FileNotFoundError:
+        return ""
+    start = text.find(CHANGES + "\n")
+    if start < 0:
+        return ""
+    end = text.find("Provenance (from the records):", start)
+    return text[start:end if end >= 0 else len(text)].rstrip() + "\n"
 
 
 def language_rows(bases, key, times, prov):
@@ -85,8 +112,7 @@ limits); `Abi10-<key>.cfg` and `exercises/<key>_<exercise>.abi10.cfg`, where pre
 only Landlock ABI 10 enforces (a UDP bind), never part of a base. `path_sets/<key>/` keeps the
 inputs the merge was made from: each exercise's pruned policy and its schema-2 record
 (`<key>_<exercise>.cfg`, `.json`), the observer's ABI-10 record (`.abi10.json`, and the sidecar
-`.abi10.cfg` when it found rows) and its run (`run.json`). `BasePhobos.cfg`, `TailPhobos.cfg` and
-`debug/` are the rest of the orchestrator's tree (docs/orchestrate.md).
+`.abi10.cfg` when it found rows) and its run (`run.json`). {phobos}
 
 Made with the commands of `make bases` (scripts/bases.sh; docs/prune.md, "Shipped bases"), lockstep `{lockstep}`,
 for the keys {keys}:

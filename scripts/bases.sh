@@ -134,7 +134,7 @@ for k in "${langs[@]}"; do
 	cp "$out/path_sets/$k/${k}"_*.cfg "$out/path_sets/$k/${k}"_*.json "$new/path_sets/$k/"
 	if [[ -f $out/path_sets/$k/run.json ]]; then cp "$out/path_sets/$k/run.json" "$new/path_sets/$k/"; fi
 done
-python3 "$repo/scripts/bases-readme.py" --bases "$new" --times "$times" --pin "$pin" \
+python3 "$repo/scripts/bases-readme.py" --bases "$new" --times "$times" --pin "$pin" --keep "$repo/bases/README.md" \
 	--lockstep "$("$lockstep" version | head -1), source revision $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)" >"$new/README.md"
 rm -rf "$repo/bases.old"
 if [[ -d $repo/bases ]]; then mv "$repo/bases" "$repo/bases.old"; fi
