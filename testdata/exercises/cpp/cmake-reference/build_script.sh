@@ -7,6 +7,10 @@
 # its own under /tmp and writes test/test-reports/tests-results.xml. No variable of the grader's
 # is changed: TMPDIR is unset, so g++ and Python write their temporary files in /tmp.
 set -euo pipefail
+# As Artemis's build: no leak checks (LeakSanitizer stops the threads through ptrace, which fails
+# under a tracer such as the pruner's strace). The sanitizers read this from /proc/self/environ,
+# which the kept seed cpp-kept.cfg grants.
+export ASAN_OPTIONS=detect_leaks=0
 cp -R assignment test/assignment
 cd test
 mkdir -p test-reports

@@ -5,9 +5,9 @@ place of its add_executable line), configures with CMake into build/ with the ad
 undefined-behaviour sanitizers, builds each program, runs each in a scratch directory of its own
 that tempfile.mkdtemp makes under /tmp (its working directory, where Catch2's JUnit reporter writes
 its report; removed afterwards), and writes test-reports/tests-results.xml with a case for the
-configure step, one for each build and one for each test case Catch2 ran. It ends with status 0
-whatever its tests found: the report is the result. Every step (the configure, each build, each
-test program) runs as Artemis's graders run one: its standard input on a pseudo-terminal whose
+configure step, one for each build, one for each run (its status) and one for each test case
+Catch2 ran. It ends with status 0 whatever its tests found: the report is the result. Every step
+(the configure, each build, each test program) runs as Artemis's graders run one: its standard input on a pseudo-terminal whose
 output translation the grader turns off, its output on a second one that the grader reads.
 """
 import io
@@ -134,6 +134,9 @@ def run_tests(report, test):
         except (OSError, ET.ParseError) as e:
             report.add("run", test, "status %d and no Catch2 report (%s)\n%s" % (status, e, output[-8000:]))
             return
+        # As Artemis's TestCatch2: the program's own case fails when it ends with another status
+        # than 0 (a failed test, or a sanitizer's error after the report was written).
+        report.add("run", test, None if status == 0 else "status %d\n%s" % (status, output[-8000:]))
         for case in cases:
             failure = case.find("failure")
             if failure is None:
