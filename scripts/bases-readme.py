@@ -41,7 +41,7 @@ def main():
     print()
     if a.keep:
         print(kept_changes(a.keep))
-    print("Provenance (from the records):")
+    print(PROVENANCE)
     print()
     for name, vals in sorted(prov.items()):
         print("- %s: %s" % (name, ", ".join(sorted(vals))))
@@ -49,6 +49,7 @@ def main():
 
 
 CHANGES = "## Rows that changed"
+PROVENANCE = "Provenance (from the records):"
 
 
 def kept_changes(readme):
@@ -62,7 +63,7 @@ def kept_changes(readme):
     start = text.find(CHANGES + "\n")
     if start < 0:
         return ""
-    end = text.find("Provenance (from the records):", start)
+    end = text.find(PROVENANCE, start)
     return text[start:end if end >= 0 else len(text)].rstrip() + "\n"
 
 
